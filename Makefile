@@ -1,0 +1,65 @@
+# trident-spark: `make demo` runs the main job on embedded defaults, `make test` runs the tests.
+# Both set up what they need on a fresh machine: a virtualenv, the package, Java 17+ and
+# redis-server (installed with apt-get when run as root), and the local services.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-dev
+PYTEST_ARGS ?=
+
+.PHONY: setup system-deps demo test test-unit lint typecheck bench clean
+
+setup: system-deps $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+# Java 17+ for Spark, redis-server for the Redis state tests.
+system-deps:
+	@major=$$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1); \
+	if [ -z "$$major" ] || [ "$$major" -lt 17 ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "Java 17+ not found (found: $${major:-none}); installing openjdk-17-jre-headless"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null; \
+	  else \
+	    echo "Spark needs Java 17 or newer (found: $${major:-none})."; \
+	    echo "Install it (Debian/Ubuntu: sudo apt-get install openjdk-17-jre-headless) or set JAVA_HOME."; \
+	    exit 1; \
+	  fi; \
+	fi
+	@if ! command -v redis-server >/dev/null && [ -z "$$REDIS_URL" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "redis-server not found; installing it"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
+	    systemctl disable --now redis-server >/dev/null 2>&1 || service redis-server stop >/dev/null 2>&1 || true; \
+	  else \
+	    echo "note: redis-server not found; Redis tests will use REDIS_URL or be skipped (sudo apt-get install redis-server)"; \
+	  fi; \
+	fi
+
+demo: setup
+	$(VENV)/bin/trident-spark demo
+
+# pytest exits 5 when it collected no test: that is a failure here, not a pass.
+test: setup
+	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
+
+test-unit: setup
+	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
+
+lint: setup
+	$(VENV)/bin/ruff check trident_spark state tests bench examples
+
+typecheck: setup
+	$(VENV)/bin/mypy
+
+bench: setup
+	$(PY) bench/spout.py
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,30 @@
+"""trident-spark: Storm Trident's programming model and exactly-once state on PySpark.
+
+Examples
+--------
+>>> from trident_spark import TridentTopology, Fields
+>>> Fields("word", "count")
+Fields('word', 'count')
+"""
+
+import logging
+
+from trident_spark.errors import FailedException, TopologyError
+from trident_spark.fields import Fields, TridentTuple
+from trident_spark.operation import TridentCollector
+from trident_spark.stream import Stream
+from trident_spark.topology import TridentTopology
+
+__all__ = [
+    "FailedException",
+    "Fields",
+    "Stream",
+    "TopologyError",
+    "TridentCollector",
+    "TridentTopology",
+    "TridentTuple",
+]
+__version__ = "0.1.0"
+
+# A library leaves logging to the application: no output unless it configures logging.
+logging.getLogger(__name__).addHandler(logging.NullHandler())

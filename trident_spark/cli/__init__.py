@@ -1,0 +1,1 @@
+"""The ``trident-spark`` command: one module per subcommand, registered in ``main``."""

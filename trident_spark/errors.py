@@ -1,0 +1,51 @@
+"""Error classes. Every message names what failed, where, and what to do."""
+
+from __future__ import annotations
+
+
+class TridentSparkError(Exception):
+    """Base class of every error trident-spark raises on purpose."""
+
+
+class TopologyError(TridentSparkError):
+    """The topology is wrong: found while building it, before anything runs.
+
+    Examples
+    --------
+    >>> raise TopologyError("each(Split): unknown input field 'text'; the stream has ['value']")
+    Traceback (most recent call last):
+    ...
+    trident_spark.errors.TopologyError: each(Split): unknown input field 'text'; ...
+    """
+
+
+class FailedException(TridentSparkError):  # noqa: N818 (Trident's name)
+    """Raised by user code to ask for the whole batch to be replayed (Trident's FailedException).
+
+    Examples
+    --------
+    >>> raise FailedException("store briefly unavailable")
+    Traceback (most recent call last):
+    ...
+    trident_spark.errors.FailedException: store briefly unavailable
+    """
+
+
+class SpoutError(TridentSparkError):
+    """A spout cannot read what it was asked to read."""
+
+
+class BrokerUnavailableError(SpoutError):
+    """The Kafka broker does not answer at the configured address."""
+
+
+class UnknownTopicError(SpoutError):
+    """A configured topic does not exist on the broker."""
+
+
+class DataLossError(SpoutError):
+    """Offsets the stream needs no longer exist on the broker (retention or deletion)."""
+
+
+class MalformedRecordError(SpoutError):
+    """A record cannot be decoded with the spout's value format."""

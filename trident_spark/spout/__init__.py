@@ -1,0 +1,5 @@
+"""Spouts: where a stream's batches come from."""
+
+from trident_spark.spout.kafka import KafkaSpout
+
+__all__ = ["KafkaSpout"]

@@ -1,0 +1,109 @@
+"""``KafkaSpout(engine="jvm")``: the same options on Spark's built-in ``kafka`` source.
+
+For clusters that have the ``spark-sql-kafka`` connector jar. Spark's source has no
+byte budget, so Trident's max-fetch-bytes rule becomes ``maxOffsetsPerTrigger``:
+``partitions x max_fetch_bytes / record_bytes``, with the record size measured
+from the topic when the query starts.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from typing import TYPE_CHECKING, Any
+
+from trident_spark.spout.kafka_config import KafkaSpoutConfig
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from trident_spark.spout.kafka import KafkaSpout
+
+log = logging.getLogger(__name__)
+
+
+def jvm_options(config: KafkaSpoutConfig, *, partitions: int | None = None,
+                record_bytes: float | None = None) -> dict[str, str]:
+    """Options for ``spark.readStream.format("kafka")`` equivalent to ``config``.
+
+    ``partitions`` and ``record_bytes`` (measured) are needed only when
+    ``max_fetch_bytes`` is set.
+
+    Examples
+    --------
+    >>> cfg = KafkaSpoutConfig("b:9092", topics=("t",), max_fetch_bytes=100_000)
+    >>> jvm_options(cfg, partitions=12, record_bytes=1000.0)["maxOffsetsPerTrigger"]
+    '1200'
+    """
+    opts: dict[str, str] = {"kafka.bootstrap.servers": config.bootstrap_servers}
+    if config.topics:
+        opts["subscribe"] = ",".join(config.topics)
+    else:
+        opts["subscribePattern"] = config.pattern or ""
+    offsets = config.starting_offsets
+    opts["startingOffsets"] = offsets if isinstance(offsets, str) else json.dumps(offsets, sort_keys=True)
+    opts["failOnDataLoss"] = "true" if config.fail_on_data_loss else "false"
+    max_rows = config.max_offsets_per_trigger
+    if config.max_fetch_bytes:
+        if not partitions or not record_bytes:
+            raise ValueError("max_fetch_bytes on engine='jvm' needs the partition count and the "
+                             "measured record size")
+        by_bytes = max(partitions, math.floor(partitions * config.max_fetch_bytes / record_bytes))
+        max_rows = min(max_rows, by_bytes) if max_rows else by_bytes
+    if max_rows:
+        opts["maxOffsetsPerTrigger"] = str(max_rows)
+    if config.min_offsets_per_trigger:
+        opts["minOffsetsPerTrigger"] = str(config.min_offsets_per_trigger)
+        opts["maxTriggerDelay"] = f"{round(config.max_trigger_delay_s * 1000)}ms"
+    if config.min_partitions:
+        opts["minPartitions"] = str(config.min_partitions)
+    if config.include_headers:
+        opts["includeHeaders"] = "true"
+    for name, value in sorted(config.kafka_options.items()):
+        opts[f"kafka.{name}"] = str(value).lower() if isinstance(value, bool) else str(value)
+    return opts
+
+
+def measure_topic(config: KafkaSpoutConfig) -> tuple[int, float | None]:
+    """Partition count and average record bytes, sampled from the head of each partition."""
+    from trident_spark.spout.kafka_client import KafkaBrokerClient
+
+    client = KafkaBrokerClient(config)
+    try:
+        partitions = client.topic_partitions()
+        probes = client.probe(client.earliest_offsets(partitions), config.size_sample_bytes)
+    finally:
+        client.close()
+    sizes = [size for p in probes.values() for size in p.sample.sizes]
+    return len(partitions), (sum(sizes) / len(sizes) if sizes else None)
+
+
+def jvm_dataframe(spark: SparkSession, spout: KafkaSpout) -> DataFrame:
+    """Spark's ``kafka`` source, shaped like the Python spout's records."""
+    from pyspark.sql import functions as F
+
+    config = spout.config
+    partitions, record_bytes = (None, None)
+    if config.max_fetch_bytes:
+        partitions, record_bytes = measure_topic(config)
+        record_bytes = record_bytes or float(config.max_fetch_bytes)
+    opts = jvm_options(config, partitions=partitions, record_bytes=record_bytes)
+    log.info("KafkaSpout(engine='jvm') options: %s", opts)
+    raw = spark.readStream.format("kafka").options(**opts).load()
+    key = F.col("key").cast("string") if config.key_format == "str" else F.col("key")
+    if config.value_format == "json":
+        mode = {"mode": "FAILFAST"} if config.on_malformed == "fail" else {}
+        value = F.from_json(F.col("value").cast("string"), config.value_schema or "", mode)
+    elif config.value_format == "str":
+        value = F.col("value").cast("string")
+    else:
+        value = F.col("value")
+    columns: list[Any] = [key.alias("key"), value.alias("value"), "topic",
+               F.col("partition").cast("int").alias("partition"), "offset", "timestamp"]
+    if config.include_headers:
+        columns.append("headers")
+    if config.on_malformed != "fail":
+        bad = F.col("value").isNotNull() & value.isNull()
+        columns.append(F.when(bad, F.lit("value is not JSON matching value_schema")).alias("malformed"))
+    return raw.select(*columns)  # type: ignore[no-any-return]

@@ -1,0 +1,168 @@
+"""KafkaSpout: the public face of the Kafka source.
+
+A spout knows its output fields and how to become a streaming DataFrame in a
+SparkSession; the runner does the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from trident_spark.spout.kafka_config import (
+    KafkaSpoutConfig,
+    KeyFormat,
+    MalformedPolicy,
+    ValueFormat,
+    parse_trigger_delay,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+Engine = Literal["python", "jvm"]
+KAFKA_FIELDS = ("key", "value", "topic", "partition", "offset", "timestamp")
+
+
+class KafkaSpout:
+    """Read Kafka topics as Trident batches: one Spark micro-batch per txid.
+
+    Parameters
+    ----------
+    bootstrap_servers : str
+        Broker addresses, ``"host:port[,host:port]"``.
+    topics, pattern : list of str, or a regex
+        What to read: exactly one of them. Partitions added while the stream runs
+        are picked up between batches, from their earliest offset.
+    starting_offsets : "earliest", "latest" or {topic: {partition: offset}}
+        Where a new query starts (a restarted one resumes from its checkpoint).
+        In the mapping, -2 means earliest and -1 latest; partitions left out start
+        at earliest.
+    max_fetch_bytes : int, optional
+        Trident's per-partition fetch size: each batch takes at most about this many
+        bytes (key + value) from each partition, counted on records sampled from the
+        head of each partition's backlog.
+    max_offsets_per_trigger : int, optional
+        At most this many records per batch, split across partitions in proportion
+        to their backlog (Spark's Kafka source rule).
+    min_offsets_per_trigger, max_trigger_delay : int, duration
+        Wait for at least this many records before running a batch, but never
+        longer than ``max_trigger_delay`` (default ``"15m"``).
+    min_partitions : int, optional
+        Split large offset ranges so a batch has at least this many Spark tasks.
+    value_format : "str", "bytes" or "json"
+        ``str`` decodes UTF-8 (the default); ``json`` parses objects into a struct
+        described by ``value_schema`` (a Spark DDL string).
+    key_format : "str" or "bytes"
+    include_headers : bool
+        Add a ``headers`` field: a list of ``{key, value}``.
+    fail_on_data_loss : bool
+        When offsets the stream needs are gone (retention), fail naming topic,
+        partition and offsets (default); ``False`` skips ahead and counts them.
+    on_malformed : "fail" or "skip"
+        A record that cannot be decoded fails the batch naming it (default), or is
+        dropped and counted in the batch metrics.
+    kafka_options : dict
+        Passed to librdkafka as is (``security.protocol``, ``sasl.*``, ``ssl.*`` ...).
+    engine : "python" or "jvm"
+        ``python`` (default) is the bundled Python data source; ``jvm`` maps the same
+        options onto Spark's ``kafka`` format for clusters with the connector jar.
+    timeout : duration
+        How long to wait for the broker before failing with its address.
+
+    Examples
+    --------
+    >>> spout = KafkaSpout(bootstrap_servers="127.0.0.1:9092", topics=["sentences"],
+    ...                    max_fetch_bytes=100_000)
+    >>> spout.fields
+    ['key', 'value', 'topic', 'partition', 'offset', 'timestamp']
+    """
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        topics: Sequence[str] | None = None,
+        *,
+        pattern: str | None = None,
+        starting_offsets: str | Mapping[str, Mapping[int | str, int]] = "earliest",
+        max_fetch_bytes: int | None = None,
+        max_offsets_per_trigger: int | None = None,
+        min_offsets_per_trigger: int | None = None,
+        max_trigger_delay: float | str = "15m",
+        min_partitions: int | None = None,
+        value_format: ValueFormat = "str",
+        value_schema: str | None = None,
+        key_format: KeyFormat = "str",
+        include_headers: bool = False,
+        fail_on_data_loss: bool = True,
+        on_malformed: MalformedPolicy = "fail",
+        kafka_options: Mapping[str, Any] | None = None,
+        engine: Engine = "python",
+        timeout: float | str = 20.0,
+        size_sample_bytes: int = 256 * 1024,
+    ) -> None:
+        if isinstance(topics, str):
+            topics = [topics]
+        offsets: str | dict[str, dict[str, int]]
+        if isinstance(starting_offsets, str):
+            offsets = starting_offsets
+        else:
+            offsets = {t: {str(p): int(o) for p, o in parts.items()}
+                       for t, parts in starting_offsets.items()}
+        from trident_spark.durations import parse_seconds
+
+        self.config = KafkaSpoutConfig(
+            bootstrap_servers=bootstrap_servers,
+            topics=tuple(topics or ()),
+            pattern=pattern,
+            starting_offsets=offsets,
+            max_fetch_bytes=max_fetch_bytes,
+            max_offsets_per_trigger=max_offsets_per_trigger,
+            min_offsets_per_trigger=min_offsets_per_trigger,
+            max_trigger_delay_s=parse_trigger_delay(max_trigger_delay),
+            min_partitions=min_partitions,
+            value_format=value_format,
+            value_schema=value_schema,
+            key_format=key_format,
+            include_headers=include_headers,
+            fail_on_data_loss=fail_on_data_loss,
+            on_malformed=on_malformed,
+            kafka_options=dict(kafka_options or {}),
+            size_sample_bytes=size_sample_bytes,
+            timeout_s=parse_seconds(timeout, what="KafkaSpout(timeout=)"),
+        )
+        if engine not in ("python", "jvm"):
+            raise ValueError(f"KafkaSpout(engine={engine!r}): use 'python' or 'jvm'")
+        self.engine: Engine = engine
+
+    def __repr__(self) -> str:
+        config = self.config
+        what = f"topics={list(config.topics)}" if config.topics else f"pattern={config.pattern!r}"
+        return f"KafkaSpout({self.config.bootstrap_servers!r}, {what})"
+
+    @property
+    def fields(self) -> list[str]:
+        """The fields of the spout's tuples, in order."""
+        extra = ["headers"] if self.config.include_headers else []
+        return [*KAFKA_FIELDS, *extra]
+
+    def check(self) -> None:
+        """Fail fast, on the driver, if the broker is unreachable or a topic is missing."""
+        from trident_spark.spout.kafka_client import KafkaBrokerClient
+
+        client = KafkaBrokerClient(self.config)
+        try:
+            client.topic_partitions()
+        finally:
+            client.close()
+
+    def to_dataframe(self, spark: SparkSession) -> DataFrame:
+        """The spout as a streaming DataFrame in ``spark`` (its fields plus internal columns)."""
+        if self.engine == "jvm":
+            from trident_spark.spout.jvm import jvm_dataframe
+
+            return jvm_dataframe(spark, self)
+        from trident_spark.spout.kafka_source import FORMAT_NAME, KafkaDataSource
+
+        spark.dataSource.register(KafkaDataSource)
+        return spark.readStream.format(FORMAT_NAME).option("config", self.config.to_json()).load()

@@ -1,0 +1,286 @@
+"""The Kafka spout as a Spark Python streaming data source (``DataSourceStreamReader``).
+
+Spark calls ``latestOffset`` on the driver once per trigger and writes the
+answer to the checkpoint's offset log *before* the batch runs; a restarted
+query replays a logged batch with exactly those offsets. That makes this a
+*transactional* spout in Trident's sense: a txid (batch id) always has the
+same records.
+
+An offset document looks like::
+
+    {"offsets": {"words": {"0": 1200, "1": 1180}},
+     "begin":   {"words": {"2": 0}},          # only for partitions new in this batch
+     "batch":   {"rows": 2380, "bytes": 154700, "record_bytes": 65.0,
+                 "limited_by": "max_fetch_bytes", "lost": 0}}
+
+``offsets`` is the end of the batch (the next batch's start); ``batch`` is what
+the read limit decided and why, kept in the log so it shows in Spark's
+progress and stays fixed on replay.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxBytes,
+    ReadMaxRows,
+    ReadMinRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from trident_spark.errors import DataLossError
+from trident_spark.spout.kafka_client import KafkaBrokerClient, ProbeResult
+from trident_spark.spout.kafka_config import KafkaSpoutConfig
+from trident_spark.spout.kafka_offsets import (
+    OffsetRange,
+    Offsets,
+    PartitionSample,
+    TopicPartition,
+    byte_budget_end,
+    decode_offsets,
+    encode_offsets,
+    estimate_range_bytes,
+    plan_ranges,
+    prorate_max_rows,
+)
+
+log = logging.getLogger(__name__)
+
+FORMAT_NAME = "trident_kafka"
+
+
+class KafkaDataSource(DataSource):
+    """Spark data source ``trident_kafka``; its one option ``config`` is a KafkaSpoutConfig as JSON."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT_NAME
+
+    def schema(self) -> str:
+        return KafkaSpoutConfig.from_json(self.options["config"]).schema_ddl()
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return KafkaStreamReader(KafkaSpoutConfig.from_json(self.options["config"]), schema)
+
+
+class KafkaInputPartition(InputPartition):
+    """One Spark task's share of a batch: an offset range of one Kafka partition."""
+
+    def __init__(self, offset_range: OffsetRange) -> None:
+        super().__init__(offset_range)
+        self.offset_range = offset_range
+
+
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Plans batches on the driver, reads them on executors.
+
+    Construction is cheap and opens nothing: Spark builds throwaway instances in
+    its planner process and pickles one to executors for :meth:`read`.
+    """
+
+    def __init__(self, config: KafkaSpoutConfig, schema: StructType) -> None:
+        self.config = config
+        self.schema = schema
+        self._client: KafkaBrokerClient | None = None
+        self._available_now_target: Offsets | None = None
+        self._latest_seen: Offsets = {}
+        self._waiting_since = time.monotonic()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Only settings travel to executors; driver-side connections stay behind.
+        return {"config": self.config, "schema": self.schema}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["config"], state["schema"])  # type: ignore[misc]
+
+    @property
+    def client(self) -> KafkaBrokerClient:
+        if self._client is None:
+            self._client = KafkaBrokerClient(self.config)
+        return self._client
+
+    # --- offsets ---------------------------------------------------------------------
+    def initialOffset(self) -> dict[str, Any]:
+        """Resolve ``starting_offsets`` to concrete offsets (called once, for a new query)."""
+        partitions = self.client.topic_partitions()
+        earliest = self.client.earliest_offsets(partitions)
+        wanted = self.config.starting_offsets
+        if wanted == "earliest":
+            return {"offsets": encode_offsets(earliest)}
+        if wanted == "latest":
+            return {"offsets": encode_offsets(self._high_watermarks(earliest))}
+        assert isinstance(wanted, dict)
+        given = decode_offsets(wanted)
+        unknown = sorted(set(given) - set(partitions))
+        if unknown:
+            raise ValueError(
+                f"KafkaSpout(starting_offsets=...) names partitions that do not exist on "
+                f"{self.config.address}: {', '.join(f'{t}[{p}]' for t, p in unknown)}"
+            )
+        latest = self._high_watermarks(earliest) if -1 in given.values() else {}
+        start = {}
+        for tp in partitions:
+            offset = given.get(tp, -2)
+            start[tp] = earliest[tp] if offset == -2 else latest[tp] if offset == -1 else offset
+        return {"offsets": encode_offsets(start)}
+
+    def _high_watermarks(self, starts: Offsets) -> Offsets:
+        probes = self.client.probe(starts, sample_bytes=1)
+        return {tp: max(starts[tp], p.high_watermark) for tp, p in probes.items()}
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """Fix the end of an ``availableNow`` run at the high watermarks seen now."""
+        partitions = self.client.topic_partitions()
+        self._available_now_target = self._high_watermarks(self.client.earliest_offsets(partitions))
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        return {"offsets": encode_offsets(self._latest_seen)} if self._latest_seen else None
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        """Tell Spark the spout limits its batches; the options themselves are applied here."""
+        if self.config.max_offsets_per_trigger:
+            return ReadMaxRows(self.config.max_offsets_per_trigger)
+        if self.config.min_offsets_per_trigger:
+            return ReadMinRows(self.config.min_offsets_per_trigger)
+        if self.config.max_fetch_bytes:
+            # Per partition; applied in latestOffset, where the partition count is known.
+            return ReadMaxBytes(self.config.max_fetch_bytes)
+        return ReadAllAvailable()
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        """End of the next batch: all pending records, cut down by the read limits."""
+        previous = decode_offsets(start.get("offsets", {}))
+        partitions = self.client.topic_partitions()
+        self._check_lost_partitions(previous, partitions)
+        new = [tp for tp in partitions if tp not in previous]
+        begin = {**{tp: previous[tp] for tp in partitions if tp in previous},
+                 **self.client.earliest_offsets(new)}
+        probes, lost = self._probe(begin)
+        high = {tp: max(begin[tp], probes[tp].high_watermark) for tp in begin}
+        self._latest_seen = dict(high)
+        if self._available_now_target is not None:
+            high = {tp: min(h, self._available_now_target.get(tp, begin[tp])) for tp, h in high.items()}
+        end, limited_by = self._apply_limits(begin, high, probes, limit)
+        if end == previous and not lost:
+            return start
+        rows = sum(end[tp] - begin[tp] for tp in end)
+        if rows < self._min_rows(limit) and not self._waited_long_enough() and not lost:
+            return start
+        self._waiting_since = time.monotonic()
+        overrides = {tp: begin[tp] for tp in end if begin[tp] != previous.get(tp)}
+        return self._offset_document(begin, end, overrides, probes, limited_by, lost)
+
+    def _check_lost_partitions(self, previous: Offsets, partitions: list[TopicPartition]) -> None:
+        gone = sorted(set(previous) - set(partitions))
+        if gone and self.config.fail_on_data_loss:
+            raise DataLossError(
+                f"KafkaSpout: partitions {', '.join(f'{t}[{p}]' for t, p in gone)} disappeared from "
+                f"{self.config.address} (topic deleted?). Set fail_on_data_loss=False to go on without them."
+            )
+
+    def _probe(self, begin: Offsets) -> tuple[dict[TopicPartition, ProbeResult], int]:
+        """Probe every partition; where ``begin`` was lost to retention, fail or skip ahead."""
+        sample_bytes = min(self.config.size_sample_bytes, self.config.max_fetch_bytes or 1 << 62)
+        probes = self.client.probe(begin, sample_bytes)
+        out_of_range = [tp for tp, p in probes.items() if p.out_of_range]
+        if not out_of_range:
+            return probes, 0
+        earliest = self.client.earliest_offsets(out_of_range)
+        if self.config.fail_on_data_loss:
+            detail = ", ".join(f"{t}[{p}] needs {begin[(t, p)]} but starts at {earliest[(t, p)]}"
+                               for t, p in out_of_range)
+            raise DataLossError(
+                f"KafkaSpout: records were lost on {self.config.address} before they were read "
+                f"(retention or deletion): {detail}. Set fail_on_data_loss=False to skip them."
+            )
+        lost = sum(max(0, earliest[tp] - begin[tp]) for tp in out_of_range)
+        log.warning("KafkaSpout: skipping %d lost records on %s", lost, self.config.address)
+        for tp in out_of_range:
+            begin[tp] = earliest[tp]
+        probes.update(self.client.probe({tp: begin[tp] for tp in out_of_range}, sample_bytes))
+        return probes, lost
+
+    def _apply_limits(self, begin: Offsets, high: Offsets, probes: dict[TopicPartition, ProbeResult],
+                      limit: ReadLimit) -> tuple[Offsets, str]:
+        if isinstance(limit, ReadAllAvailable):
+            return high, "available"
+        end = dict(high)
+        limited_by = "available"
+        per_partition_bytes = self.config.max_fetch_bytes
+        if isinstance(limit, ReadMaxBytes) and not per_partition_bytes:
+            per_partition_bytes = max(1, limit.max_bytes // max(1, len(begin)))
+        if per_partition_bytes:
+            end = {tp: byte_budget_end(begin[tp], high[tp], probes[tp].sample, per_partition_bytes)
+                   for tp in begin}
+            if end != high:
+                limited_by = "max_fetch_bytes"
+        max_rows = self.config.max_offsets_per_trigger
+        if isinstance(limit, ReadMaxRows):
+            max_rows = min(max_rows or limit.max_rows, limit.max_rows)
+        if max_rows:
+            capped = prorate_max_rows(begin, end, max_rows)
+            if capped != end:
+                end, limited_by = capped, "max_offsets_per_trigger"
+        return end, limited_by
+
+    def _min_rows(self, limit: ReadLimit) -> int:
+        if isinstance(limit, ReadAllAvailable) or self._available_now_target is not None:
+            return 0
+        return self.config.min_offsets_per_trigger or 0
+
+    def _waited_long_enough(self) -> bool:
+        return time.monotonic() - self._waiting_since >= self.config.max_trigger_delay_s
+
+    def _offset_document(self, begin: Offsets, end: Offsets, overrides: Offsets,
+                         probes: dict[TopicPartition, ProbeResult], limited_by: str,
+                         lost: int) -> dict[str, Any]:
+        samples: dict[TopicPartition, PartitionSample] = {tp: p.sample for tp, p in probes.items()}
+        rows = sum(end[tp] - begin[tp] for tp in end)
+        total_bytes = sum(estimate_range_bytes(begin[tp], end[tp], samples.get(tp)) for tp in end)
+        sampled = [s for s in samples.values() if s.sizes]
+        sample_bytes = sum(s.total_bytes for s in sampled)
+        sample_count = sum(len(s.sizes) for s in sampled)
+        document: dict[str, Any] = {"offsets": encode_offsets(end)}
+        if overrides:
+            document["begin"] = encode_offsets(overrides)
+        document["batch"] = {
+            "rows": rows,
+            "bytes": total_bytes,
+            "record_bytes": round(sample_bytes / sample_count, 1) if sample_count else None,
+            "limited_by": limited_by,
+            "lost": lost,
+        }
+        return document
+
+    # --- planning and reading ----------------------------------------------------------
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        """One input partition per Kafka partition with records in the batch (split if asked)."""
+        begin = decode_offsets(start.get("offsets", {}))
+        begin.update(decode_offsets(end.get("begin", {})))
+        ranges = plan_ranges(begin, decode_offsets(end.get("offsets", {})), self.config.min_partitions)
+        return [KafkaInputPartition(r) for r in ranges]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        """Runs on an executor: read one offset range as Arrow record batches."""
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        from trident_spark.spout.kafka_read import read_range
+
+        assert isinstance(partition, KafkaInputPartition)
+        schema = to_arrow_schema(self.schema, timezone="UTC")
+        return read_range(self.config, schema, partition.offset_range)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Nothing to do: progress lives in Spark's checkpoint, not in a consumer group."""
+
+    def stop(self) -> None:
+        if self._client is not None:
+            self._client.close()
