@@ -72,6 +72,7 @@ def _decode_json(raw: Sequence[bytes | None], struct_type: pa.StructType,
             )
             if table.num_rows == len(present):
                 parsed = table.to_struct_array().combine_chunks()
+                parsed.validate(full=True)  # Arrow's JSON reader does not check strings are UTF-8
                 if len(present) == len(raw):
                     return parsed
                 return _reinsert_nulls(raw, parsed, struct_type)

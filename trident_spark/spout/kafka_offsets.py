@@ -91,12 +91,13 @@ def prorate_max_rows(start: Offsets, end: Offsets, max_rows: int) -> Offsets:
     return capped
 
 
-def byte_budget_end(start: int, high_watermark: int, sample: PartitionSample, budget: int) -> int:
+def byte_budget_end(start: int, high_watermark: int, sample: PartitionSample, budget: int,
+                    average: float | None = None) -> int:
     """End offset (exclusive) of a read of at most about ``budget`` bytes from ``start``.
 
     Trident's rule: one fetch of *max fetch bytes* per partition per batch. Records
     in the sample are counted exactly; past the sample the count is extrapolated
-    from the sample's average record size. At least one record is taken when any
+    from ``average`` bytes per record (default: the sample's own average). At least one record is taken when any
     is pending, so a record larger than the budget cannot stall the stream.
 
     Examples
@@ -120,11 +121,39 @@ def byte_budget_end(start: int, high_watermark: int, sample: PartitionSample, bu
         end = offset + 1
     if sample.complete:
         return high_watermark
-    average = sample.average_record_bytes
+    average = average or sample.average_record_bytes
     if average is None:
         return start
     extra = int((budget - used) // average) if used < budget else 0
     return min(high_watermark, end + extra)
+
+
+@dataclass
+class RecordSizeEstimate:
+    """Average record size of one partition over recent samples, older samples fading.
+
+    One sample of a few kilobytes gives a noisy average; Trident's repeated fetches
+    average over many. ``decay`` is the weight kept by the history at each new sample.
+
+    Examples
+    --------
+    >>> est = RecordSizeEstimate()
+    >>> est.add(PartitionSample(offsets=[0, 1], sizes=[100, 300]))
+    200.0
+    >>> round(est.add(PartitionSample(offsets=[2, 3], sizes=[100, 100])), 1)
+    144.4
+    """
+
+    decay: float = 0.8
+    bytes: float = 0.0
+    records: float = 0.0
+
+    def add(self, sample: PartitionSample) -> float | None:
+        """Fold ``sample`` in; return the current average (None before any record)."""
+        if sample.sizes:
+            self.bytes = self.bytes * self.decay + sample.total_bytes
+            self.records = self.records * self.decay + len(sample.sizes)
+        return self.bytes / self.records if self.records else None
 
 
 def estimate_range_bytes(start: int, end: int, sample: PartitionSample | None) -> int:
@@ -140,6 +169,8 @@ def estimate_range_bytes(start: int, end: int, sample: PartitionSample | None) -
     counted = 0
     covered = start
     for offset, size in zip(sample.offsets, sample.sizes, strict=True):
+        if offset < start:
+            continue
         if offset >= end:
             break
         counted += size
@@ -182,11 +213,15 @@ def plan_ranges(start: Offsets, end: Offsets, min_partitions: int | None = None)
     if not min_partitions or len(ranges) >= min_partitions:
         return ranges
     total = sum(r.size for r in ranges)
-    splits: list[OffsetRange] = []
-    for r in ranges:
-        parts = max(1, min(r.size, round(min_partitions * r.size / total)))
-        splits.extend(_split_evenly(r, parts))
-    return splits
+    parts = [max(1, min(r.size, round(min_partitions * r.size / total))) for r in ranges]
+    # Rounding can leave fewer splits than asked for: cut the ranges with the most
+    # records per split again (a range is never cut below one record per split).
+    while sum(parts) < min_partitions:
+        splittable = [i for i, r in enumerate(ranges) if parts[i] < r.size]
+        if not splittable:
+            break
+        parts[max(splittable, key=lambda i: ranges[i].size / parts[i])] += 1
+    return [split for r, n in zip(ranges, parts, strict=True) for split in _split_evenly(r, n)]
 
 
 def _split_evenly(r: OffsetRange, parts: int) -> Sequence[OffsetRange]:

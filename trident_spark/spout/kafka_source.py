@@ -43,6 +43,7 @@ from trident_spark.spout.kafka_offsets import (
     OffsetRange,
     Offsets,
     PartitionSample,
+    RecordSizeEstimate,
     TopicPartition,
     byte_budget_end,
     decode_offsets,
@@ -55,6 +56,15 @@ from trident_spark.spout.kafka_offsets import (
 log = logging.getLogger(__name__)
 
 FORMAT_NAME = "trident_kafka"
+
+
+def _lost_range(tp: TopicPartition, needed: int, earliest: int) -> str:
+    topic, partition = tp
+    if needed < earliest:
+        return (f"{topic}[{partition}] records [{needed}, {earliest}) were deleted "
+                f"(retention or deletion); the partition now starts at {earliest}")
+    return (f"{topic}[{partition}] the stream is at offset {needed} but the partition ends before it "
+            f"(the topic was deleted and re-created?); it starts at {earliest}")
 
 
 class KafkaDataSource(DataSource):
@@ -93,6 +103,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._available_now_target: Offsets | None = None
         self._latest_seen: Offsets = {}
         self._waiting_since = time.monotonic()
+        self._record_sizes: dict[TopicPartition, RecordSizeEstimate] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         # Only settings travel to executors; driver-side connections stay behind.
@@ -195,14 +206,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return probes, 0
         earliest = self.client.earliest_offsets(out_of_range)
         if self.config.fail_on_data_loss:
-            detail = ", ".join(f"{t}[{p}] needs {begin[(t, p)]} but starts at {earliest[(t, p)]}"
-                               for t, p in out_of_range)
             raise DataLossError(
-                f"KafkaSpout: records were lost on {self.config.address} before they were read "
-                f"(retention or deletion): {detail}. Set fail_on_data_loss=False to skip them."
+                f"KafkaSpout: offsets the stream needs no longer exist on {self.config.address}: "
+                + "; ".join(_lost_range(tp, begin[tp], earliest[tp]) for tp in out_of_range)
+                + ". Set fail_on_data_loss=False to skip ahead to what is there."
             )
         lost = sum(max(0, earliest[tp] - begin[tp]) for tp in out_of_range)
-        log.warning("KafkaSpout: skipping %d lost records on %s", lost, self.config.address)
+        log.warning("KafkaSpout: skipping ahead on %s: %s", self.config.address,
+                    "; ".join(_lost_range(tp, begin[tp], earliest[tp]) for tp in out_of_range))
         for tp in out_of_range:
             begin[tp] = earliest[tp]
         probes.update(self.client.probe({tp: begin[tp] for tp in out_of_range}, sample_bytes))
@@ -218,8 +229,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if isinstance(limit, ReadMaxBytes) and not per_partition_bytes:
             per_partition_bytes = max(1, limit.max_bytes // max(1, len(begin)))
         if per_partition_bytes:
-            end = {tp: byte_budget_end(begin[tp], high[tp], probes[tp].sample, per_partition_bytes)
-                   for tp in begin}
+            end = {}
+            for tp in begin:
+                sample = probes[tp].sample
+                average = self._record_sizes.setdefault(tp, RecordSizeEstimate()).add(sample)
+                end[tp] = byte_budget_end(begin[tp], high[tp], sample, per_partition_bytes, average)
             if end != high:
                 limited_by = "max_fetch_bytes"
         max_rows = self.config.max_offsets_per_trigger

@@ -1,0 +1,39 @@
+"""pytest plugin: one local SparkSession per test session, and per-test Kafka topics."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+_counter = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """A local SparkSession on 2 cores, shared by the in-process integration tests."""
+    from trident_spark.runtime.session import local_session
+
+    session = local_session("trident-spark-tests", master="local[2]",
+                            conf={"spark.sql.shuffle.partitions": "2"})
+    yield session
+    for query in session.streams.active:
+        query.stop()
+    session.stop()
+
+
+@pytest.fixture
+def new_topic(kafka_bootstrap: str) -> Callable[..., str]:
+    """Create a fresh topic: ``new_topic(partitions=4)`` returns its name."""
+    from trident_spark.local.kafka import create_topic
+
+    def make(partitions: int = 1, prefix: str = "t") -> str:
+        name = f"{prefix}-{os.getpid()}-{int(time.time() * 1000) % 10**8}-{next(_counter)}"
+        create_topic(kafka_bootstrap, name, partitions=partitions)
+        return name
+
+    return make

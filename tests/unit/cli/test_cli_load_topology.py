@@ -1,0 +1,120 @@
+"""`trident-spark run FILE[:ATTR]`: finding the topology in a user's file."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import uuid
+
+import pytest
+
+from trident_spark import TridentTopology
+from trident_spark.cli.run import load_topology
+
+HEADER = """
+from trident_spark import TridentTopology
+from trident_spark.spout import KafkaSpout
+"""
+
+
+@pytest.fixture
+def app(tmp_path, monkeypatch):
+    """Write a user file with a unique module name; undo what importing it changes."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    written = []
+
+    def write(body):
+        path = tmp_path / f"app_{uuid.uuid4().hex[:8]}.py"
+        path.write_text(HEADER + textwrap.dedent(body))
+        written.append(path.stem)
+        return path
+
+    yield write
+    for stem in written:
+        sys.modules.pop(stem, None)
+
+
+def test_module_level_topology(app):
+    path = app("""
+        topology = TridentTopology()
+        topology.newStream("words", KafkaSpout("127.0.0.1:1", ["sentences"]))
+    """)
+    topology = load_topology(str(path))
+    assert isinstance(topology, TridentTopology)
+    assert list(topology._spouts) == ["words"]
+
+
+def test_build_topology_function_is_called(app):
+    path = app("""
+        def build_topology():
+            t = TridentTopology()
+            t.newStream("built", KafkaSpout("127.0.0.1:1", ["sentences"]))
+            return t
+    """)
+    assert list(load_topology(str(path))._spouts) == ["built"]
+
+
+def test_attr_naming_a_function(app):
+    path = app("""
+        calls = []
+
+        def make():
+            calls.append(1)
+            t = TridentTopology()
+            t.newStream("made", KafkaSpout("127.0.0.1:1", ["sentences"]))
+            return t
+
+        topology = "not this one"
+    """)
+    topology = load_topology(f"{path}:make")
+    assert list(topology._spouts) == ["made"]
+    assert sys.modules[path.stem].calls == [1]
+
+
+def test_attr_naming_a_topology_object_is_not_called(app):
+    path = app("""
+        other = TridentTopology()
+        other.newStream("other", KafkaSpout("127.0.0.1:1", ["sentences"]))
+    """)
+    assert list(load_topology(f"{path}:other")._spouts) == ["other"]
+
+
+def test_the_file_can_import_its_neighbours(app, tmp_path):
+    (tmp_path / f"helpers_{uuid.uuid4().hex[:8]}.py").write_text("STREAM = 'from-helper'\n")
+    helper = next(tmp_path.glob("helpers_*.py")).stem
+    path = app(f"""
+        from {helper} import STREAM
+        topology = TridentTopology()
+        topology.newStream(STREAM, KafkaSpout("127.0.0.1:1", ["sentences"]))
+    """)
+    try:
+        assert list(load_topology(str(path))._spouts) == ["from-helper"]
+    finally:
+        sys.modules.pop(helper, None)
+
+
+def test_missing_file(tmp_path):
+    missing = tmp_path / "nope.py"
+    with pytest.raises(SystemExit) as info:
+        load_topology(f"{missing}:topology")
+    assert str(info.value.code) == f"trident-spark run: no such file: {missing}"
+
+
+def test_directory_is_not_a_file(tmp_path):
+    with pytest.raises(SystemExit, match="no such file"):
+        load_topology(str(tmp_path))
+
+
+def test_missing_named_attribute(app):
+    path = app("topology = TridentTopology()\n")
+    with pytest.raises(SystemExit) as info:
+        load_topology(f"{path}:build")
+    assert str(info.value.code) == f"trident-spark run: {path} has no build; name it with {path}:ATTR"
+
+
+def test_missing_default_attribute(app):
+    path = app("x = 1\n")
+    with pytest.raises(SystemExit) as info:
+        load_topology(str(path))
+    assert str(info.value.code) == (
+        f"trident-spark run: {path} has no topology or build_topology; name it with {path}:ATTR")

@@ -1,0 +1,119 @@
+"""BatchProgress: Spark's StreamingQueryProgress read back as one Trident batch."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from trident_spark.runtime.progress import BatchProgress
+
+END_OFFSET = {
+    "offsets": {"sentences": {"0": 1200, "1": 1180}},
+    "batch": {"rows": 2380, "bytes": 154_700, "record_bytes": 65.0,
+              "limited_by": "max_fetch_bytes", "lost": 4},
+}
+
+
+def spark_progress(end_offset=None, **overrides):
+    progress = {
+        "id": "5b0c6d39-6a3d-4f59-9d1c-7f9c7d0b4a11",
+        "runId": "0a8e1f4c-2f53-4b8e-9b4e-2f4cdd4b2a90",
+        "name": "wordcount",
+        "timestamp": "2024-05-01T10:00:00.000Z",
+        "batchId": 3,
+        "batchDuration": 1234,
+        "numInputRows": 2380,
+        "inputRowsPerSecond": 1000.5,
+        "processedRowsPerSecond": 1928.7,
+        "durationMs": {"addBatch": 1100, "getBatch": 1, "latestOffset": 20, "queryPlanning": 30,
+                       "triggerExecution": 1234, "walCommit": 40},
+        "stateOperators": [],
+        "sources": [{
+            "description": "trident_kafka",
+            "startOffset": json.dumps({"offsets": {"sentences": {"0": 0, "1": 0}}}),
+            "endOffset": json.dumps(END_OFFSET if end_offset is None else end_offset),
+            "latestOffset": None,
+            "numInputRows": 2380,
+            "inputRowsPerSecond": 1000.5,
+            "processedRowsPerSecond": 1928.7,
+        }],
+        "sink": {"description": "ForeachBatchSink", "numOutputRows": -1},
+        "observedMetrics": {"wordcount_spout": {"malformed_records": 3}},
+    }
+    progress.update(overrides)
+    return progress
+
+
+def test_from_spark_reads_the_batch_document():
+    p = BatchProgress.from_spark("wordcount", spark_progress())
+    assert p.stream == "wordcount"
+    assert p.txid == 3
+    assert p.rows == 2380
+    assert p.duration_ms == 1234
+    assert p.bytes == 154_700
+    assert p.record_bytes == 65.0
+    assert p.limited_by == "max_fetch_bytes"
+    assert p.lost_records == 4
+    assert p.malformed_records == 3
+    assert p.input_rows_per_second == 1000.5
+    assert p.processed_rows_per_second == 1928.7
+    assert p.timestamp == "2024-05-01T10:00:00.000Z"
+    assert p.durations_ms == {"addBatch": 1100, "getBatch": 1, "latestOffset": 20, "queryPlanning": 30,
+                              "triggerExecution": 1234, "walCommit": 40}
+    assert p.end_offsets == {"sentences": {"0": 1200, "1": 1180}}
+
+
+def test_end_offset_already_parsed():
+    progress = spark_progress()
+    progress["sources"][0]["endOffset"] = END_OFFSET
+    p = BatchProgress.from_spark("wordcount", progress)
+    assert p.bytes == 154_700
+    assert p.end_offsets == {"sentences": {"0": 1200, "1": 1180}}
+
+
+def test_malformed_counts_are_summed_over_observations():
+    p = BatchProgress.from_spark("s", spark_progress(observedMetrics={
+        "a": {"malformed_records": 2}, "b": {"malformed_records": 5}, "c": {"other": 1}}))
+    assert p.malformed_records == 7
+
+
+def test_source_without_batch_sizing():
+    # engine='jvm' offsets: Spark's own {topic: {partition: offset}} document
+    progress = spark_progress(end_offset={"sentences": {"0": 10}}, observedMetrics=None)
+    p = BatchProgress.from_spark("s", progress)
+    assert p.bytes is None and p.record_bytes is None and p.limited_by is None
+    assert p.lost_records == 0 and p.malformed_records == 0
+    assert p.end_offsets == {}
+
+
+def test_empty_progress():
+    p = BatchProgress.from_spark("s", {})
+    assert (p.txid, p.rows, p.duration_ms, p.bytes, p.malformed_records) == (-1, 0, 0, None, 0)
+    assert p.input_rows_per_second is None
+    assert p.durations_ms == {} and p.end_offsets == {}
+
+
+def test_rates_that_are_not_numbers_are_none():
+    p = BatchProgress.from_spark("s", spark_progress(inputRowsPerSecond=None, processedRowsPerSecond="x"))
+    assert p.input_rows_per_second is None and p.processed_rows_per_second is None
+
+
+def test_to_json_round_trips():
+    p = BatchProgress.from_spark("wordcount", spark_progress())
+    assert BatchProgress(**json.loads(p.to_json())) == p
+
+
+def test_line():
+    p = BatchProgress.from_spark("wordcount", spark_progress())
+    assert p.line() == ("[wordcount] batch 3: 2,380 rows, 154,700 B, 1234 ms, limited by max_fetch_bytes, "
+                        "3 malformed skipped")
+
+
+@pytest.mark.parametrize(
+    ("limited_by", "suffix"),
+    [(None, ""), ("available", ""), ("max_offsets_per_trigger", ", limited by max_offsets_per_trigger")],
+)
+def test_line_limits(limited_by, suffix):
+    p = BatchProgress("s", txid=0, rows=5, duration_ms=12, bytes=None, limited_by=limited_by)
+    assert p.line() == f"[s] batch 0: 5 rows, ? B, 12 ms{suffix}"
