@@ -47,6 +47,11 @@ def load_topology(target: str) -> Any:
     sys.modules.setdefault(path.stem, module)
     sys.path.insert(0, str(path.parent.resolve()))
     spec.loader.exec_module(module)
+    if sys.modules.get(path.stem) is module:
+        # Executors cannot import the user's file: ship its functions and classes by value.
+        from pyspark import cloudpickle
+
+        cloudpickle.register_pickle_by_value(module)
     names = [attr] if attr else [a for a in DEFAULT_ATTRS if hasattr(module, a)]
     if not names or not hasattr(module, names[0]):
         wanted = attr or " or ".join(DEFAULT_ATTRS)

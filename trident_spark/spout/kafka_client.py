@@ -140,11 +140,29 @@ class KafkaBrokerClient:
                         pending.discard(tp)
                         if not results[tp].sample.complete:
                             consumer.pause([KafkaTopicPartition(*tp)])
+                for tp in self._behind_log_end(consumer, starts, pending):
+                    results[tp].out_of_range = True
+                    pending.discard(tp)
         finally:
             # Pause flags outlive an assignment in librdkafka: clear them for the next probe.
             consumer.resume([KafkaTopicPartition(t, p) for t, p in starts])
             consumer.unassign()
         return results
+
+    @staticmethod
+    def _behind_log_end(consumer: Consumer, starts: Offsets, pending: set[TopicPartition]
+                        ) -> list[TopicPartition]:
+        """Partitions whose log now ends before the wanted start (offsets reset).
+
+        Some brokers answer such a fetch with no records and no error; the high
+        watermark of the answer shows it.
+        """
+        behind = []
+        for tp in pending:
+            _, high = consumer.get_watermark_offsets(KafkaTopicPartition(*tp), cached=True)
+            if 0 <= high < starts[tp]:
+                behind.append(tp)
+        return behind
 
     def _take(self, msg: object, result: ProbeResult, sample_bytes: int) -> bool:
         err = msg.error()  # type: ignore[attr-defined]

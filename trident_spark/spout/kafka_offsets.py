@@ -97,8 +97,9 @@ def byte_budget_end(start: int, high_watermark: int, sample: PartitionSample, bu
 
     Trident's rule: one fetch of *max fetch bytes* per partition per batch. Records
     in the sample are counted exactly; past the sample the count is extrapolated
-    from ``average`` bytes per record (default: the sample's own average). At least one record is taken when any
-    is pending, so a record larger than the budget cannot stall the stream.
+    from ``average`` bytes per record (default: the sample's own average). At least
+    one record is taken when any is pending, so a record larger than the budget
+    cannot stall the stream.
 
     Examples
     --------

@@ -118,3 +118,33 @@ def test_missing_default_attribute(app):
         load_topology(str(path))
     assert str(info.value.code) == (
         f"trident-spark run: {path} has no topology or build_topology; name it with {path}:ATTR")
+
+
+def test_operations_defined_in_the_file_pickle_for_executors_that_cannot_import_it(app, tmp_path):
+    # Executors have neither the file's directory on sys.path nor its module: user
+    # classes must travel by value, as Spark pickles them (pyspark's cloudpickle).
+    import subprocess
+
+    from pyspark import cloudpickle
+
+    path = app("""
+        from trident_spark.operation import BaseFunction
+
+        class Shout(BaseFunction):
+            def execute(self, tuple, collector):
+                collector.emit([tuple[0].upper() + "!"])
+
+        def build_topology():
+            return Shout()
+    """)
+    pickled = tmp_path / "op.pkl"
+    pickled.write_bytes(cloudpickle.dumps(load_topology(str(path))))
+    elsewhere = tmp_path / "executor"
+    elsewhere.mkdir()
+    code = ("import pickle, sys; from trident_spark.operation import TridentCollector; "
+            "op = pickle.loads(open(sys.argv[1], 'rb').read()); c = TridentCollector(); "
+            "op.execute(['hi'], c); print(c.emitted)")
+    result = subprocess.run([sys.executable, "-c", code, str(pickled)], cwd=elsewhere,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "[['HI!']]"

@@ -10,6 +10,7 @@ import pytest
 from trident_spark.spout.kafka_offsets import (
     OffsetRange,
     PartitionSample,
+    RecordSizeEstimate,
     byte_budget_end,
     decode_offsets,
     encode_offsets,
@@ -203,6 +204,58 @@ def test_byte_budget_ignores_sampled_records_at_or_past_the_high_watermark():
     assert byte_budget_end(10, 12, sample, budget=1000) == 12
 
 
+def test_byte_budget_extrapolates_with_a_given_average():
+    # the sample is counted exactly; past it, 240 bytes left / 80 per record = 3 more
+    assert byte_budget_end(10, 100, FOUR_40, budget=400, average=80.0) == 14 + 3
+    assert byte_budget_end(10, 100, FOUR_40, budget=100, average=1.0) == 12
+
+
+def test_byte_budget_given_average_extrapolates_an_empty_sample():
+    assert byte_budget_end(10, 100, PartitionSample(), budget=1000, average=100.0) == 20
+
+
+def test_byte_budget_given_average_does_not_matter_for_a_complete_sample():
+    sample = PartitionSample(offsets=[10, 11], sizes=[40, 40], complete=True)
+    assert byte_budget_end(10, 15, sample, budget=1000, average=1_000_000.0) == 15
+
+
+# --- RecordSizeEstimate --------------------------------------------------------------
+
+
+def test_record_size_estimate_starts_with_the_first_sample():
+    est = RecordSizeEstimate()
+    assert est.add(PartitionSample()) is None
+    assert est.add(PartitionSample(offsets=[0, 1], sizes=[100, 300])) == 200.0
+
+
+def test_record_size_estimate_fades_older_samples():
+    est = RecordSizeEstimate(decay=0.5)
+    est.add(PartitionSample(offsets=[0], sizes=[1000]))
+    # (1000 * 0.5 + 100) / (1 * 0.5 + 1)
+    assert est.add(PartitionSample(offsets=[1], sizes=[100])) == pytest.approx(400.0)
+    for offset in range(2, 40):
+        average = est.add(PartitionSample(offsets=[offset], sizes=[100]))
+    assert average == pytest.approx(100.0, abs=1e-6)
+
+
+def test_record_size_estimate_weights_by_records_not_by_samples():
+    est = RecordSizeEstimate(decay=1.0)
+    est.add(PartitionSample(offsets=[0], sizes=[1000]))
+    assert est.add(PartitionSample(offsets=list(range(1, 10)), sizes=[100] * 9)) == 190.0
+
+
+def test_record_size_estimate_keeps_its_value_on_an_empty_sample():
+    est = RecordSizeEstimate()
+    est.add(PartitionSample(offsets=[0, 1], sizes=[10, 30]))
+    assert est.add(PartitionSample(complete=True)) == 20.0
+
+
+def test_record_size_estimate_without_history():
+    est = RecordSizeEstimate(decay=0.0)
+    est.add(PartitionSample(offsets=[0], sizes=[1000]))
+    assert est.add(PartitionSample(offsets=[1], sizes=[10])) == 10.0
+
+
 def _sampled_bytes(sample, start, end):
     return sum(size for offset, size in zip(sample.offsets, sample.sizes, strict=True)
                if start <= offset < end)
@@ -229,8 +282,10 @@ def test_byte_budget_end_invariants_on_random_partitions():
         high = last + rng.choice([0, 1, 5]) if complete else last + rng.randint(0, 500)
         sample = PartitionSample(offsets=offsets, sizes=sizes, complete=complete)
         budget = rng.randint(1, 20_000)
-        end = byte_budget_end(start, high, sample, budget)
-        context = f"seed={seed} start={start} high={high} sample={sample} budget={budget} end={end}"
+        average = rng.choice([None, None, rng.uniform(1, 3000)])
+        end = byte_budget_end(start, high, sample, budget, average)
+        context = (f"seed={seed} start={start} high={high} sample={sample} budget={budget} "
+                   f"average={average} end={end}")
 
         assert start <= end <= high, context
         if offsets and offsets[0] < high:
@@ -241,7 +296,7 @@ def test_byte_budget_end_invariants_on_random_partitions():
         if complete and sum(sizes) <= budget:
             assert end == high, context
         # more budget never means a smaller batch
-        assert byte_budget_end(start, high, sample, budget * 2) >= end, context
+        assert byte_budget_end(start, high, sample, budget * 2, average) >= end, context
 
 
 # --- estimate_range_bytes ------------------------------------------------------------
