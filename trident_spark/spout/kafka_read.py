@@ -33,21 +33,9 @@ def read_range(config: KafkaSpoutConfig, schema: pa.Schema, r: OffsetRange) -> I
     because Kafka offsets are immutable (records may only disappear through
     retention, which ``fail_on_data_loss`` turns into an error).
     """
-    import os as _os
-    _t0 = time.time()
     conf = config.consumer_conf(**{"queued.min.messages": min(config.arrow_batch_rows, 100_000)})
-    _n = 0
-    _first = None
     with borrowed_consumer(conf) as consumer:
-        _t1 = time.time()
-        for _b in _read(config, schema, r, consumer):
-            if _first is None:
-                _first = time.time()
-            _n += _b.num_rows
-            yield _b
-    _t2 = time.time()
-    with open("/tmp/dev/tasks.log", "a") as _f:
-        import datetime as _dt; _f.write(f"{_dt.datetime.utcfromtimestamp(_t0).strftime('%H:%M:%S.%f')[:-3]}-{_dt.datetime.utcfromtimestamp(_t2).strftime('%S.%f')[:-3]} {_os.getpid()} p{r.partition} [{r.start},{r.until}) start={_t0:.3f} borrow={(_t1-_t0)*1000:.0f} first={((_first or _t2)-_t0)*1000:.0f} total={(_t2-_t0)*1000:.0f} rows={_n}\n")
+        yield from _read(config, schema, r, consumer)
 
 
 def _read(config: KafkaSpoutConfig, schema: pa.Schema, r: OffsetRange, consumer: Any

@@ -1,0 +1,25 @@
+"""`trident-spark demo` from start to end, as a user runs it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def test_demo_runs_end_to_end_and_prints_batches_and_top_words():
+    cli = Path(sys.executable).with_name("trident-spark")
+    env = {k: v for k, v in os.environ.items() if k != "KAFKA_BOOTSTRAP_SERVERS"}
+    done = subprocess.run([str(cli), "demo", "--sentences", "1000", "--max-fetch-bytes", "10000"],
+                          capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    out = done.stdout
+    assert "loaded 1,000 sentences" in out
+    assert "batch 0:" in out and "limited by max_fetch_bytes" in out
+    assert "1,000 sentences" in out.split("batches,")[1]
+    assert "top 10 words" in out and "that" in out
