@@ -5,7 +5,8 @@ Run it three ways:
 * ``trident-spark run examples/wordcount.py`` (uses ``topology`` below; the broker
   comes from ``KAFKA_BOOTSTRAP_SERVERS``, the topic from ``WORDCOUNT_TOPIC``);
 * ``spark-submit examples/wordcount.py --bootstrap HOST:PORT --topic sentences
-  --checkpoint DIR --output counts.json`` (reads what is in the topic, writes the counts);
+  [--load-sample 5000] [--checkpoint DIR] [--output counts.json]`` (reads what is in
+  the topic, then prints the top words and writes the counts);
 * from Python: ``build_topology(...)``.
 
 Until state lands, counts are summed on the driver from the collected words.
@@ -58,10 +59,20 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092"))
     parser.add_argument("--topic", default=os.environ.get("WORDCOUNT_TOPIC", "sentences"))
-    parser.add_argument("--checkpoint", required=True, help="checkpoint directory")
-    parser.add_argument("--output", required=True, help="where to write the counts (JSON)")
+    parser.add_argument("--checkpoint", default="/tmp/trident-wordcount-checkpoint",
+                        help="checkpoint directory (default: %(default)s)")
+    parser.add_argument("--output", help="also write the counts here (JSON)")
     parser.add_argument("--max-fetch-bytes", type=int, default=100_000)
+    parser.add_argument("--load-sample", type=int, metavar="N", default=0,
+                        help="first create the topic (4 partitions) and load N sample sentences")
     args = parser.parse_args()
+    if args.load_sample:
+        from trident_spark.cli.demo import corpus
+        from trident_spark.local.kafka import create_topic, produce
+
+        create_topic(args.bootstrap, args.topic, partitions=4, exist_ok=True)
+        produce(args.bootstrap, args.topic, [(None, s.encode(), i % 4)
+                                             for i, s in enumerate(corpus(args.load_sample))])
 
     from pyspark.sql import SparkSession
 
@@ -69,11 +80,16 @@ def main() -> None:
     topo, sink = build_topology(args.bootstrap, args.topic, args.max_fetch_bytes)
     handle = topo.run(checkpoint_location=args.checkpoint, trigger="available_now", spark=spark)
     handle.awaitTermination()
-    Path(args.output).write_text(json.dumps({
-        "counts": dict(sorted(word_counts(sink).items())),
-        "batches": len(sink.batches),
-        "master": spark.sparkContext.master,
-    }, indent=1))
+    counts = word_counts(sink)
+    print(f"{len(sink.batches)} batches, {sum(counts.values())} words; top words:")
+    for word, count in counts.most_common(10):
+        print(f"  {word:<12} {count}")
+    if args.output:
+        Path(args.output).write_text(json.dumps({
+            "counts": dict(sorted(counts.items())),
+            "batches": len(sink.batches),
+            "master": spark.sparkContext.master,
+        }, indent=1))
     spark.stop()
 
 
