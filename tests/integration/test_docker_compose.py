@@ -124,7 +124,7 @@ def test_app_submits_wordcount_to_the_compose_master(compose_config: dict[str, A
     services = compose_config["services"]
     command = services["app"]["command"]
     assert command[:3] == ["spark-submit", "--master", "spark://spark-master:7077"]
-    assert command[-1] == "examples/wordcount.py"
+    assert command[-3:] == ["examples/wordcount.py", "--load-sample", "5000"]
     assert "spark://spark-master:7077" in services["spark-worker"]["command"]
     assert set(services["app"]["depends_on"]) == {
         "kafka",
