@@ -1,25 +1,88 @@
 """The state layer (``trident_spark.state``): map state committed once per txid.
 
 Pure Python: it imports nothing from pyspark or the Spark side of trident_spark,
-so its rules can be tested alone. Backends and the transactional/opaque map
-logic arrive with the state issue; the kinds of state are fixed here.
+so its rules can be tested alone.
+
+Modules, one idea each:
+
+* ``values``      the kinds of state (:class:`StateType`) and the stored value classes
+* ``errors``      the errors, each naming the state, the key and what to do
+* ``base``        the backing-map interfaces a store implements (plain and versioned)
+* ``keys``        collision-free encoding of compound keys; the global key
+* ``serializers`` JSON in Storm's formats, pluggable
+* ``map``         Trident's non-transactional / transactional / opaque rules
+* ``cache``       the LRU cache whose writes stay conditional on what was read
+* ``batching``    store round trips bounded by ``max_multi_*_batch_size``
+* ``stats``       counters for metrics
+* ``factory``     picklable settings that open a state on the executor
+* ``memory``, ``sqlite``  the backends
+* ``url``         :func:`open_state`
+
+Examples
+--------
+>>> from trident_spark.state import MemoryState, open_state
+>>> counts = MemoryState.opaque(name="doc-package").open()
+>>> counts.multiUpdate(0, [["cat"]], [lambda old: (old or 0) + 3])
+[3]
+>>> open_state("memory://doc-package").multiGet([["cat"]])
+[3]
 """
 
-from enum import Enum
+from .base import BackingMap, Versioned, VersionedBackingMap
+from .errors import (
+    StateAheadError,
+    StateConfigError,
+    StateConflictError,
+    StateError,
+    StateTypeMismatchError,
+    StateUnavailableError,
+    UnreadableValueError,
+)
+from .factory import StateFactory
+from .keys import GLOBAL_KEY, decode_key, encode_key
+from .map import MapState, NonTransactionalMap, OpaqueMap, TransactionalMap, combiner_updater
+from .memory import MemoryState
+from .serializers import (
+    JSONNonTransactionalSerializer,
+    JSONOpaqueSerializer,
+    JSONTransactionalSerializer,
+    Serializer,
+)
+from .sqlite import SqliteState
+from .stats import StateStats
+from .url import open_state, parse_state_url
+from .values import OpaqueValue, StateType, TransactionalValue
 
-
-class StateType(Enum):
-    """Trident's three kinds of map state.
-
-    Examples
-    --------
-    >>> StateType("opaque") is StateType.OPAQUE
-    True
-    """
-
-    NON_TRANSACTIONAL = "non_transactional"
-    TRANSACTIONAL = "transactional"
-    OPAQUE = "opaque"
-
-
-__all__ = ["StateType"]
+__all__ = [
+    "GLOBAL_KEY",
+    "BackingMap",
+    "JSONNonTransactionalSerializer",
+    "JSONOpaqueSerializer",
+    "JSONTransactionalSerializer",
+    "MapState",
+    "MemoryState",
+    "NonTransactionalMap",
+    "OpaqueMap",
+    "OpaqueValue",
+    "Serializer",
+    "SqliteState",
+    "StateAheadError",
+    "StateConfigError",
+    "StateConflictError",
+    "StateError",
+    "StateFactory",
+    "StateStats",
+    "StateType",
+    "StateTypeMismatchError",
+    "StateUnavailableError",
+    "TransactionalMap",
+    "TransactionalValue",
+    "UnreadableValueError",
+    "Versioned",
+    "VersionedBackingMap",
+    "combiner_updater",
+    "decode_key",
+    "encode_key",
+    "open_state",
+    "parse_state_url",
+]

@@ -53,7 +53,8 @@ def test_batch_replayed_after_driver_sigkill_has_same_offsets_and_rows(kafka_boo
 
     second = run_driver(args)
     assert second.returncode == 0, second.stderr[-3000:]
-    second_pid = next(int(p.name.split("-")[1]) for p in out.glob("jvm-*") if int(p.name.split("-")[1]) != first_pid)
+    pids = {int(p.name.split("-")[1]) for p in out.glob("jvm-*")}
+    (second_pid,) = pids - {first_pid}
 
     before = json.loads((out / f"batch-{kill_at}-{first_pid}.json").read_text())
     after = json.loads((out / f"batch-{kill_at}-{second_pid}.json").read_text())

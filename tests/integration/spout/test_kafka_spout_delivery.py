@@ -37,7 +37,8 @@ def partition_offsets(tuples: list[dict[str, Any]]) -> dict[int, list[int]]:
     return by_partition
 
 
-def test_every_record_arrives_exactly_once_with_contiguous_offsets(spark, kafka_bootstrap, new_topic, tmp_path):
+def test_every_record_arrives_exactly_once_with_contiguous_offsets(
+        spark, kafka_bootstrap, new_topic, tmp_path):
     topic = new_topic(partitions=4)
     n = 4000
     produce(kafka_bootstrap, topic, [(f"k{i}".encode(), f"record-{i:05d}".encode(), i % 4) for i in range(n)])
@@ -64,7 +65,8 @@ def test_every_record_arrives_exactly_once_with_contiguous_offsets(spark, kafka_
     assert {t["key"] for t in sink.tuples} == {f"k{i}" for i in range(n)}
 
 
-def test_max_fetch_bytes_takes_about_b_bytes_per_partition_per_batch(spark, kafka_bootstrap, new_topic, tmp_path):
+def test_max_fetch_bytes_takes_about_b_bytes_per_partition_per_batch(
+        spark, kafka_bootstrap, new_topic, tmp_path):
     topic = new_topic(partitions=4)
     record_bytes, per_partition, budget = 100, 50, 1000
     produce(kafka_bootstrap, topic,
@@ -182,11 +184,13 @@ def test_pattern_picks_up_new_topics_between_batches(spark, kafka_bootstrap, new
         handle.processAllAvailable()
     finally:
         handle.stop()
-    assert sorted(t["value"] for t in sink.tuples) == sorted([f"a{i}" for i in range(6)] + [f"b{i}" for i in range(9)])
+    expected = [f"a{i}" for i in range(6)] + [f"b{i}" for i in range(9)]
+    assert sorted(t["value"] for t in sink.tuples) == sorted(expected)
     assert {t["topic"] for t in sink.tuples} == {first, second}
 
 
-def test_min_offsets_per_trigger_waits_then_max_trigger_delay_releases(spark, kafka_bootstrap, new_topic, tmp_path):
+def test_min_offsets_per_trigger_waits_then_max_trigger_delay_releases(
+        spark, kafka_bootstrap, new_topic, tmp_path):
     import time
 
     topic = new_topic(partitions=1)

@@ -9,7 +9,12 @@ from pathlib import Path
 import pytest
 
 from trident_spark import TridentTopology
-from trident_spark.errors import BrokerUnavailableError, DataLossError, MalformedRecordError, UnknownTopicError
+from trident_spark.errors import (
+    BrokerUnavailableError,
+    DataLossError,
+    MalformedRecordError,
+    UnknownTopicError,
+)
 from trident_spark.local.kafka import create_topic, produce
 from trident_spark.local.services import start_kafka
 from trident_spark.spout import KafkaSpout
@@ -119,7 +124,8 @@ def test_offsets_gone_from_the_broker(spark, tmp_path, fail_on_data_loss):
             if fail_on_data_loss:
                 with pytest.raises(DataLossError) as info:
                     handle.awaitTermination(120)
-                assert "events[0] the stream is at offset 20 but the partition ends before it" in str(info.value)
+                message = str(info.value)
+                assert "events[0] the stream is at offset 20 but the partition ends before it" in message
                 assert "fail_on_data_loss=False" in str(info.value)
             else:
                 handle.awaitTermination(120)

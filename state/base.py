@@ -1,0 +1,184 @@
+"""The backing-map interfaces a store implements (Trident's ``IBackingMap``, plus versions).
+
+A key is the list (or tuple) of a group's values, ``["cat"]`` or ``["us", 2024]``;
+``()`` is the global key of ungrouped state. Values are what the state kind
+stores per key: a plain value, a :class:`~.values.TransactionalValue` or an
+:class:`~.values.OpaqueValue`; a store serializes them itself.
+
+Two interfaces:
+
+* :class:`BackingMap` -- Trident's ``IBackingMap``: ``multiGet`` and ``multiPut``
+  (and an optional ``multiRemove``). Enough to read a state.
+* :class:`VersionedBackingMap` -- what a store implements so that writes are
+  conditional on what was read: ``multiGetVersioned`` returns each value with
+  the store's version of it, and ``multiPutIfVersion`` writes a key only if its
+  version is still the one that was read. The map rules (``map.py``) read,
+  compute and write through it, and on a lost race re-read that key and
+  recompute, so two writers, a speculative task or a stale cache never write
+  over a newer value. Elasticsearch maps the version to ``_seq_no``/``_primary_term``,
+  Redis to a compare-and-set script, SQLite to a version column.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self, TypeAlias
+
+from .errors import StateConflictError, StateError
+
+#: One key: the group values, in group-field order.
+Key: TypeAlias = Sequence[Any]
+
+#: A store's version of a key's value: opaque to everyone but the store, compared with ``==``.
+Version: TypeAlias = Hashable
+
+_UNCONDITIONAL_PUT_ATTEMPTS = 100
+
+
+@dataclass(frozen=True)
+class Versioned:
+    """A stored value and the store's version of it.
+
+    Attributes
+    ----------
+    value : Any
+        The deserialized value.
+    version : Hashable
+        The store's token for this exact write of the key (a counter, a
+        ``(seq_no, primary_term)`` pair, ...; never None). Pass it back to
+        :meth:`VersionedBackingMap.multiPutIfVersion` to write only if nobody
+        wrote the key since.
+
+    Examples
+    --------
+    >>> Versioned(value=3, version=7)
+    Versioned(value=3, version=7)
+    """
+
+    value: Any
+    version: Version
+
+
+class BackingMap(ABC):
+    """Trident's ``IBackingMap``: batched reads and writes of keys' values.
+
+    Implementations are used by one task at a time unless they say otherwise;
+    they are created on the executor (by a state factory's ``open()``), never
+    pickled.
+
+    Examples
+    --------
+    >>> from trident_spark.state import MemoryState
+    >>> backing = MemoryState.nonTransactional(name="doc-base").open_backing_map()
+    >>> backing.multiPut([["cat"]], [3])
+    >>> backing.multiGet([["cat"], ["dog"]])
+    [3, None]
+    """
+
+    @property
+    def address(self) -> str:
+        """Where the data lives, for messages (a URL such as ``memory://wc``)."""
+        return type(self).__name__
+
+    @abstractmethod
+    def multiGet(self, keys: Sequence[Key]) -> list[Any]:
+        """The values of ``keys``, in order; None for a key that is not stored."""
+
+    @abstractmethod
+    def multiPut(self, keys: Sequence[Key], values: Sequence[Any]) -> None:
+        """Write ``values[i]`` under ``keys[i]``, whatever is stored."""
+
+    def multiRemove(self, keys: Sequence[Key]) -> None:
+        """Delete ``keys`` (missing keys are ignored). Optional: not every store supports it."""
+        raise StateError(f"{self.address}: this store does not support multiRemove")
+
+    def close(self) -> None:  # noqa: B027 (optional hook: most stores have something to close)
+        """Release connections. The map is unusable afterwards. Idempotent."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+class VersionedBackingMap(BackingMap):
+    """A backing map whose writes can be made conditional on the version that was read.
+
+    Stores implement :meth:`multiGetVersioned` and :meth:`multiPutIfVersion`;
+    ``multiGet`` and ``multiPut`` come for free (a store may override them with
+    faster native calls). Guarantees an implementation must give:
+
+    * each key's conditional write is atomic: it happens only if the key's
+      version equals the expected one at the moment of writing (or, for an
+      expected ``None``, if the key does not exist), and then gives the key a
+      version it never had before (no ABA: a removed and re-created key must
+      not get back an old version);
+    * keys are independent: one key's lost race does not stop the others.
+
+    Examples
+    --------
+    >>> from trident_spark.state import MemoryState
+    >>> backing = MemoryState.nonTransactional(name="doc-versioned").open_backing_map()
+    >>> [won] = backing.multiPutIfVersion([["cat"]], [1], [None])   # create: must not exist
+    >>> [stored] = backing.multiGetVersioned([["cat"]])
+    >>> stored.value, stored.version == won
+    (1, True)
+    >>> backing.multiPutIfVersion([["cat"]], [5], [None])          # exists now: the write loses
+    [None]
+    >>> backing.multiPutIfVersion([["cat"]], [2], [stored.version]) != [None]
+    True
+    """
+
+    @abstractmethod
+    def multiGetVersioned(self, keys: Sequence[Key]) -> list[Versioned | None]:
+        """Each key's value and version, in order; None for a key that is not stored.
+
+        One call is one store round trip (callers batch by ``max_multi_get_batch_size``).
+        """
+
+    @abstractmethod
+    def multiPutIfVersion(self, keys: Sequence[Key], values: Sequence[Any],
+                          expected_versions: Sequence[Version | None]) -> list[Version | None]:
+        """Write each key only if its stored version is still ``expected_versions[i]``.
+
+        Parameters
+        ----------
+        keys : sequence of Key
+            Distinct keys.
+        values : sequence
+            The new value of each key.
+        expected_versions : sequence of Version or None
+            The version read for each key; None means "the key must not exist yet".
+
+        Returns
+        -------
+        list of Version or None
+            Per key: the key's new version if the write won, None if the key's
+            version was not the expected one (nothing was written for that key).
+            One call is one store round trip (callers batch by
+            ``max_multi_put_batch_size``).
+        """
+
+    def multiGet(self, keys: Sequence[Key]) -> list[Any]:
+        return [None if stored is None else stored.value for stored in self.multiGetVersioned(keys)]
+
+    def multiPut(self, keys: Sequence[Key], values: Sequence[Any]) -> None:
+        """Write regardless of what is stored: read each version, then write conditionally until it wins."""
+        pending = list(range(len(keys)))
+        for _ in range(_UNCONDITIONAL_PUT_ATTEMPTS):
+            stored = self.multiGetVersioned([keys[i] for i in pending])
+            outcomes = self.multiPutIfVersion(
+                [keys[i] for i in pending], [values[i] for i in pending],
+                [None if s is None else s.version for s in stored])
+            pending = [i for i, won in zip(pending, outcomes, strict=True) if won is None]
+            if not pending:
+                return
+        raise StateConflictError(self.address, keys[pending[0]], attempts=_UNCONDITIONAL_PUT_ATTEMPTS)
+
+
+__all__ = ["BackingMap", "Key", "Version", "Versioned", "VersionedBackingMap"]

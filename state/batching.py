@@ -1,0 +1,101 @@
+"""Bounded store round trips: gets and puts split by ``max_multi_*_batch_size``.
+
+Storm's Redis and Cassandra states bound how many keys one ``MGET`` or one
+write carries; here that is one layer in front of any versioned store, which
+also counts the round trips it makes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from .base import Key, Version, Versioned, VersionedBackingMap
+from .errors import StateConfigError
+from .stats import StateStats
+
+
+def check_batch_size(name: str, size: int | None) -> int | None:
+    """Validate a ``max_multi_*_batch_size`` setting: a positive int, or None for no bound.
+
+    Examples
+    --------
+    >>> check_batch_size("max_multi_get_batch_size", 500)
+    500
+    """
+    if size is None:
+        return None
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise StateConfigError(f"{name} must be a positive int (or None for no bound), got {size!r}")
+    return size
+
+
+def _chunks(count: int, size: int | None) -> Iterator[range]:
+    step = count if size is None else size
+    for start in range(0, count, max(step, 1)):
+        yield range(start, min(start + step, count))
+
+
+class BatchingMap(VersionedBackingMap):
+    """Forwards to a store in round trips of at most the configured number of keys.
+
+    Parameters
+    ----------
+    delegate : VersionedBackingMap
+        The store.
+    max_multi_get_batch_size, max_multi_put_batch_size : int or None
+        Most keys per read / write round trip; None: all keys in one.
+    stats : StateStats, optional
+        Where round trips and keys are counted.
+
+    Examples
+    --------
+    >>> from trident_spark.state import MemoryState
+    >>> stats = StateStats()
+    >>> store = MemoryState.nonTransactional(name="doc-batching").open_backing_map()
+    >>> batching = BatchingMap(store, max_multi_get_batch_size=2, stats=stats)
+    >>> batching.multiGet([["a"], ["b"], ["c"]])
+    [None, None, None]
+    >>> stats.store_reads, stats.keys_read
+    (2, 3)
+    """
+
+    def __init__(self, delegate: VersionedBackingMap, *, max_multi_get_batch_size: int | None = None,
+                 max_multi_put_batch_size: int | None = None, stats: StateStats | None = None) -> None:
+        self.delegate = delegate
+        self.max_multi_get_batch_size = check_batch_size("max_multi_get_batch_size", max_multi_get_batch_size)
+        self.max_multi_put_batch_size = check_batch_size("max_multi_put_batch_size", max_multi_put_batch_size)
+        self.stats = stats if stats is not None else StateStats()
+
+    @property
+    def address(self) -> str:
+        return self.delegate.address
+
+    def multiGetVersioned(self, keys: Sequence[Key]) -> list[Versioned | None]:
+        found: list[Versioned | None] = []
+        for part in _chunks(len(keys), self.max_multi_get_batch_size):
+            found.extend(self.delegate.multiGetVersioned([keys[i] for i in part]))
+            self.stats.store_reads += 1
+            self.stats.keys_read += len(part)
+        return found
+
+    def multiPutIfVersion(self, keys: Sequence[Key], values: Sequence[Any],
+                          expected_versions: Sequence[Version | None]) -> list[Version | None]:
+        outcomes: list[Version | None] = []
+        for part in _chunks(len(keys), self.max_multi_put_batch_size):
+            outcomes.extend(self.delegate.multiPutIfVersion(
+                [keys[i] for i in part], [values[i] for i in part], [expected_versions[i] for i in part]))
+            self.stats.store_writes += 1
+            self.stats.keys_written += len(part)
+        return outcomes
+
+    def multiRemove(self, keys: Sequence[Key]) -> None:
+        for part in _chunks(len(keys), self.max_multi_put_batch_size):
+            self.delegate.multiRemove([keys[i] for i in part])
+            self.stats.store_writes += 1
+
+    def close(self) -> None:
+        self.delegate.close()
+
+
+__all__ = ["BatchingMap", "check_batch_size"]

@@ -1,0 +1,182 @@
+"""State factories: picklable settings that open a working map state where they are used.
+
+A factory (``MemoryState.opaque(name="wc")``, ``SqliteState.transactional(path=...)``)
+holds only settings, so it can be pickled to Spark executors with the job; its
+``open()`` runs on the executor, connects to the store and stacks the layers:
+
+    map rules (MapState)  ->  LRU cache (CachedMap, if cache_size > 0)
+                          ->  batching (BatchingMap)  ->  the store
+
+Each backend subclasses :class:`StateFactory` with its own settings (a name, a
+path, an index, ...) and implements :meth:`StateFactory.open_backing_map`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import urllib.parse
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, Self
+
+from .base import VersionedBackingMap
+from .batching import BatchingMap, check_batch_size
+from .cache import CachedMap
+from .errors import StateConfigError
+from .map import MAP_KINDS, MapState
+from .serializers import Serializer, default_serializer
+from .stats import StateStats
+from .values import StateType
+
+#: Storm's Redis state default (``Options.localCacheSize``).
+DEFAULT_CACHE_SIZE = 1000
+DEFAULT_BATCH_SIZE = 1000
+
+
+def _check_int(name: str, value: Any, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise StateConfigError(f"{name} must be an int >= {minimum}, got {value!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class StateFactory(ABC):
+    """Settings common to every backend; ``open()`` builds the working state on the executor.
+
+    Create one with a backend's ``opaque()``, ``transactional()`` or
+    ``nonTransactional()`` class method rather than directly.
+
+    Parameters
+    ----------
+    state_type : StateType, default StateType.OPAQUE
+        The kind of map state (a ``StateType`` or its value, ``"opaque"``).
+    cache_size : int, default 1000
+        Keys kept in the per-task LRU cache; 0 disables the cache.
+    max_multi_get_batch_size, max_multi_put_batch_size : int or None, default 1000
+        Most keys per store read / write round trip; None: no bound.
+    txid_offset : int, default 0
+        Added to every batch id to make the stored txid; the documented way to
+        adopt a state that is ahead of a reset checkpoint (see ``StateAheadError``).
+    max_conflict_retries : int, default 10
+        Re-reads of a key whose conditional write lost, before giving up.
+    serializer : Serializer, optional
+        Turns stored values into bytes; default: JSON in Storm's format for the kind.
+    """
+
+    state_type: StateType = StateType.OPAQUE
+    cache_size: int = DEFAULT_CACHE_SIZE
+    max_multi_get_batch_size: int | None = DEFAULT_BATCH_SIZE
+    max_multi_put_batch_size: int | None = DEFAULT_BATCH_SIZE
+    txid_offset: int = 0
+    max_conflict_retries: int = 10
+    serializer: Serializer | None = None
+
+    def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "state_type", StateType(self.state_type))
+        except ValueError:
+            kinds = ", ".join(repr(kind.value) for kind in StateType)
+            raise StateConfigError(f"unknown state type {self.state_type!r}; one of {kinds}") from None
+        _check_int("cache_size", self.cache_size, 0)
+        _check_int("txid_offset", self.txid_offset, 0)
+        _check_int("max_conflict_retries", self.max_conflict_retries, 0)
+        check_batch_size("max_multi_get_batch_size", self.max_multi_get_batch_size)
+        check_batch_size("max_multi_put_batch_size", self.max_multi_put_batch_size)
+        if self.serializer is not None and not isinstance(self.serializer, Serializer):
+            raise StateConfigError(
+                f"serializer must have serialize() and deserialize(), got {self.serializer!r}")
+
+    # -- the three kinds ---------------------------------------------------------------------
+
+    @classmethod
+    def opaque(cls, **settings: Any) -> Self:
+        """Settings for an opaque state (exact with any spout); see the class for ``settings``."""
+        return cls(state_type=StateType.OPAQUE, **settings)
+
+    @classmethod
+    def transactional(cls, **settings: Any) -> Self:
+        """Settings for a transactional state (exact with a transactional spout)."""
+        return cls(state_type=StateType.TRANSACTIONAL, **settings)
+
+    @classmethod
+    def nonTransactional(cls, **settings: Any) -> Self:
+        """Settings for a non-transactional state (at-least-once)."""
+        return cls(state_type=StateType.NON_TRANSACTIONAL, **settings)
+
+    # -- what a backend provides --------------------------------------------------------------
+
+    @abstractmethod
+    def url_location(self) -> tuple[str, dict[str, str]]:
+        """The URL without query (``memory://wc``) and the backend's own URL parameters."""
+
+    @abstractmethod
+    def open_backing_map(self) -> VersionedBackingMap:
+        """Connect to the store (on the executor) and return it, without cache or rules."""
+
+    # -- opening ------------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """The state as an ``open_state`` URL: the type and every setting that differs from its default.
+
+        The serializer cannot be written in a URL; a custom one is left out.
+
+        Examples
+        --------
+        >>> from trident_spark.state import MemoryState
+        >>> MemoryState.transactional(name="wc", cache_size=0).url
+        'memory://wc?type=transactional&cache_size=0'
+        """
+        location, params = self.url_location()
+        params = {**params, "type": self.state_type.value}
+        for field in dataclasses.fields(StateFactory):
+            value = getattr(self, field.name)
+            if field.name in ("state_type", "serializer") or value == field.default:
+                continue
+            params[field.name] = "none" if value is None else str(value)
+        return f"{location}?{urllib.parse.urlencode(params, safe='/')}"
+
+    @property
+    def effective_serializer(self) -> Serializer:
+        """The serializer the store uses: the configured one or the kind's JSON default."""
+        return self.serializer if self.serializer is not None else default_serializer(self.state_type)
+
+    def with_settings(self, **settings: Any) -> Self:
+        """A copy with some settings changed.
+
+        Examples
+        --------
+        >>> from trident_spark.state import MemoryState
+        >>> MemoryState.opaque(name="wc").with_settings(cache_size=0).cache_size
+        0
+        """
+        return dataclasses.replace(self, **settings)
+
+    def open(self) -> MapState:
+        """Connect and return the working map state (call it where the state is used).
+
+        Examples
+        --------
+        >>> from trident_spark.state import MemoryState
+        >>> with MemoryState.transactional(name="doc-open").open() as counts:
+        ...     counts.multiGet([["cat"]])
+        [None]
+        """
+        stats = StateStats()
+        layered: VersionedBackingMap = BatchingMap(
+            self.open_backing_map(), max_multi_get_batch_size=self.max_multi_get_batch_size,
+            max_multi_put_batch_size=self.max_multi_put_batch_size, stats=stats)
+        if self.cache_size > 0:
+            layered = CachedMap(layered, self.cache_size, stats=stats)
+        return MAP_KINDS[self.state_type](layered, txid_offset=self.txid_offset,
+                                          max_conflict_retries=self.max_conflict_retries, stats=stats)
+
+    def makeState(self, **context: Any) -> MapState:
+        """Trident's ``StateFactory.makeState``: the same as :meth:`open`.
+
+        ``context`` (partition index, number of partitions, ...) is accepted and
+        unused: a map state is the same for every partition.
+        """
+        return self.open()
+
+
+__all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_CACHE_SIZE", "StateFactory"]

@@ -1,0 +1,221 @@
+"""Compound keys (lists of group values) encoded to one collision-free string.
+
+The encoded key is the Redis key suffix, the Elasticsearch ``_id``, the SQLite
+primary key and the cache's dictionary key, so a key reads the same in every
+store. The rules, which make the encoding injective:
+
+* components are joined with ``|``;
+* a string is written as itself with ``%``, ``|`` and control characters
+  percent-escaped, and a leading ``~`` escaped as ``%7E``; the empty string is
+  ``~e``;
+* every other value is ``~`` + a type letter + its text: ``~n`` None, ``~T`` /
+  ``~F`` booleans, ``~i42`` ints, ``~d1.5`` floats, ``~D1.50`` decimals, ``~x00ff``
+  bytes, ``~a2024-05-01`` dates, ``~t2024-05-01T10:00:00`` datetimes; so ``"1"``
+  (``1``) and ``1`` (``~i1``) differ, and no type's text contains ``|``;
+* the global key of ungrouped state (Trident's SnapshottableMap) is the empty
+  key ``()``, written ``~global``: grouped keys have at least one component and
+  no component starts with ``~g``, so it cannot collide with a group's key;
+* an encoding longer than ``max_bytes`` UTF-8 bytes (Elasticsearch's ``_id``
+  limit is 512) becomes ``~h`` + the SHA-256 of the full encoding + ``|`` + as
+  much of the readable encoding as fits. Readable encodings never start with
+  ``~h``, so hashed and readable keys cannot collide either.
+
+Python's ``1 == 1.0 == True``, but Spark groups by one column type, so the
+encoding keeps the types apart. ``-0.0`` is encoded as ``0.0`` (they are equal
+and Spark groups them together).
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import hashlib
+import numbers
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from .errors import StateConfigError, StateError
+
+#: The key of an ungrouped persistentAggregate's single value (Trident's SnapshottableMap).
+GLOBAL_KEY: tuple[()] = ()
+
+#: Elasticsearch's ``_id`` limit, the default for every backend so keys read alike everywhere.
+MAX_KEY_BYTES = 512
+
+_GLOBAL_ENCODED = "~global"
+_HASHED_TAG = "~h"
+_SEPARATOR = "|"
+_MIN_MAX_BYTES = 80
+# ``%``, ``|`` and control characters are escaped; a leading ``~`` separately.
+_NEEDS_ESCAPE = re.compile(r"[%|\x00-\x1f\x7f]")
+_ESCAPED = re.compile(r"%([0-9A-F]{2})")
+
+
+def _escape_text(text: str) -> str:
+    if not text:
+        return "~e"
+    escaped = _NEEDS_ESCAPE.sub(lambda m: f"%{ord(m.group()):02X}", text)
+    return "%7E" + escaped[1:] if escaped[0] == "~" else escaped
+
+
+def _encode_component(value: Any) -> str:
+    # Order matters: bool is an int subclass, datetime a date subclass.
+    if isinstance(value, str):
+        return _escape_text(value)
+    if value is None:
+        return "~n"
+    if isinstance(value, bool):
+        return "~T" if value else "~F"
+    if isinstance(value, numbers.Integral):
+        return f"~i{int(value)}"
+    if isinstance(value, float):
+        return f"~d{0.0 if value == 0.0 else value!r}"
+    if isinstance(value, decimal.Decimal):
+        return f"~D{value}"
+    if isinstance(value, bytes | bytearray):
+        return f"~x{bytes(value).hex()}"
+    if isinstance(value, datetime.datetime):
+        return f"~t{value.isoformat()}"
+    if isinstance(value, datetime.date):
+        return f"~a{value.isoformat()}"
+    raise StateError(
+        f"cannot use {value!r} ({type(value).__name__}) in a state key: group values must be "
+        f"str, int, float, bool, None, Decimal, bytes, date or datetime; convert it (e.g. str()) "
+        f"before grouping")
+
+
+def check_key(key: Any) -> Sequence[Any]:
+    """Check that ``key`` is a list (or tuple) of group values and return it.
+
+    Parameters
+    ----------
+    key : Any
+        What the caller passed as one key.
+
+    Returns
+    -------
+    Sequence
+        ``key`` itself.
+
+    Raises
+    ------
+    StateError
+        ``key`` is a string or not a sequence: the common slip of passing
+        ``"cat"`` (or ``["cat"]`` as the key list) instead of ``[["cat"]]``.
+
+    Examples
+    --------
+    >>> check_key(["cat"])
+    ['cat']
+    """
+    if isinstance(key, str | bytes | bytearray) or not isinstance(key, Sequence):
+        raise StateError(
+            f"a state key is a list of group values, e.g. ['cat'], got {key!r}; "
+            f"keys are lists of keys: multiGet([['cat'], ['dog']])")
+    return key
+
+
+def encode_key(key: Sequence[Any], max_bytes: int = MAX_KEY_BYTES) -> str:
+    """Encode a key (a list of group values) to a string no two keys share.
+
+    Parameters
+    ----------
+    key : Sequence
+        The group values, in group-field order; ``()`` (:data:`GLOBAL_KEY`) for
+        ungrouped state.
+    max_bytes : int, default 512
+        Longest readable encoding in UTF-8 bytes; longer ones are hashed
+        (deterministically) to fit in ``max_bytes``.
+
+    Returns
+    -------
+    str
+        The encoded key.
+
+    Examples
+    --------
+    >>> encode_key(["cat"]), encode_key(["a|b", 1]), encode_key(["1"]), encode_key([None])
+    ('cat', 'a%7Cb|~i1', '1', '~n')
+    >>> encode_key(GLOBAL_KEY)
+    '~global'
+    >>> len(encode_key(["x" * 1000]).encode())
+    512
+    """
+    if max_bytes < _MIN_MAX_BYTES:
+        raise StateConfigError(f"max_bytes must be at least {_MIN_MAX_BYTES}, got {max_bytes}")
+    check_key(key)
+    if len(key) == 0:
+        return _GLOBAL_ENCODED
+    encoded = _SEPARATOR.join(_encode_component(value) for value in key)
+    raw = encoded.encode("utf-8")
+    if len(raw) <= max_bytes:
+        return encoded
+    digest = hashlib.sha256(raw).hexdigest()
+    room = max_bytes - len(_HASHED_TAG) - len(digest) - len(_SEPARATOR)
+    readable = raw[:room].decode("utf-8", errors="ignore")
+    return f"{_HASHED_TAG}{digest}{_SEPARATOR}{readable}"
+
+
+def is_hashed(encoded: str) -> bool:
+    """Whether an encoded key is the hashed form of a long key (which cannot be decoded).
+
+    Examples
+    --------
+    >>> is_hashed(encode_key(["cat"])), is_hashed(encode_key(["x" * 600]))
+    (False, True)
+    """
+    return encoded.startswith(_HASHED_TAG)
+
+
+def _decode_component(text: str) -> Any:
+    if not text.startswith("~"):
+        return _ESCAPED.sub(lambda m: chr(int(m.group(1), 16)), text)
+    tag, payload = text[1:2], text[2:]
+    simple = {"e": "", "n": None, "T": True, "F": False}
+    if tag in simple and not payload:
+        return simple[tag]
+    parsers: dict[str, Any] = {
+        "i": int, "d": float, "D": decimal.Decimal, "x": bytes.fromhex,
+        "t": datetime.datetime.fromisoformat, "a": datetime.date.fromisoformat,
+    }
+    if tag not in parsers:
+        raise ValueError(f"unknown tag {text[:2]!r}")
+    return parsers[tag](payload)
+
+
+def decode_key(encoded: str) -> list[Any]:
+    """Decode a readable encoded key back to its group values.
+
+    Parameters
+    ----------
+    encoded : str
+        A value returned by :func:`encode_key`.
+
+    Returns
+    -------
+    list
+        The group values (``[]`` for the global key).
+
+    Raises
+    ------
+    StateError
+        The key was hashed (too long to keep readable) or is not an encoded key.
+
+    Examples
+    --------
+    >>> decode_key("a%7Cb|~i1")
+    ['a|b', 1]
+    """
+    if encoded == _GLOBAL_ENCODED:
+        return []
+    if is_hashed(encoded):
+        raise StateError(f"key {encoded[:80]!r}... was hashed because it is long; it cannot be decoded: "
+                         f"read the group values from the stored document or row instead")
+    try:
+        return [_decode_component(part) for part in encoded.split(_SEPARATOR)]
+    except (ValueError, decimal.InvalidOperation) as exc:
+        raise StateError(f"{encoded!r} is not an encoded state key: {exc}") from exc
+
+
+__all__ = ["GLOBAL_KEY", "MAX_KEY_BYTES", "check_key", "decode_key", "encode_key", "is_hashed"]

@@ -1,0 +1,408 @@
+"""Trident's map state rules: non-transactional, transactional and opaque, applied once per txid.
+
+For each key of a batch with txid ``t`` (TRIDENT.md, "Map state"):
+
+* non-transactional, stored ``val``: write ``update(val)``. At-least-once: a
+  replayed batch is applied again.
+* transactional, stored ``[txid, val]``: missing -> ``[t, update(None)]``;
+  ``txid == t`` -> skip, the batch was applied already; otherwise
+  ``[t, update(val)]``. Exact only if a replayed batch has exactly the same
+  tuples (a transactional spout; Spark's Kafka offsets log gives that).
+* opaque, stored ``[txid, curr, prev]``: ``base = prev`` if ``txid == t`` else
+  ``curr``; write ``[t, update(base), prev']`` with ``prev' = prev`` if
+  ``txid == t`` else ``curr``. Exact even if a replay's tuples differ for a
+  key, though a key that a failed attempt wrote and its replay no longer
+  touches keeps that attempt's value (as in Trident).
+* a stored txid greater than ``t`` raises :class:`StateAheadError`: the
+  checkpoint was reset or two queries write the state.
+
+Every write is conditional on the version read (see ``base.py``): a key whose
+write loses to another writer or to a stale cache entry is re-read and its
+update recomputed, at most ``max_conflict_retries`` times. So updaters must be
+pure functions of their argument: they may run more than once per key.
+
+Why there is no ``on_state_ahead="adopt"`` switch: after a checkpoint reset the
+new run's batch ids restart at 0, and a key stored by the old run with a txid
+*equal* to a new batch id is indistinguishable from a replay (transactional
+would skip the batch, opaque would recompute from a stale ``prev``). Only
+moving the new run's txids past every stored txid is safe, which is what
+``txid_offset`` does: stored txid = batch id + ``txid_offset``.
+"""
+
+from __future__ import annotations
+
+import copy
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, ClassVar, Self
+
+from .base import Key, Versioned, VersionedBackingMap
+from .errors import StateAheadError, StateConfigError, StateConflictError, StateError, StateTypeMismatchError
+from .keys import GLOBAL_KEY, check_key, encode_key
+from .stats import StateStats
+from .values import OpaqueValue, StateType, TransactionalValue
+
+#: Maps a key's old value (None if the key is new) to its new value. Must be pure.
+Updater = Callable[[Any], Any]
+
+
+def combiner_updater(combine: Callable[[Any, Any], Any], partial: Any) -> Updater:
+    """The updater of a CombinerAggregator's batch result (Trident's ``CombinerValueUpdater``).
+
+    Returns ``partial`` for a new key, else ``combine(old, partial)``.
+
+    Examples
+    --------
+    >>> add_three = combiner_updater(lambda a, b: a + b, 3)
+    >>> add_three(None), add_three(10)
+    (3, 13)
+    """
+    def update(old: Any) -> Any:
+        return partial if old is None else combine(old, partial)
+    return update
+
+
+def _fresh(value: Any) -> Any:
+    # An updater that mutates its argument in place would also mutate the cached
+    # entry and, for opaque state, the value kept as prev'. Scalars need no copy.
+    return copy.deepcopy(value) if isinstance(value, list | dict | set | bytearray) else value
+
+
+@dataclass(frozen=True)
+class _Decision:
+    """What one key's rule decided: write ``stored`` (or skip) and answer ``result``."""
+
+    write: bool
+    stored: Any
+    result: Any
+
+
+_Decide = Callable[[Key, "Versioned | None", int, int], _Decision]
+
+
+class MapState(ABC):
+    """A map state of one kind over a versioned store: Trident's ``MapState`` plus ``Snapshottable``.
+
+    Built by a state factory's ``open()`` (``MemoryState.opaque(name="wc").open()``).
+    One task uses one opened state at a time.
+
+    Parameters
+    ----------
+    backing : VersionedBackingMap
+        The store, usually behind a cache and a batching layer.
+    txid_offset : int, default 0
+        Added to every txid before it is stored or compared; the safe way to
+        adopt a state that is ahead of a reset checkpoint (see the module doc).
+    max_conflict_retries : int, default 10
+        How many times a key whose conditional write lost is re-read and recomputed.
+    stats : StateStats, optional
+        Shared counters (the factory passes the ones the cache and batching layer count into).
+
+    Examples
+    --------
+    >>> from trident_spark.state import MemoryState
+    >>> counts = MemoryState.opaque(name="doc-map").open()
+    >>> counts.multiUpdate(0, [["cat"], ["dog"]], [lambda old: (old or 0) + 2, lambda old: (old or 0) + 1])
+    [2, 1]
+    >>> counts.multiGet([["cat"], ["dog"], ["eel"]])
+    [2, 1, None]
+    """
+
+    state_type: ClassVar[StateType]
+
+    def __init__(self, backing: VersionedBackingMap, *, txid_offset: int = 0,
+                 max_conflict_retries: int = 10, stats: StateStats | None = None) -> None:
+        if isinstance(txid_offset, bool) or not isinstance(txid_offset, int) or txid_offset < 0:
+            raise StateConfigError(f"txid_offset must be an int >= 0, got {txid_offset!r}")
+        if (isinstance(max_conflict_retries, bool) or not isinstance(max_conflict_retries, int)
+                or max_conflict_retries < 0):
+            raise StateConfigError(f"max_conflict_retries must be an int >= 0, got {max_conflict_retries!r}")
+        self.backing = backing
+        self.txid_offset = txid_offset
+        self.max_conflict_retries = max_conflict_retries
+        self.stats = stats if stats is not None else StateStats()
+
+    @property
+    def address(self) -> str:
+        """The state's address (a URL such as ``memory://wc``), as named in errors."""
+        return self.backing.address
+
+    # -- the public operations ------------------------------------------------------------
+
+    def multiGet(self, keys: Sequence[Key], txid: int | None = None) -> list[Any]:
+        """Current values of ``keys`` for queries: ``curr`` (opaque), ``val`` (others); None if missing.
+
+        Parameters
+        ----------
+        keys : sequence of Key
+            Lists of group values: ``[["cat"], ["dog"]]``.
+        txid : int, optional
+            The batch reading (a ``stateQuery`` inside a batch). An opaque
+            state then answers ``prev`` for keys that batch already wrote, so a
+            replayed batch sees the values from before itself (Trident's
+            ``OpaqueMap.multiGet``). Omit outside Spark.
+        """
+        keys = [check_key(key) for key in keys]
+        stored = self.backing.multiGetVersioned(keys)
+        batch_txid = None if txid is None else self._stored_txid(txid)
+        return [None if s is None else self._read(key, s.value, batch_txid)
+                for key, s in zip(keys, stored, strict=True)]
+
+    def multiUpdate(self, txid: int, keys: Sequence[Key], updaters: Sequence[Updater]) -> list[Any]:
+        """Apply batch ``txid``'s update of each key by the state kind's rule; return the new values.
+
+        Parameters
+        ----------
+        txid : int
+            The batch's txid (Spark's ``batchId``).
+        keys : sequence of Key
+            Distinct keys.
+        updaters : sequence of callables
+            ``updaters[i](old)`` gives key ``i``'s new value from its old one
+            (None for a new key); may run more than once, so must be pure.
+
+        Returns
+        -------
+        list
+            Each key's value after the batch (for a transactional key that was
+            skipped, the stored value), for ``newValuesStream``.
+
+        Raises
+        ------
+        StateAheadError
+            A stored txid is greater than ``txid``. Found on the first read, nothing
+            of the call is written; found when re-reading after a lost race (another
+            writer moved the key ahead meanwhile), the keys that already won stay.
+        StateConflictError
+            A key kept losing its conditional write.
+        """
+        if len(updaters) != len(keys):
+            raise StateError(f"{self.address}: multiUpdate got {len(keys)} keys but {len(updaters)} updaters")
+        return self._apply(txid, keys, lambda key, stored, t, i: self._update(key, stored, t, updaters[i]))
+
+    def multiPut(self, txid: int, keys: Sequence[Key], values: Sequence[Any]) -> None:
+        """Set keys to ``values`` as batch ``txid`` (Trident's ``MapState.multiPut``)."""
+        if len(values) != len(keys):
+            raise StateError(f"{self.address}: multiPut got {len(keys)} keys but {len(values)} values")
+        self._apply(txid, keys, lambda key, stored, t, i: self._set(key, stored, t, values[i]))
+
+    def get(self, txid: int | None = None) -> Any:
+        """The value under the global key (ungrouped state, Trident's ``Snapshottable.get``).
+
+        Examples
+        --------
+        >>> from trident_spark.state import MemoryState
+        >>> total = MemoryState.transactional(name="doc-global").open()
+        >>> total.update(0, lambda old: (old or 0) + 5)
+        5
+        >>> total.get()
+        5
+        """
+        return self.multiGet([GLOBAL_KEY], txid)[0]
+
+    def update(self, txid: int, updater: Updater) -> Any:
+        """Update the global key's value as batch ``txid``; returns the new value."""
+        return self.multiUpdate(txid, [GLOBAL_KEY], [updater])[0]
+
+    def set(self, txid: int, value: Any) -> None:
+        """Set the global key's value as batch ``txid``."""
+        self.multiPut(txid, [GLOBAL_KEY], [value])
+
+    def close(self) -> None:
+        """Close the store's connections."""
+        self.backing.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.address})"
+
+    # -- the rules, per kind ----------------------------------------------------------------
+
+    @abstractmethod
+    def _read(self, key: Key, stored: Any, batch_txid: int | None) -> Any:
+        """What a query sees of a stored value."""
+
+    @abstractmethod
+    def _update(self, key: Key, stored: Versioned | None, txid: int, updater: Updater) -> _Decision:
+        """The rule of ``multiUpdate`` for one key."""
+
+    @abstractmethod
+    def _set(self, key: Key, stored: Versioned | None, txid: int, value: Any) -> _Decision:
+        """The rule of ``multiPut`` for one key."""
+
+    # -- shared machinery -------------------------------------------------------------------
+
+    def _stored_txid(self, txid: int) -> int:
+        if isinstance(txid, bool) or not isinstance(txid, int) or txid < 0:
+            raise StateError(f"{self.address}: txid must be an int >= 0 (the batch id), got {txid!r}")
+        return txid + self.txid_offset
+
+    def _check_ahead(self, key: Key, stored_txid: int, txid: int) -> None:
+        if stored_txid > txid:
+            raise StateAheadError(self.address, key, stored_txid=stored_txid, batch_txid=txid,
+                                  txid_offset=self.txid_offset)
+
+    def _expect(self, key: Key, value: Any, kind: type) -> None:
+        # The default serializers already refuse other kinds; this catches custom ones.
+        if not isinstance(value, kind):
+            raise StateTypeMismatchError(self.address, key, expected=self.state_type.value.replace("_", "-"),
+                                         found=f"{value!r}")
+
+    def _apply(self, txid: int, keys: Sequence[Key], decide: _Decide) -> list[Any]:
+        stored_txid = self._stored_txid(txid)
+        keys = [check_key(key) for key in keys]
+        seen: set[str] = set()
+        for key in keys:
+            encoded = encode_key(key)
+            if encoded in seen:
+                raise StateError(f"{self.address}: key {list(key)!r} appears twice in one update; "
+                                 f"combine its updates first (one updater per key per batch)")
+            seen.add(encoded)
+        results: list[Any] = [None] * len(keys)
+        pending = list(range(len(keys)))
+        attempts = 0
+        while pending:
+            if attempts > self.max_conflict_retries:
+                raise StateConflictError(self.address, keys[pending[0]], attempts=attempts)
+            attempts += 1
+            stored = self.backing.multiGetVersioned([keys[i] for i in pending])
+            # Decide every key before writing any: an ahead key stops the whole call unwritten.
+            decisions = [decide(keys[i], s, stored_txid, i) for i, s in zip(pending, stored, strict=True)]
+            writes = [(i, s, d) for i, s, d in zip(pending, stored, decisions, strict=True) if d.write]
+            self.stats.keys_skipped += len(decisions) - len(writes)
+            for i, d in zip(pending, decisions, strict=True):
+                results[i] = d.result
+            outcomes = self.backing.multiPutIfVersion(
+                [keys[i] for i, _, _ in writes], [d.stored for _, _, d in writes],
+                [None if s is None else s.version for _, s, _ in writes])
+            pending = [i for (i, _, _), won in zip(writes, outcomes, strict=True) if won is None]
+            self.stats.write_conflicts += len(pending)
+        return results
+
+
+class NonTransactionalMap(MapState):
+    """Stores plain values: read, apply, write. At-least-once: a replay applies again.
+
+    Examples
+    --------
+    >>> from trident_spark.state import MemoryState
+    >>> counts = MemoryState.nonTransactional(name="doc-nontx").open()
+    >>> counts.multiUpdate(0, [["cat"]], [lambda old: (old or 0) + 1])
+    [1]
+    >>> counts.multiUpdate(0, [["cat"]], [lambda old: (old or 0) + 1])   # a replay counts again
+    [2]
+    """
+
+    state_type = StateType.NON_TRANSACTIONAL
+
+    def _read(self, key: Key, stored: Any, batch_txid: int | None) -> Any:
+        return stored
+
+    def _update(self, key: Key, stored: Versioned | None, txid: int, updater: Updater) -> _Decision:
+        new = updater(None if stored is None else _fresh(stored.value))
+        return _Decision(True, new, new)
+
+    def _set(self, key: Key, stored: Versioned | None, txid: int, value: Any) -> _Decision:
+        return _Decision(True, value, value)
+
+
+class TransactionalMap(MapState):
+    """Stores ``[txid, val]``; skips a key whose stored txid is the batch's (already applied).
+
+    Exact when a replayed batch has the same tuples (transactional spout).
+
+    Examples
+    --------
+    >>> from trident_spark.state import MemoryState
+    >>> counts = MemoryState.transactional(name="doc-tx").open()
+    >>> counts.multiUpdate(0, [["cat"]], [lambda old: (old or 0) + 1])
+    [1]
+    >>> counts.multiUpdate(0, [["cat"]], [lambda old: (old or 0) + 1])   # replay of txid 0: skipped
+    [1]
+    """
+
+    state_type = StateType.TRANSACTIONAL
+
+    def _read(self, key: Key, stored: Any, batch_txid: int | None) -> Any:
+        self._expect(key, stored, TransactionalValue)
+        return stored.val
+
+    def _update(self, key: Key, stored: Versioned | None, txid: int, updater: Updater) -> _Decision:
+        if stored is None:
+            new = TransactionalValue(txid, updater(None))
+            return _Decision(True, new, new.val)
+        old = stored.value
+        self._expect(key, old, TransactionalValue)
+        self._check_ahead(key, old.txid, txid)
+        if old.txid == txid:
+            return _Decision(False, old, old.val)
+        new = TransactionalValue(txid, updater(_fresh(old.val)))
+        return _Decision(True, new, new.val)
+
+    def _set(self, key: Key, stored: Versioned | None, txid: int, value: Any) -> _Decision:
+        if stored is not None:
+            self._expect(key, stored.value, TransactionalValue)
+            self._check_ahead(key, stored.value.txid, txid)
+        return _Decision(True, TransactionalValue(txid, value), value)
+
+
+class OpaqueMap(MapState):
+    """Stores ``[txid, curr, prev]``; a replay recomputes from ``prev``. Exact with any spout.
+
+    Examples
+    --------
+    >>> from trident_spark.state import MemoryState
+    >>> counts = MemoryState.opaque(name="doc-opaque").open()
+    >>> counts.multiUpdate(0, [["cat"]], [lambda old: (old or 0) + 1])
+    [1]
+    >>> counts.multiUpdate(1, [["cat"]], [lambda old: (old or 0) + 5])
+    [6]
+    >>> counts.multiUpdate(1, [["cat"]], [lambda old: (old or 0) + 2])   # txid 1 replayed, other tuples
+    [3]
+    """
+
+    state_type = StateType.OPAQUE
+
+    def _read(self, key: Key, stored: Any, batch_txid: int | None) -> Any:
+        self._expect(key, stored, OpaqueValue)
+        return stored.prev if batch_txid is not None and stored.txid == batch_txid else stored.curr
+
+    def _update(self, key: Key, stored: Versioned | None, txid: int, updater: Updater) -> _Decision:
+        if stored is None:
+            new = OpaqueValue(txid, updater(None), None)
+            return _Decision(True, new, new.curr)
+        old = stored.value
+        self._expect(key, old, OpaqueValue)
+        self._check_ahead(key, old.txid, txid)
+        base = old.prev if old.txid == txid else old.curr
+        new = OpaqueValue(txid, updater(_fresh(base)), base)
+        return _Decision(True, new, new.curr)
+
+    def _set(self, key: Key, stored: Versioned | None, txid: int, value: Any) -> _Decision:
+        # Trident's OpaqueMap.multiPut is a multiUpdate whose updaters return the value.
+        return self._update(key, stored, txid, lambda _old: value)
+
+
+MAP_KINDS: dict[StateType, type[MapState]] = {
+    StateType.NON_TRANSACTIONAL: NonTransactionalMap,
+    StateType.TRANSACTIONAL: TransactionalMap,
+    StateType.OPAQUE: OpaqueMap,
+}
+
+__all__ = [
+    "MAP_KINDS",
+    "MapState",
+    "NonTransactionalMap",
+    "OpaqueMap",
+    "TransactionalMap",
+    "Updater",
+    "combiner_updater",
+]

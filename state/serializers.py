@@ -1,0 +1,243 @@
+"""How stored values become bytes: JSON in Storm's Redis state formats by default, pluggable.
+
+Formats (the same as Storm's ``JSON*Serializer``, so states written by Storm's
+Redis state read back here and the other way round):
+
+==================  ======================  ======================================
+kind                Python value            stored JSON
+==================  ======================  ======================================
+non-transactional   ``val``                 ``val``
+transactional       ``TransactionalValue``  ``[txid, val]``
+opaque              ``OpaqueValue``         ``[txid, curr, prev]``
+==================  ======================  ======================================
+
+A serializer is any picklable object with ``serialize(value) -> bytes`` and
+``deserialize(data) -> value`` (it travels to Spark executors with the state's
+settings). ``deserialize`` raises :class:`StateTypeMismatchError` when the data is
+readable but of another kind (an opaque reader finding ``[txid, val]``) and any
+other exception when it cannot read the data; :func:`deserialize_stored` turns
+those into errors that name the state and the key.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from .errors import StateTypeMismatchError, UnreadableValueError
+from .values import OpaqueValue, StateType, TransactionalValue
+
+
+@runtime_checkable
+class Serializer(Protocol):
+    """Turns one stored value into bytes and back. Must be picklable.
+
+    Examples
+    --------
+    >>> isinstance(JSONOpaqueSerializer(), Serializer)
+    True
+    """
+
+    def serialize(self, value: Any) -> bytes:
+        """Bytes for ``value`` (a val, TransactionalValue or OpaqueValue, by the state's kind)."""
+        ...
+
+    def deserialize(self, data: bytes) -> Any:
+        """The value ``serialize`` wrote; raise on data it cannot read."""
+        ...
+
+
+class _JSONSerializer:
+    """Shared JSON plumbing: compact UTF-8, optional hooks for types JSON lacks."""
+
+    def __init__(self, default: Callable[[Any], Any] | None = None,
+                 object_hook: Callable[[dict[str, Any]], Any] | None = None) -> None:
+        self.default = default
+        self.object_hook = object_hook
+
+    def _dumps(self, obj: Any) -> bytes:
+        return json.dumps(obj, separators=(",", ":"), ensure_ascii=False,
+                          default=self.default).encode("utf-8")
+
+    def _loads(self, data: bytes) -> Any:
+        text = bytes(data).decode("utf-8") if isinstance(data, bytes | bytearray | memoryview) else data
+        return json.loads(text, object_hook=self.object_hook)
+
+    def __eq__(self, other: object) -> bool:
+        return (type(other) is type(self) and isinstance(other, _JSONSerializer)
+                and (other.default, other.object_hook) == (self.default, self.object_hook))
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.default, self.object_hook))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+def _is_txid(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _looks_like(decoded: Any) -> str:
+    shown = json.dumps(decoded, default=repr)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    if isinstance(decoded, list) and decoded and _is_txid(decoded[0]):
+        if len(decoded) == 2:
+            return f"{shown}, which looks like a transactional value [txid, val]"
+        if len(decoded) == 3:
+            return f"{shown}, which looks like an opaque value [txid, curr, prev]"
+    return f"{shown}, which looks like a non-transactional value"
+
+
+class JSONNonTransactionalSerializer(_JSONSerializer):
+    """Non-transactional values as plain JSON ``val``.
+
+    Any JSON is a valid non-transactional value, so this serializer cannot tell
+    that a state was written as another kind.
+
+    Parameters
+    ----------
+    default : callable, optional
+        ``json.dumps`` ``default`` hook for values JSON cannot hold (module-level, picklable).
+    object_hook : callable, optional
+        ``json.loads`` ``object_hook`` to rebuild them.
+
+    Examples
+    --------
+    >>> s = JSONNonTransactionalSerializer()
+    >>> s.serialize({"n": 3}), s.deserialize(b'{"n":3}')
+    (b'{"n":3}', {'n': 3})
+    """
+
+    def serialize(self, value: Any) -> bytes:
+        return self._dumps(value)
+
+    def deserialize(self, data: bytes) -> Any:
+        return self._loads(data)
+
+
+class JSONTransactionalSerializer(_JSONSerializer):
+    """Transactional values as JSON ``[txid, val]``.
+
+    Parameters
+    ----------
+    default, object_hook : callable, optional
+        As for :class:`JSONNonTransactionalSerializer`, applied to ``val``.
+
+    Examples
+    --------
+    >>> s = JSONTransactionalSerializer()
+    >>> s.serialize(TransactionalValue(3, 12)), s.deserialize(b"[3,12]")
+    (b'[3,12]', TransactionalValue(txid=3, val=12))
+    """
+
+    def serialize(self, value: Any) -> bytes:
+        if not isinstance(value, TransactionalValue):
+            raise TypeError(f"a transactional state stores TransactionalValue, got {value!r}")
+        return self._dumps([value.txid, value.val])
+
+    def deserialize(self, data: bytes) -> Any:
+        decoded = self._loads(data)
+        if isinstance(decoded, list) and len(decoded) == 2 and _is_txid(decoded[0]):
+            return TransactionalValue(decoded[0], decoded[1])
+        raise StateTypeMismatchError("", None, expected="transactional", found=_looks_like(decoded))
+
+
+class JSONOpaqueSerializer(_JSONSerializer):
+    """Opaque values as JSON ``[txid, curr, prev]``.
+
+    Parameters
+    ----------
+    default, object_hook : callable, optional
+        As for :class:`JSONNonTransactionalSerializer`, applied to ``curr`` and ``prev``.
+
+    Examples
+    --------
+    >>> s = JSONOpaqueSerializer()
+    >>> s.serialize(OpaqueValue(3, 12, 10)), s.deserialize(b"[3,12,10]")
+    (b'[3,12,10]', OpaqueValue(txid=3, curr=12, prev=10))
+    """
+
+    def serialize(self, value: Any) -> bytes:
+        if not isinstance(value, OpaqueValue):
+            raise TypeError(f"an opaque state stores OpaqueValue, got {value!r}")
+        return self._dumps([value.txid, value.curr, value.prev])
+
+    def deserialize(self, data: bytes) -> Any:
+        decoded = self._loads(data)
+        if isinstance(decoded, list) and len(decoded) == 3 and _is_txid(decoded[0]):
+            return OpaqueValue(decoded[0], decoded[1], decoded[2])
+        raise StateTypeMismatchError("", None, expected="opaque", found=_looks_like(decoded))
+
+
+def default_serializer(state_type: StateType) -> Serializer:
+    """The JSON serializer for a kind of state (Storm's Redis state format).
+
+    Examples
+    --------
+    >>> default_serializer(StateType.OPAQUE)
+    JSONOpaqueSerializer()
+    """
+    serializers: dict[StateType, type[_JSONSerializer]] = {
+        StateType.NON_TRANSACTIONAL: JSONNonTransactionalSerializer,
+        StateType.TRANSACTIONAL: JSONTransactionalSerializer,
+        StateType.OPAQUE: JSONOpaqueSerializer,
+    }
+    serializer: Serializer = serializers[state_type]()  # type: ignore[assignment]
+    return serializer
+
+
+def _show_bytes(data: Any) -> str:
+    raw = bytes(data) if isinstance(data, bytes | bytearray | memoryview) else str(data).encode()
+    return repr(raw[:60]) + ("..." if len(raw) > 60 else "")
+
+
+def deserialize_stored(serializer: Serializer, data: bytes, *, key: Sequence[Any], address: str) -> Any:
+    """Read one stored value, turning a serializer's failure into an error naming the key.
+
+    Parameters
+    ----------
+    serializer : Serializer
+        The state's serializer.
+    data : bytes
+        The stored bytes.
+    key : Sequence
+        The key's group values (for the message).
+    address : str
+        The state's address (for the message).
+
+    Returns
+    -------
+    Any
+        The deserialized value.
+
+    Raises
+    ------
+    StateTypeMismatchError
+        The data is of another kind of state.
+    UnreadableValueError
+        The serializer cannot read the data.
+
+    Examples
+    --------
+    >>> deserialize_stored(JSONOpaqueSerializer(), b"[1,5,null]", key=["cat"], address="memory://wc")
+    OpaqueValue(txid=1, curr=5, prev=None)
+    """
+    try:
+        return serializer.deserialize(data)
+    except StateTypeMismatchError as exc:
+        raise StateTypeMismatchError(address, key, expected=exc.expected, found=exc.found) from exc
+    except Exception as exc:
+        reason = f"{type(exc).__name__}: {exc} (stored bytes: {_show_bytes(data)})"
+        raise UnreadableValueError(address, key, reason) from exc
+
+
+__all__ = [
+    "JSONNonTransactionalSerializer",
+    "JSONOpaqueSerializer",
+    "JSONTransactionalSerializer",
+    "Serializer",
+    "default_serializer",
+    "deserialize_stored",
+]
