@@ -13,7 +13,11 @@ rounds, by
 * the spout: a streaming query over ``KafkaSpout(max_offsets_per_trigger=...)``
   into Spark's ``noop`` sink with ``trigger(availableNow=True)``, in a
   SparkSession started and warmed up before any timing (JVM start is reported
-  apart). Each round uses a fresh checkpoint.
+  apart). Each round uses a fresh checkpoint;
+* Spark's floor: the same query over a Python streaming source whose tasks
+  yield ready-made Arrow batches of the spout's schema (no Kafka at all), in
+  the same batches. What a source that cost nothing would score: it separates
+  Spark's per-query and per-batch costs from the spout's own.
 
 This VM's speed drifts up to 2x within an hour, so rounds interleave and the
 ratio uses medians. Results go to ``bench/results/spout-<timestamp>.json``
@@ -36,7 +40,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +88,7 @@ def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
         while len(ends) < partitions and time.monotonic() < deadline:
             for m in consumer.consume(num_messages=1000, timeout=0.2):
                 p = m.partition()
-                if p in ends:
+                if p is None or p in ends:
                     continue
                 consumer.pause([TopicPartition(topic, p)])
                 _, high = consumer.get_watermark_offsets(TopicPartition(topic, p), cached=True)
@@ -127,11 +131,12 @@ def run_baseline(bootstrap: str, topic: str, partitions: int, records: int, tune
             elif time.monotonic() - idle_since > 30:
                 raise SystemExit(f"baseline stalled at {seen} of {records} records")
             for m in msgs:
-                if m.error() is None:
-                    value_bytes += len(m.value())
+                err = m.error()
+                if err is None:
+                    value_bytes += len(m.value())  # type: ignore[arg-type]  # values are never null here
                     seen += 1
-                elif m.error().code() != KafkaError._PARTITION_EOF:
-                    raise SystemExit(f"baseline read failed: {m.error()}")
+                elif err.code() != KafkaError._PARTITION_EOF:
+                    raise SystemExit(f"baseline read failed: {err}")
         seconds = time.perf_counter() - started
     finally:
         consumer.close()
@@ -152,11 +157,15 @@ def run_spout(spark: Any, bootstrap: str, topic: str, records: int, batch: int,
               spout_options: dict[str, Any]) -> dict[str, Any]:
     from trident_spark.spout import KafkaSpout
 
+    spout = KafkaSpout(bootstrap_servers=bootstrap, topics=[topic], starting_offsets="earliest",
+                       max_offsets_per_trigger=batch, **spout_options)
+    return _timed_query(spout.to_dataframe(spark))
+
+
+def _timed_query(df: Any) -> dict[str, Any]:
+    """Run ``df`` into the noop sink until all available data is read; time it, batch by batch."""
     checkpoint = tempfile.mkdtemp(prefix="trident-bench-ckpt-")
     try:
-        spout = KafkaSpout(bootstrap_servers=bootstrap, topics=[topic], starting_offsets="earliest",
-                           max_offsets_per_trigger=batch, **spout_options)
-        df = spout.to_dataframe(spark)
         started = time.perf_counter()
         query = (df.writeStream.format("noop").trigger(availableNow=True)
                  .option("checkpointLocation", checkpoint).queryName(f"bench_{uuid.uuid4().hex[:6]}")
@@ -164,7 +173,7 @@ def run_spout(spark: Any, bootstrap: str, topic: str, records: int, batch: int,
         query.awaitTermination()
         seconds = time.perf_counter() - started
         if query.exception() is not None:
-            raise SystemExit(f"spout query failed: {query.exception()}")
+            raise SystemExit(f"query failed: {query.exception()}")
         progress = [p for p in query.recentProgress if p.numInputRows > 0]
     finally:
         shutil.rmtree(checkpoint, ignore_errors=True)
@@ -176,30 +185,134 @@ def run_spout(spark: Any, bootstrap: str, topic: str, records: int, batch: int,
                 "planning_ms": p.durationMs.get("queryPlanning"),
                 "wal_commit_ms": p.durationMs.get("walCommit", 0) + p.durationMs.get("commitOffsets", 0)}
                for p in progress]
-    return {"records": rows, "seconds": seconds, "records_per_s": rows / seconds, "batches": batches}
+    in_batches = sum(b["ms"] or 0 for b in batches) / 1000
+    return {"records": rows, "seconds": seconds, "records_per_s": rows / seconds, "batches": batches,
+            "outside_batches_s": seconds - in_batches}
 
 
-def warm_up(spark: Any, bootstrap: str, partitions: int, value_bytes: int) -> float:
-    """A small query first: loads classes, registers the source, starts Python workers."""
-    topic = f"bench-warmup-{uuid.uuid4().hex[:6]}"
-    fill_topic(bootstrap, topic, 20_000, partitions, value_bytes)
-    wait_readable(bootstrap, topic, partitions, 20_000)
+class _FloorSource:
+    """Factory of a Python streaming source that reads nothing: Spark's floor for the spout.
+
+    Built lazily so that importing this module does not import pyspark.
+    """
+
+    @staticmethod
+    def register(spark: Any, records: int, partitions: int, batch: int, value_bytes: int) -> str:
+        from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+        from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
+
+        from trident_spark.spout.kafka_config import KafkaSpoutConfig
+
+        ddl = KafkaSpoutConfig("-", topics=("-",)).schema_ddl()
+        batches = -(-records // batch)
+        rows = batch // partitions
+
+        class FloorReader(DataSourceStreamReader, SupportsTriggerAvailableNow):  # type: ignore[misc]
+            def initialOffset(self) -> dict[str, int]:
+                return {"batch": 0}
+
+            def prepareForTriggerAvailableNow(self) -> None:
+                pass
+
+            def latestOffset(self, start: dict[str, int], limit: Any) -> dict[str, int]:
+                return {"batch": min(start["batch"] + 1, batches)}
+
+            def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
+                return [InputPartition(p) for p in range(partitions)] if end != start else []
+
+            def read(self, partition: InputPartition) -> Iterator[Any]:
+                yield _floor_batch(rows, partition.value, value_bytes)
+
+            def commit(self, end: dict[str, int]) -> None:
+                pass
+
+        class FloorSource(DataSource):  # type: ignore[misc]
+            @classmethod
+            def name(cls) -> str:
+                return "trident_bench_floor"
+
+            def schema(self) -> str:
+                return ddl
+
+            def streamReader(self, schema: Any) -> DataSourceStreamReader:
+                return FloorReader()
+
+        spark.dataSource.register(FloorSource)
+        return "trident_bench_floor"
+
+
+def _floor_batch(rows: int, partition: int, value_bytes: int) -> Any:
+    """One task's records as an Arrow batch, built from buffers (no Python code per record)."""
+    import numpy as np
+    import pyarrow as pa
+
+    text = np.frombuffer(make_value(0, value_bytes), np.uint8)
+    values = pa.StringArray.from_buffers(
+        rows, pa.py_buffer(np.arange(0, (rows + 1) * len(text), len(text), dtype=np.int32)),
+        pa.py_buffer(np.tile(text, rows)))
+    millis = np.full(rows, int(time.time() * 1000), np.int64)
+    return pa.RecordBatch.from_arrays(
+        [pa.nulls(rows, pa.string()), values, pa.repeat(pa.scalar("floor"), rows),
+         pa.repeat(pa.scalar(partition, pa.int32()), rows), pa.array(np.arange(rows, dtype=np.int64)),
+         pa.array(millis, pa.timestamp("ms", tz="UTC")).cast(pa.timestamp("us", tz="UTC"))],
+        names=["key", "value", "topic", "partition", "offset", "timestamp"])
+
+
+def run_floor(spark: Any, records: int, partitions: int, batch: int, value_bytes: int) -> dict[str, Any]:
+    """The spout's query shape over a source that reads nothing (see _FloorSource)."""
+    name = _FloorSource.register(spark, records, partitions, batch, value_bytes)
+    return _timed_query(spark.readStream.format(name).load())
+
+
+def warm_up(spark: Any, bootstrap: str, topic: str, args: argparse.Namespace) -> float:
+    """Untimed queries first: small ones (load classes, register the sources, start the
+    Python workers), then one of each at full size (the first large batches of a fresh
+    JVM run well below speed)."""
+    small = f"bench-warmup-{uuid.uuid4().hex[:6]}"
+    fill_topic(bootstrap, small, 20_000, args.partitions, args.value_bytes)
+    wait_readable(bootstrap, small, args.partitions, 20_000)
     started = time.perf_counter()
     for _ in range(2):
-        run_spout(spark, bootstrap, topic, 20_000, 5_000, {})
+        run_spout(spark, bootstrap, small, 20_000, 5_000, {})
+        if not args.no_floor:
+            run_floor(spark, 20_000, args.partitions, 5_000, args.value_bytes)
+    run_spout(spark, bootstrap, topic, args.records, args.batch, {})
+    if not args.no_floor:
+        run_floor(spark, args.records, args.partitions, args.batch, args.value_bytes)
     return time.perf_counter() - started
 
 
 # --- report ---------------------------------------------------------------------------------
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def batch_profile(runs: list[dict[str, Any]]) -> dict[str, float | None]:
+    """Median milliseconds of a micro-batch and of its parts, over ``runs``."""
+    batches = [b for run in runs for b in run["batches"]]
+    return {part: _median([b[part] for b in batches if b.get(part) is not None])
+            for part in ("ms", "latest_offset_ms", "add_batch_ms", "wal_commit_ms", "planning_ms")} | {
+        "outside_batches_s": _median([run["outside_batches_s"] for run in runs])}
+
+
 def summarise(rounds: list[dict[str, Any]]) -> dict[str, Any]:
-    base = statistics.median(r["baseline"]["records_per_s"] for r in rounds)
-    spout = statistics.median(r["spout"]["records_per_s"] for r in rounds)
-    ratios = [r["spout"]["records_per_s"] / r["baseline"]["records_per_s"] for r in rounds]
-    batch_ms = [b["ms"] for r in rounds for b in r["spout"]["batches"] if b["ms"] is not None]
-    return {"baseline_records_per_s": base, "spout_records_per_s": spout,
-            "ratio_of_medians": spout / base, "median_round_ratio": statistics.median(ratios),
-            "round_ratios": ratios,
-            "median_batch_ms": statistics.median(batch_ms) if batch_ms else None}
+    def rate(what: str) -> float:
+        return float(statistics.median(r[what]["records_per_s"] for r in rounds))
+
+    base, spout = rate("baseline"), rate("spout")
+    summary: dict[str, Any] = {
+        "baseline_records_per_s": base, "spout_records_per_s": spout,
+        "ratio_of_medians": spout / base,
+        "round_ratios": [r["spout"]["records_per_s"] / r["baseline"]["records_per_s"] for r in rounds],
+        "spout_batch": batch_profile([r["spout"] for r in rounds]),
+    }
+    summary["median_round_ratio"] = statistics.median(summary["round_ratios"])
+    if all("floor" in r for r in rounds):
+        floor = rate("floor")
+        summary |= {"floor_records_per_s": floor, "floor_ratio": floor / base,
+                    "spout_of_floor": spout / floor,
+                    "floor_batch": batch_profile([r["floor"] for r in rounds])}
+    return summary
 
 
 def plot(result: dict[str, Any], path: Path) -> bool:
@@ -211,33 +324,77 @@ def plot(result: dict[str, Any], path: Path) -> bool:
     except ImportError:
         return False
     rounds = result["rounds"]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
-    xs = range(1, len(rounds) + 1)
-    left.plot(xs, [r["baseline"]["records_per_s"] / 1e3 for r in rounds], "o-", label="raw consumer (tuned)")
-    left.plot(xs, [r["spout"]["records_per_s"] / 1e3 for r in rounds], "s-", label="KafkaSpout -> noop")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    xs = list(range(1, len(rounds) + 1))
+    labels = {"baseline": "raw consumer (tuned)", "spout": "KafkaSpout -> noop",
+              "floor": "Spark floor (source reads nothing)"}
+    for what, marker in (("baseline", "o-"), ("spout", "s-"), ("floor", "^:")):
+        if all(what in r for r in rounds):
+            left.plot(xs, [r[what]["records_per_s"] / 1e3 for r in rounds], marker, label=labels[what])
     if result.get("baseline_defaults"):
         left.axhline(result["baseline_defaults"]["records_per_s"] / 1e3, ls="--", c="grey",
                      label="raw consumer (librdkafka defaults)")
-    left.set_xlabel("round")
-    left.set_ylabel("thousand records/s")
+    setup = result["setup"]
+    left.set(xlabel="round", ylabel="thousand records/s", xticks=xs,
+             title=f"{setup['records']:,} records of {setup['value_bytes']} B, "
+                   f"{setup['partitions']} partitions")
     left.set_ylim(bottom=0)
-    left.set_xticks(list(xs))
     left.legend(fontsize=8)
-    left.set_title(f"{result['setup']['records']:,} records, {result['setup']['partitions']} partitions")
-    for i, r in enumerate(rounds, 1):
-        ms = [b["ms"] for b in r["spout"]["batches"]]
-        right.bar([f"r{i}b{j}" for j in range(len(ms))], ms)
-    right.set_ylabel("ms per micro-batch")
-    right.set_title(f"spout batches of {result['setup']['batch']:,} records")
-    right.tick_params(axis="x", labelrotation=90, labelsize=7)
+    parts = [("latest_offset_ms", "latestOffset (driver probe)"), ("add_batch_ms", "addBatch (tasks)"),
+             ("wal_commit_ms", "offset + commit logs")]
+    names = [w for w in ("spout", "floor") if f"{w}_batch" in result["summary"]]
+    bottom = [0.0] * len(names)
+    for key, label in parts:
+        heights = [result["summary"][f"{w}_batch"][key] or 0 for w in names]
+        right.bar(names, heights, bottom=bottom, label=label)
+        bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+    right.set(ylabel="median ms per micro-batch", title=f"one micro-batch of {setup['batch']:,} records")
+    right.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return True
 
 
+def print_summary(result: dict[str, Any]) -> None:
+    setup, summary, rounds = result["setup"], result["summary"], result["rounds"]
+    floor = "floor_records_per_s" in summary
+    table = Table(title=f"{setup['records']:,} records x {setup['value_bytes']} B, {setup['partitions']} "
+                        f"partitions, batches of {setup['batch']:,}, local[{setup['cores']}]")
+    for column in ["round", "raw consumer rec/s", "spout rec/s", "spout/raw"] + (
+            ["floor rec/s", "floor/raw", "spout/floor"] if floor else []):
+        table.add_column(column, justify="left" if column == "round" else "right")
+    for n, r in enumerate(rounds, 1):
+        b, s = r["baseline"]["records_per_s"], r["spout"]["records_per_s"]
+        row = [str(n), f"{b:,.0f}", f"{s:,.0f}", f"{s / b:.2f}"]
+        if floor:
+            f = r["floor"]["records_per_s"]
+            row += [f"{f:,.0f}", f"{f / b:.2f}", f"{s / f:.2f}"]
+        table.add_row(*row)
+    row = ["median", f"{summary['baseline_records_per_s']:,.0f}", f"{summary['spout_records_per_s']:,.0f}",
+           f"[bold]{summary['ratio_of_medians']:.2f}[/]"]
+    if floor:
+        row += [f"{summary['floor_records_per_s']:,.0f}", f"{summary['floor_ratio']:.2f}",
+                f"{summary['spout_of_floor']:.2f}"]
+    table.add_row(*row)
+    console.print(table)
+    if "baseline_defaults" in result:
+        d = result["baseline_defaults"]["records_per_s"]
+        console.print(f"raw consumer with librdkafka defaults: {d:,.0f} records/s "
+                      f"(tuned is {summary['baseline_records_per_s'] / d:.1f}x faster)")
+    for what in ("spout", "floor"):
+        p = summary.get(f"{what}_batch")
+        if p:
+            console.print(f"{what:5s} median micro-batch {p['ms']:.0f} ms = latestOffset "
+                          f"{p['latest_offset_ms']:.0f} + addBatch {p['add_batch_ms']:.0f} + logs "
+                          f"{p['wal_commit_ms']:.0f} + planning {p['planning_ms']:.0f} (+ other); "
+                          f"{p['outside_batches_s']:.2f} s per query outside batches (start, stop)")
+    console.print(f"JVM start {result['jvm_start_s']:.1f} s, warm-up {result['warmup_s']:.1f} s "
+                  "(not timed above)")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3)
@@ -247,14 +404,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-partitions", type=int, default=None, help="KafkaSpout(min_partitions=)")
     parser.add_argument("--no-defaults-run", action="store_true",
                         help="skip the baseline run with librdkafka's default settings")
+    parser.add_argument("--no-floor", action="store_true",
+                        help="skip Spark's floor (the same query over a source that reads nothing)")
     args = parser.parse_args(argv)
 
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     result: dict[str, Any] = {"setup": {
         "records": args.records, "partitions": args.partitions, "batch": args.batch,
         "value_bytes": args.value_bytes, "cores": args.cores, "cpu_count": os.cpu_count(),
-        "machine": platform.platform(), "python": sys.version.split()[0], "min_partitions": args.min_partitions,
-        "started": stamp}, "rounds": []}
+        "machine": platform.platform(), "python": sys.version.split()[0],
+        "min_partitions": args.min_partitions,
+        "load_average_at_start": os.getloadavg(), "started": stamp}, "rounds": []}
     spout_options = {"min_partitions": args.min_partitions} if args.min_partitions else {}
 
     with ExitStack() as stack:
@@ -262,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
         bootstrap = kafka.address
         result["setup"]["kafka"] = f"{kafka.provider} {bootstrap}"
         console.print(f"[bold]Kafka spout benchmark[/] - broker {bootstrap} ({kafka.provider}), "
-                      f"{os.cpu_count()} cores")
+                      f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
 
         topic = f"bench-spout-{uuid.uuid4().hex[:6]}"
         with console.status(f"producing {args.records:,} records of {args.value_bytes} bytes to {topic} ..."):
@@ -276,8 +436,8 @@ def main(argv: list[str] | None = None) -> int:
             spark, jvm_s = start_spark(args.cores)
         stack.callback(spark.stop)
         console.print(f"SparkSession (JVM) start: [bold]{jvm_s:.1f} s[/] (not in any timing below)")
-        with console.status("warming up Spark (2 small queries) ..."):
-            warm_s = warm_up(spark, bootstrap, args.partitions, args.value_bytes)
+        with console.status("warming up Spark (untimed queries) ..."):
+            warm_s = warm_up(spark, bootstrap, topic, args)
         console.print(f"warm-up: {warm_s:.1f} s")
         result["jvm_start_s"] = jvm_s
         result["warmup_s"] = warm_s
@@ -286,44 +446,34 @@ def main(argv: list[str] | None = None) -> int:
             with console.status("baseline with librdkafka defaults (fetch.queue.backoff.ms=1000) ..."):
                 defaults = run_baseline(bootstrap, topic, args.partitions, args.records, tuned=False)
             result["baseline_defaults"] = defaults
-            console.print(f"baseline, librdkafka defaults: {defaults['records_per_s']:>12,.0f} records/s "
+            console.print(f"baseline, librdkafka defaults: {defaults['records_per_s']:>10,.0f} records/s "
                           f"({defaults['seconds']:.2f} s)")
 
         for n in range(1, args.rounds + 1):
-            with console.status(f"round {n}/{args.rounds}: baseline ..."):
-                base = run_baseline(bootstrap, topic, args.partitions, args.records, tuned=True)
-            console.print(f"round {n}: baseline (tuned)   {base['records_per_s']:>12,.0f} records/s "
+            this: dict[str, Any] = {}
+            with console.status(f"round {n}/{args.rounds}: raw consumer ..."):
+                this["baseline"] = base = run_baseline(bootstrap, topic, args.partitions, args.records,
+                                                       tuned=True)
+            console.print(f"round {n}: raw consumer (tuned) {base['records_per_s']:>10,.0f} records/s "
                           f"({base['seconds']:.2f} s)")
             with console.status(f"round {n}/{args.rounds}: spout ..."):
-                spout = run_spout(spark, bootstrap, topic, args.records, args.batch, spout_options)
+                this["spout"] = spout = run_spout(spark, bootstrap, topic, args.records, args.batch,
+                                                  spout_options)
             if spout["records"] != args.records:
                 raise SystemExit(f"spout read {spout['records']} records, expected {args.records}")
-            per_batch = ", ".join(f"{b['ms']}" for b in spout["batches"])
-            console.print(f"round {n}: spout -> noop      {spout['records_per_s']:>12,.0f} records/s "
-                          f"({spout['seconds']:.2f} s; {len(spout['batches'])} batches, ms: {per_batch}) "
-                          f"ratio {spout['records_per_s'] / base['records_per_s']:.2f}")
-            result["rounds"].append({"baseline": base, "spout": spout})
+            console.print(f"round {n}: spout -> noop        {spout['records_per_s']:>10,.0f} records/s "
+                          f"({spout['seconds']:.2f} s; batches ms {[b['ms'] for b in spout['batches']]}) "
+                          f"spout/raw {spout['records_per_s'] / base['records_per_s']:.2f}")
+            if not args.no_floor:
+                with console.status(f"round {n}/{args.rounds}: Spark floor ..."):
+                    this["floor"] = floor = run_floor(spark, args.records, args.partitions, args.batch,
+                                                      args.value_bytes)
+                console.print(f"round {n}: Spark floor          {floor['records_per_s']:>10,.0f} records/s "
+                              f"({floor['seconds']:.2f} s; batches ms {[b['ms'] for b in floor['batches']]})")
+            result["rounds"].append(this)
 
-    result["summary"] = summary = summarise(result["rounds"])
-    table = Table(title=f"{args.records:,} records x {args.value_bytes} B, {args.partitions} partitions, "
-                        f"batches of {args.batch:,}, local[{args.cores}]")
-    table.add_column("round")
-    table.add_column("raw consumer rec/s", justify="right")
-    table.add_column("spout rec/s", justify="right")
-    table.add_column("spout/raw", justify="right")
-    for n, r in enumerate(result["rounds"], 1):
-        b, s = r["baseline"]["records_per_s"], r["spout"]["records_per_s"]
-        table.add_row(str(n), f"{b:,.0f}", f"{s:,.0f}", f"{s / b:.2f}")
-    table.add_row("median", f"{summary['baseline_records_per_s']:,.0f}",
-                  f"{summary['spout_records_per_s']:,.0f}", f"[bold]{summary['ratio_of_medians']:.2f}[/]")
-    console.print(table)
-    if "baseline_defaults" in result:
-        d = result["baseline_defaults"]["records_per_s"]
-        console.print(f"raw consumer with librdkafka defaults: {d:,.0f} records/s "
-                      f"({summary['baseline_records_per_s'] / d:.1f}x slower than tuned)")
-    console.print(f"JVM start {result['jvm_start_s']:.1f} s (apart); median micro-batch "
-                  f"{summary['median_batch_ms']} ms")
-
+    result["summary"] = summarise(result["rounds"])
+    print_summary(result)
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     out = RESULTS_DIR / f"spout-{stamp}.json"
     out.write_text(json.dumps(result, indent=2))

@@ -56,12 +56,33 @@ class KafkaBrokerClient:
     # --- connection ------------------------------------------------------------------
     def _conn(self) -> Consumer:
         if self._consumer is None:
-            self._consumer = Consumer(self.config.consumer_conf(**{
-                "group.id": f"trident-spark-driver-{uuid.uuid4().hex[:8]}",
-                "fetch.wait.max.ms": 20,
-                "max.partition.fetch.bytes": self.config.size_sample_bytes,
-            }), logger=LIBRDKAFKA_LOG)
+            self._consumer = Consumer(self.config.consumer_conf(**self._probe_settings()),
+                                      logger=LIBRDKAFKA_LOG)
         return self._consumer
+
+    def _probe_settings(self) -> dict[str, object]:
+        """librdkafka settings of the driver's consumer: fetch about a sample, no more.
+
+        A probe needs the head of each partition and a fetch response's high
+        watermark. Left to the defaults, librdkafka prefetches up to 100k messages
+        per partition, and a broker that ignores ``max.partition.fetch.bytes``
+        (Tansu) answers with whole stored batches, megabytes of them, up to
+        ``fetch.max.bytes`` (50 MB by default); all that was parsed and thrown
+        away on every batch.
+        """
+        sample = self.config.size_sample_bytes
+        settings: dict[str, object] = {
+            "group.id": f"trident-spark-driver-{uuid.uuid4().hex[:8]}",
+            "fetch.wait.max.ms": 20,
+            "max.partition.fetch.bytes": sample,
+            "queued.min.messages": 1,
+        }
+        if "fetch.max.bytes" not in self.config.kafka_options:
+            # Room for the samples of a few partitions per request; librdkafka
+            # wants it at least message.max.bytes (default 1,000,000).
+            floor = int(self.config.kafka_options.get("message.max.bytes", 1_000_000))
+            settings["fetch.max.bytes"] = max(4 * sample, floor)
+        return settings
 
     def close(self) -> None:
         if self._consumer is not None:
@@ -121,6 +142,7 @@ class KafkaBrokerClient:
             return {}
         consumer = self._conn()
         results = {tp: ProbeResult(-1, PartitionSample()) for tp in starts}
+        sampled = dict.fromkeys(starts, 0)  # bytes so far: summing sizes per record is quadratic
         pending = set(starts)
         consumer.assign([KafkaTopicPartition(t, p, o) for (t, p), o in starts.items()])
         deadline = time.monotonic() + self.config.timeout_s
@@ -135,7 +157,7 @@ class KafkaBrokerClient:
                     tp = (msg.topic(), msg.partition())
                     if tp not in pending:
                         continue
-                    done = self._take(msg, results[tp], sample_bytes)
+                    done = self._take(msg, results[tp], sampled, sample_bytes)
                     if done:
                         pending.discard(tp)
                         if not results[tp].sample.complete:
@@ -164,7 +186,8 @@ class KafkaBrokerClient:
                 behind.append(tp)
         return behind
 
-    def _take(self, msg: object, result: ProbeResult, sample_bytes: int) -> bool:
+    def _take(self, msg: object, result: ProbeResult, sampled: dict[TopicPartition, int],
+              sample_bytes: int) -> bool:
         err = msg.error()  # type: ignore[attr-defined]
         tp = (msg.topic(), msg.partition())  # type: ignore[attr-defined]
         if err is not None:
@@ -186,8 +209,10 @@ class KafkaBrokerClient:
         value = msg.value() or b""  # type: ignore[attr-defined]
         key = msg.key() or b""  # type: ignore[attr-defined]
         result.sample.offsets.append(msg.offset())  # type: ignore[attr-defined]
-        result.sample.sizes.append(len(key) + len(value))
-        if result.sample.total_bytes >= sample_bytes:
+        size = len(key) + len(value)
+        result.sample.sizes.append(size)
+        sampled[tp] += size
+        if sampled[tp] >= sample_bytes:
             _, high = self._conn().get_watermark_offsets(KafkaTopicPartition(*tp), cached=True)
             result.high_watermark = high
             return True

@@ -31,6 +31,8 @@ def decode_column(raw: Sequence[bytes | None], arrow_type: pa.DataType, what: st
     >>> errs[1]
     'value is not valid UTF-8'
     """
+    if raw.count(None) == len(raw):  # e.g. keyless records: nothing to decode
+        return pa.nulls(len(raw), arrow_type)
     binary = pa.array(raw, pa.binary())
     if pa.types.is_binary(arrow_type):
         return binary

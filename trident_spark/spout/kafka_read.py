@@ -5,17 +5,30 @@ Runs inside Spark's Python workers. Consumers are cached per worker process
 cache stays correct when a partition moves to another executor because every
 read assigns its partition at an explicit offset and never relies on a
 position left by an earlier task.
+
+Speed notes (measured in bench/spout.py, see docs/benchmarks.md):
+
+* a task knows its records exist, so it never long-polls the broker: a fetch
+  parked at the log end (librdkafka waits up to 500 ms by default) would hold
+  the connection, and the next task's fetch on this consumer behind it;
+* read-ahead is small: what is fetched past the range's end is thrown away;
+* messages are consumed a few thousand at a time and copied out into columns
+  at once, with Python's cyclic garbage collector paused meanwhile: consume()
+  makes one tracked object per message, and collections walking them took
+  about a third of the CPU time.
 """
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from trident_spark.errors import BrokerUnavailableError, DataLossError, MalformedRecordError
 from trident_spark.spout.kafka_config import KafkaSpoutConfig
@@ -25,6 +38,23 @@ from trident_spark.spout.kafka_pool import borrowed_consumer
 
 log = logging.getLogger(__name__)
 
+# librdkafka settings for range reads, unless the user's kafka_options set them.
+# fetch.wait.max.ms: the records of a range exist, so waiting at the log end for
+# more (librdkafka's default: 500 ms) only delays the next task on this consumer,
+# whose fetch queues behind the parked one.
+# queued.min.messages: librdkafka fetches ahead while fewer messages than this are
+# queued (default 100k); a range read needs little read-ahead, and what is fetched
+# past the range's end is thrown away.
+READ_DEFAULTS: dict[str, Any] = {"fetch.wait.max.ms": 10, "queued.min.messages": 10_000}
+
+# Messages per consume() call: small answers are cheaper per message than big ones.
+CONSUME_CHUNK = 5_000
+
+
+def read_conf(config: KafkaSpoutConfig) -> dict[str, Any]:
+    """librdkafka settings of the executors' consumers (one pooled consumer per distinct value)."""
+    return config.consumer_conf(**{k: v for k, v in READ_DEFAULTS.items() if k not in config.kafka_options})
+
 
 def read_range(config: KafkaSpoutConfig, schema: pa.Schema, r: OffsetRange) -> Iterator[pa.RecordBatch]:
     """Yield records ``[r.start, r.until)`` of ``r.topic[r.partition]`` in ``schema``.
@@ -33,8 +63,9 @@ def read_range(config: KafkaSpoutConfig, schema: pa.Schema, r: OffsetRange) -> I
     because Kafka offsets are immutable (records may only disappear through
     retention, which ``fail_on_data_loss`` turns into an error).
     """
-    conf = config.consumer_conf(**{"queued.min.messages": min(config.arrow_batch_rows, 100_000)})
-    with borrowed_consumer(conf) as consumer:
+    if r.until <= r.start:
+        return
+    with borrowed_consumer(read_conf(config)) as consumer:
         yield from _read(config, schema, r, consumer)
 
 
@@ -44,35 +75,63 @@ def _read(config: KafkaSpoutConfig, schema: pa.Schema, r: OffsetRange, consumer:
 
     consumer.assign([TopicPartition(r.topic, r.partition, r.start)])
     position = r.start
-    pending: list[Any] = []
-    idle_since = time.monotonic()
     try:
         while position < r.until:
-            msgs = consumer.consume(num_messages=min(config.arrow_batch_rows, r.until - position),
-                                    timeout=0.5)
-            records = [m for m in msgs if m.error() is None]
-            if len(records) != len(msgs):
-                position = _handle_events(config, consumer, r, position, msgs)
-            if records:
-                idle_since = time.monotonic()
-                if records[-1].offset() >= r.until:
-                    records = [m for m in records if m.offset() < r.until]
-                if records:
-                    pending.extend(records)
-                    position = records[-1].offset() + 1
-                if len(pending) >= config.arrow_batch_rows:
-                    yield to_record_batch(config, schema, r, pending)
-                    pending = []
-            elif time.monotonic() - idle_since > config.timeout_s:
-                raise BrokerUnavailableError(
-                    f"KafkaSpout: no records from {r.topic}[{r.partition}] at offset {position} for "
-                    f"{config.timeout_s:g} s while reading [{r.start}, {r.until}) from "
-                    f"{config.address}. Check that the broker is up."
-                )
-        if pending:
-            yield to_record_batch(config, schema, r, pending)
+            columns = _Columns(config.include_headers)
+            with _gc_paused():
+                position = _fill(config, consumer, r, position, columns)
+                batch = columns.record_batch(config, schema, r) if columns.rows else None
+            if batch is not None:
+                yield batch
     finally:
         consumer.unassign()
+
+
+def _fill(config: KafkaSpoutConfig, consumer: Any, r: OffsetRange, position: int, columns: _Columns) -> int:
+    """Consume from ``position`` into ``columns`` up to one Arrow batch or the range's end.
+
+    Returns the new position (the offset after the last record taken, or the range's
+    end when it ends in non-record offsets).
+    """
+    idle_since = time.monotonic()
+    while position < r.until and columns.rows < config.arrow_batch_rows:
+        msgs = consumer.consume(num_messages=min(CONSUME_CHUNK, r.until - position), timeout=0.5)
+        if [m.error() for m in msgs].count(None) != len(msgs):  # events: partition end, errors
+            position = _handle_events(config, consumer, r, position, msgs)
+            msgs = [m for m in msgs if m.error() is None]
+        if msgs:
+            idle_since = time.monotonic()
+            if msgs[-1].offset() >= r.until:
+                msgs = [m for m in msgs if m.offset() < r.until]
+            if msgs:
+                columns.add(msgs)
+                position = msgs[-1].offset() + 1
+        elif time.monotonic() - idle_since > config.timeout_s:
+            raise BrokerUnavailableError(
+                f"KafkaSpout: no records from {r.topic}[{r.partition}] at offset {position} for "
+                f"{config.timeout_s:g} s while reading [{r.start}, {r.until}) from "
+                f"{config.address}. Check that the broker is up."
+            )
+    return position
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Hold off Python's cyclic garbage collector while messages are consumed.
+
+    consume() creates a tracked object per message; each few hundred of them start a
+    collection that walks every tracked object alive, which cost about a third of
+    the read's CPU time. Messages, bytes and lists form no reference cycles, so
+    reference counting frees them all anyway. Never held across a ``yield``.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _handle_events(config: KafkaSpoutConfig, consumer: Any, r: OffsetRange, position: int,
@@ -114,37 +173,69 @@ def _handle_events(config: KafkaSpoutConfig, consumer: Any, r: OffsetRange, posi
 def to_record_batch(config: KafkaSpoutConfig, schema: pa.Schema, r: OffsetRange,
                     msgs: Sequence[Any]) -> pa.RecordBatch:
     """Turn consumed messages into one Arrow record batch in the spout's schema."""
-    n = len(msgs)
-    first, last = msgs[0].offset(), msgs[-1].offset()
-    offsets = (pa.array(range(first, last + 1), pa.int64()) if last - first == n - 1
-               else pa.array([m.offset() for m in msgs], pa.int64()))
-    timestamps = pa.array([m.timestamp()[1] for m in msgs], pa.int64())
-    timestamps = pc.if_else(pc.less(timestamps, 0), None, timestamps)
-    errors: list[str | None] = [None] * n
-    key = decode_column([m.key() for m in msgs], schema.field("key").type, "key", errors, offsets)
-    value = decode_column([m.value() for m in msgs], schema.field("value").type, config.value_format,
-                          errors, offsets)
-    columns: dict[str, pa.Array] = {
-        "key": key,
-        "value": value,
-        "topic": pa.array([r.topic] * n, pa.string()),
-        "partition": pa.array([r.partition] * n, pa.int32()),
-        "offset": offsets,
-        "timestamp": timestamps.cast(pa.timestamp("ms", tz="UTC")).cast(schema.field("timestamp").type),
-    }
-    if config.include_headers:
-        columns["headers"] = pa.array(
-            [[{"key": k, "value": v} for k, v in (m.headers() or [])] for m in msgs],
-            schema.field("headers").type,
-        )
-    if config.on_malformed == "fail":
-        bad = next((i for i, e in enumerate(errors) if e is not None), None)
-        if bad is not None:
-            raise MalformedRecordError(
-                f"KafkaSpout: record {r.topic}[{r.partition}]@{offsets[bad].as_py()} cannot be read: "
-                f"{errors[bad]}. Fix the producer, or set on_malformed='skip' to count and drop "
-                "such records."
-            )
-    else:
-        columns["malformed"] = pa.array(errors, pa.string())
-    return pa.RecordBatch.from_arrays([columns[name] for name in schema.names], schema=schema)
+    columns = _Columns(config.include_headers)
+    columns.add(msgs)
+    return columns.record_batch(config, schema, r)
+
+
+class _Columns:
+    """The columns of consumed messages, gathered one consume() answer at a time.
+
+    Messages are dropped as soon as their fields are copied out: holding tens of
+    thousands of Message objects alive makes consume() itself about twice as slow.
+    """
+
+    def __init__(self, include_headers: bool) -> None:
+        self.include_headers = include_headers
+        self.keys: list[bytes | None] = []
+        self.values: list[bytes | None] = []
+        self.millis: list[np.ndarray[Any, Any]] = []
+        self.offsets: list[np.ndarray[Any, Any]] = []
+        self.headers: list[list[dict[str, Any]]] = []
+        self.rows = 0
+
+    def add(self, msgs: Sequence[Any]) -> None:
+        n = len(msgs)
+        self.keys += [m.key() for m in msgs]
+        self.values += [m.value() for m in msgs]
+        self.millis.append(np.array([m.timestamp()[1] for m in msgs], np.int64))
+        first, last = msgs[0].offset(), msgs[-1].offset()
+        if last - first == n - 1:  # offsets only grow: n of them over n slots means no gap
+            self.offsets.append(np.arange(first, last + 1, dtype=np.int64))
+        else:  # gaps: compaction or transaction markers
+            self.offsets.append(np.array([m.offset() for m in msgs], np.int64))
+        if self.include_headers:
+            self.headers += [[{"key": k, "value": v} for k, v in (m.headers() or [])] for m in msgs]
+        self.rows += n
+
+    def record_batch(self, config: KafkaSpoutConfig, schema: pa.Schema, r: OffsetRange) -> pa.RecordBatch:
+        n = self.rows
+        offsets = pa.array(np.concatenate(self.offsets))
+        millis = np.concatenate(self.millis)
+        missing = millis < 0  # no timestamp
+        timestamps = pa.array(millis, pa.timestamp("ms", tz="UTC"), mask=missing if missing.any() else None)
+        errors: list[str | None] = [None] * n
+        key = decode_column(self.keys, schema.field("key").type, "key", errors, offsets)
+        value = decode_column(self.values, schema.field("value").type, config.value_format, errors, offsets)
+        columns: dict[str, pa.Array] = {
+            "key": key,
+            "value": value,
+            "topic": pa.repeat(pa.scalar(r.topic, pa.string()), n),
+            "partition": pa.repeat(pa.scalar(r.partition, pa.int32()), n),
+            "offset": offsets,
+            "timestamp": timestamps.cast(schema.field("timestamp").type),
+        }
+        if self.include_headers:
+            columns["headers"] = pa.array(self.headers, schema.field("headers").type)
+        clean = errors.count(None) == n
+        if config.on_malformed == "fail":
+            if not clean:
+                bad = next(i for i, e in enumerate(errors) if e is not None)
+                raise MalformedRecordError(
+                    f"KafkaSpout: record {r.topic}[{r.partition}]@{offsets[bad].as_py()} cannot be read: "
+                    f"{errors[bad]}. Fix the producer, or set on_malformed='skip' to count and drop "
+                    "such records."
+                )
+        else:
+            columns["malformed"] = pa.nulls(n, pa.string()) if clean else pa.array(errors, pa.string())
+        return pa.RecordBatch.from_arrays([columns[name] for name in schema.names], schema=schema)
