@@ -21,8 +21,10 @@ progress and stays fixed on replay.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -56,6 +58,15 @@ from trident_spark.spout.kafka_offsets import (
 log = logging.getLogger(__name__)
 
 FORMAT_NAME = "trident_kafka"
+
+
+@dataclass
+class _Prefetch:
+    """A probe from ``previous`` (the end of the batch Spark is running), made in a thread."""
+
+    previous: Offsets
+    thread: threading.Thread | None = None
+    probes: dict[TopicPartition, ProbeResult] | None = None
 
 
 def _lost_range(tp: TopicPartition, needed: int, earliest: int) -> str:
@@ -104,6 +115,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._latest_seen: Offsets = {}
         self._waiting_since = time.monotonic()
         self._record_sizes: dict[TopicPartition, RecordSizeEstimate] = {}
+        self._prefetch: _Prefetch | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         # Only settings travel to executors; driver-side connections stay behind.
@@ -121,6 +133,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # --- offsets ---------------------------------------------------------------------
     def initialOffset(self) -> dict[str, Any]:
         """Resolve ``starting_offsets`` to concrete offsets (called once, for a new query)."""
+        self._take_prefetch()
         partitions = self.client.topic_partitions()
         earliest = self.client.earliest_offsets(partitions)
         wanted = self.config.starting_offsets
@@ -149,6 +162,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def prepareForTriggerAvailableNow(self) -> None:
         """Fix the end of an ``availableNow`` run at the high watermarks seen now."""
+        self._take_prefetch()
         partitions = self.client.topic_partitions()
         self._available_now_target = self._high_watermarks(self.client.earliest_offsets(partitions))
 
@@ -169,25 +183,71 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         """End of the next batch: all pending records, cut down by the read limits."""
         previous = decode_offsets(start.get("offsets", {}))
+        prefetched = self._take_prefetch(previous)
+        if prefetched is not None:
+            planned = self._plan(previous, dict(previous), prefetched, 0, limit)
+            if planned is not None and planned.get("batch", {}).get("limited_by") != "available":
+                return self._prefetch_after(planned)
+            # The batch would take everything pending: look again, more may have come.
         partitions = self.client.topic_partitions()
         self._check_lost_partitions(previous, partitions)
         new = [tp for tp in partitions if tp not in previous]
         begin = {**{tp: previous[tp] for tp in partitions if tp in previous},
                  **self.client.earliest_offsets(new)}
         probes, lost = self._probe(begin)
+        planned = self._plan(previous, begin, probes, lost, limit)
+        return start if planned is None else self._prefetch_after(planned)
+
+    def _plan(self, previous: Offsets, begin: Offsets, probes: dict[TopicPartition, ProbeResult],
+              lost: int, limit: ReadLimit) -> dict[str, Any] | None:
+        """The next batch's offset document, or None when there is no batch to run yet."""
         high = {tp: max(begin[tp], probes[tp].high_watermark) for tp in begin}
         self._latest_seen = dict(high)
         if self._available_now_target is not None:
             high = {tp: min(h, self._available_now_target.get(tp, begin[tp])) for tp, h in high.items()}
         end, limited_by = self._apply_limits(begin, high, probes, limit)
         if end == previous and not lost:
-            return start
+            return None
         rows = sum(end[tp] - begin[tp] for tp in end)
         if rows < self._min_rows(limit) and not self._waited_long_enough() and not lost:
-            return start
+            return None
         self._waiting_since = time.monotonic()
         overrides = {tp: begin[tp] for tp in end if begin[tp] != previous.get(tp)}
         return self._offset_document(begin, end, overrides, probes, limited_by, lost)
+
+    # --- probing the next batch while this one runs ----------------------------------
+    def _prefetch_after(self, document: dict[str, Any]) -> dict[str, Any]:
+        """Start probing from the end of the batch just planned, while Spark runs it.
+
+        A backlogged stream then plans its next batch without waiting on the
+        broker. The probe is used only when read limits, not the end of the
+        partitions, cut that next batch; otherwise it is taken again, fresh.
+        """
+        end = decode_offsets(document["offsets"])
+        prefetch = _Prefetch(end)
+        prefetch.thread = threading.Thread(target=self._run_prefetch, args=(prefetch,), daemon=True,
+                                           name="trident-kafka-probe")
+        self._prefetch = prefetch
+        prefetch.thread.start()
+        return document
+
+    def _run_prefetch(self, prefetch: _Prefetch) -> None:
+        try:
+            if set(self.client.topic_partitions()) == set(prefetch.previous):
+                prefetch.probes = self.client.probe(prefetch.previous, self._sample_bytes())
+        except Exception as exc:  # the fresh path will meet it again and report it
+            log.debug("KafkaSpout: probing ahead failed: %s", exc)
+
+    def _take_prefetch(self, previous: Offsets | None = None) -> dict[TopicPartition, ProbeResult] | None:
+        """Wait for the probe started after the last batch; its result if it fits ``previous``."""
+        prefetch, self._prefetch = self._prefetch, None
+        if prefetch is None or prefetch.thread is None:
+            return None
+        prefetch.thread.join()
+        probes = prefetch.probes
+        if probes is None or prefetch.previous != previous or any(p.out_of_range for p in probes.values()):
+            return None
+        return probes
 
     def _check_lost_partitions(self, previous: Offsets, partitions: list[TopicPartition]) -> None:
         gone = sorted(set(previous) - set(partitions))
@@ -197,9 +257,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 f"{self.config.address} (topic deleted?). Set fail_on_data_loss=False to go on without them."
             )
 
+    def _sample_bytes(self) -> int:
+        return min(self.config.size_sample_bytes, self.config.max_fetch_bytes or 1 << 62)
+
     def _probe(self, begin: Offsets) -> tuple[dict[TopicPartition, ProbeResult], int]:
         """Probe every partition; where ``begin`` was lost to retention, fail or skip ahead."""
-        sample_bytes = min(self.config.size_sample_bytes, self.config.max_fetch_bytes or 1 << 62)
+        sample_bytes = self._sample_bytes()
         probes = self.client.probe(begin, sample_bytes)
         out_of_range = [tp for tp, p in probes.items() if p.out_of_range]
         if not out_of_range:
@@ -296,5 +359,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Nothing to do: progress lives in Spark's checkpoint, not in a consumer group."""
 
     def stop(self) -> None:
+        self._take_prefetch()
         if self._client is not None:
             self._client.close()
