@@ -15,7 +15,7 @@ Modules, one idea each:
 * ``batching``    store round trips bounded by ``max_multi_*_batch_size``
 * ``stats``       counters for metrics
 * ``factory``     picklable settings that open a state on the executor
-* ``memory``, ``sqlite``, ``redis``, ``elasticsearch``  the backends
+* ``memory``, ``sqlite``  the backends
 * ``url``         :func:`open_state`
 
 Examples
@@ -29,7 +29,6 @@ Examples
 """
 
 from .base import BackingMap, Versioned, VersionedBackingMap
-from .elasticsearch import ElasticsearchState
 from .errors import (
     StateAheadError,
     StateConfigError,
@@ -43,7 +42,6 @@ from .factory import StateFactory
 from .keys import GLOBAL_KEY, decode_key, encode_key
 from .map import MapState, NonTransactionalMap, OpaqueMap, TransactionalMap, combiner_updater
 from .memory import MemoryState
-from .redis import RedisState
 from .serializers import (
     JSONNonTransactionalSerializer,
     JSONOpaqueSerializer,
@@ -58,7 +56,6 @@ from .values import OpaqueValue, StateType, TransactionalValue
 __all__ = [
     "GLOBAL_KEY",
     "BackingMap",
-    "ElasticsearchState",
     "JSONNonTransactionalSerializer",
     "JSONOpaqueSerializer",
     "JSONTransactionalSerializer",
@@ -67,7 +64,6 @@ __all__ = [
     "NonTransactionalMap",
     "OpaqueMap",
     "OpaqueValue",
-    "RedisState",
     "Serializer",
     "SqliteState",
     "StateAheadError",
