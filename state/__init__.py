@@ -15,7 +15,7 @@ Modules, one idea each:
 * ``batching``    store round trips bounded by ``max_multi_*_batch_size``
 * ``stats``       counters for metrics
 * ``factory``     picklable settings that open a state on the executor
-* ``memory``, ``sqlite``  the backends
+* ``memory``, ``sqlite``, ``redis``, ``elasticsearch``  the backends
 * ``url``         :func:`open_state`
 
 Examples
@@ -29,6 +29,7 @@ Examples
 """
 
 from .base import BackingMap, Versioned, VersionedBackingMap
+from .elasticsearch import ElasticsearchState
 from .errors import (
     StateAheadError,
     StateConfigError,
@@ -42,6 +43,7 @@ from .factory import StateFactory
 from .keys import GLOBAL_KEY, decode_key, encode_key
 from .map import MapState, NonTransactionalMap, OpaqueMap, TransactionalMap, combiner_updater
 from .memory import MemoryState
+from .redis import RedisState
 from .serializers import (
     JSONNonTransactionalSerializer,
     JSONOpaqueSerializer,
@@ -56,6 +58,7 @@ from .values import OpaqueValue, StateType, TransactionalValue
 __all__ = [
     "GLOBAL_KEY",
     "BackingMap",
+    "ElasticsearchState",
     "JSONNonTransactionalSerializer",
     "JSONOpaqueSerializer",
     "JSONTransactionalSerializer",
@@ -64,6 +67,7 @@ __all__ = [
     "NonTransactionalMap",
     "OpaqueMap",
     "OpaqueValue",
+    "RedisState",
     "Serializer",
     "SqliteState",
     "StateAheadError",

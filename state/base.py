@@ -117,7 +117,10 @@ class VersionedBackingMap(BackingMap):
       version equals the expected one at the moment of writing (or, for an
       expected ``None``, if the key does not exist), and then gives the key a
       version it never had before (no ABA: a removed and re-created key must
-      not get back an old version);
+      not get back an old version). A store whose version is the stored
+      content itself (Redis: the bytes or their hash) meets this in the way
+      that matters: a version comes back only with the very same content, and
+      the rules compute a key's update from its content alone;
     * keys are independent: one key's lost race does not stop the others.
 
     Examples

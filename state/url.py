@@ -8,8 +8,15 @@ default opaque, and the common settings as query parameters: ``cache_size``,
     memory://NAME
     sqlite:///absolute/path.db?table=T    (also busy_timeout=SECONDS, synchronous=FULL|NORMAL)
     sqlite://relative/path.db             (relative to the working directory)
+    redis://[[USER]:PASSWORD@]HOST:PORT/DB?prefix=P
+                                          (also rediss:// for TLS; expiry=SECONDS, ca_certs=PATH,
+                                          verify_certs=, connect_timeout=, socket_timeout=)
+    es://HOST:9200[,HOST2:9200]/INDEX     (also http://..., https://USER:PASS@HOST:9200/INDEX;
+                                          fields=word,lang, api_key=, ca_certs=, verify_certs=,
+                                          request_timeout=, connect_timeout=)
 
-Other backends add their scheme with :func:`register_scheme`.
+Backends add their scheme with :func:`register_scheme` (``redis.py`` and
+``elasticsearch.py`` do when ``trident_spark.state`` is imported).
 """
 
 from __future__ import annotations

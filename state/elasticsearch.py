@@ -1,0 +1,711 @@
+"""ElasticsearchState: map state in Elasticsearch or OpenSearch, one document per key.
+
+Talks to the server through the low-level ``elastic_transport.Transport`` with
+plain ``application/json`` (the high-level ``elasticsearch`` client forces a
+``compatible-with=9`` media type that OpenSearch and osmem-server refuse), so the
+same code works with Elasticsearch 8/9, OpenSearch 2/3 and osmem-server.
+
+Document layout (index ``trident_state`` unless configured), ``_id`` = the
+encoded key (``keys.py``; hashed to fit Elasticsearch's 512-byte ``_id`` limit)::
+
+    {
+      "key":   ["cat", 3],       # the group values (keyword): search key:cat
+      "word":  "cat",            # with fields=["word", "n"]: one field per group field,
+      "n":     3,                #   mapped as keyword like key (any group value fits)
+      "txid":  7,                # transactional and opaque states (long)
+      "value": 12,               # the current value, curr / val (stored, not indexed)
+      "state": "[7,12,10]"       # what the state reads back: the serializer's bytes
+    }
+
+``state`` is the source of truth: the exact bytes the serializer wrote (Storm's
+JSON ``[txid, curr, prev]`` / ``[txid, val]`` / ``val`` by default), kept as a
+string that is neither indexed nor in doc values; bytes that are not UTF-8 go
+to ``state_base64`` instead. ``key``, the named group fields, ``txid`` and
+``value`` are copies for people: Kibana/OpenSearch Dashboards show them and
+``key``, the group fields and ``txid`` can be searched (``word:cat``,
+``txid < 100``). ``value`` is an object mapping with ``enabled: false`` (kept in
+``_source``, never parsed), so values of any shape fit one index. The index is
+created on first use with that explicit mapping if it does not exist (other
+string fields map to ``keyword`` through a dynamic template); an existing index
+is used as it is.
+
+Reads and writes:
+
+* ``multiGetVersioned``: one ``_mget`` per batch (real-time: sees writes before
+  a refresh); a key's version is its document's ``(_seq_no, _primary_term)``.
+* ``multiPutIfVersion``: one ``_bulk`` per batch: ``index`` with
+  ``if_seq_no``/``if_primary_term`` for keys that were read, ``create`` for keys
+  that were missing. A 409 on an item is a lost race (that key answers None and
+  the map rules re-read and recompute it); items refused with 429 (queue full)
+  are resent up to 3 times; any other item error raises, naming the key.
+* ``elastic_transport`` answers HTTP error statuses without raising: every
+  response's ``meta.status`` is checked.
+
+Security: ``https://`` hosts, ``ca_certs`` (the cluster's CA, e.g. Elasticsearch
+8's ``http_ca.crt``), ``verify_certs``; ``username``/``password`` (basic auth,
+also taken from ``https://user:pass@host:9200``) or ``api_key`` (the encoded key,
+or ``"id:key"``). An unreachable host fails on first use within
+``connect_timeout`` seconds with :class:`~.errors.StateUnavailableError` naming it.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import datetime
+import decimal
+import json
+import math
+import re
+import threading
+import time
+import urllib.parse
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .base import Key, Version, Versioned, VersionedBackingMap
+from .errors import StateConfigError, StateError, StateUnavailableError, UnreadableValueError
+from .factory import StateFactory
+from .keys import encode_key
+from .serializers import Serializer, deserialize_stored
+from .url import Scheme, redact, register_scheme
+from .values import OpaqueValue, TransactionalValue
+
+if TYPE_CHECKING:
+    from elastic_transport import Transport
+
+DEFAULT_HOST = "http://127.0.0.1:9200"
+DEFAULT_INDEX = "trident_state"
+DEFAULT_PORT = 9200
+
+#: Document fields the state itself uses; group fields may not take these names.
+RESERVED_FIELDS = ("key", "txid", "value", "state", "state_base64")
+
+_JSON = {"content-type": "application/json", "accept": "application/json"}
+_NDJSON = {"content-type": "application/x-ndjson", "accept": "application/json"}
+_BAD_INDEX_CHARS = re.compile(r'[\\/*?"<>| ,#:A-Z]')
+_THROTTLED_RESENDS = 3
+
+
+def index_mapping(fields: Sequence[str] | None = None) -> dict[str, Any]:
+    """The explicit mapping a state index is created with.
+
+    Examples
+    --------
+    >>> mapping = index_mapping(["word"])["mappings"]
+    >>> mapping["properties"]["key"], mapping["properties"]["word"]
+    ({'type': 'keyword'}, {'type': 'keyword'})
+    >>> mapping["properties"]["value"]
+    {'type': 'object', 'enabled': False}
+    """
+    properties: dict[str, Any] = {
+        "key": {"type": "keyword"},
+        "txid": {"type": "long"},
+        "value": {"type": "object", "enabled": False},
+        "state": {"type": "keyword", "index": False, "doc_values": False},
+        "state_base64": {"type": "binary"},
+    }
+    return {"mappings": {
+        # Group fields not declared here (and string group fields) map to keyword, not text.
+        "dynamic_templates": [{"strings_as_keywords": {
+            "match_mapping_type": "string", "mapping": {"type": "keyword"}}}],
+        "properties": {**properties, **{name: {"type": "keyword"} for name in fields or ()}},
+    }}
+
+
+def _jsonable(value: Any) -> Any:
+    """A group value as a JSON value for the document's searchable fields."""
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).hex()
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    return str(value)
+
+
+def _readable_value(value: Any, data: bytes) -> tuple[bool, Any]:
+    """The current value (curr / val) as JSON, read back from the serialized bytes if they are JSON."""
+    try:
+        decoded = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return False, None
+    if isinstance(value, OpaqueValue | TransactionalValue):
+        if isinstance(decoded, list) and len(decoded) in (2, 3):
+            return True, decoded[1]
+        return False, None
+    return True, decoded
+
+
+def state_document(key: Key, value: Any, data: bytes, fields: Sequence[str] | None = None) -> dict[str, Any]:
+    """The document stored for one key: searchable copies of the key and txid, and the stored bytes.
+
+    Parameters
+    ----------
+    key : Key
+        The group values.
+    value : Any
+        The value object (``OpaqueValue``, ``TransactionalValue`` or a plain value).
+    data : bytes
+        What the serializer made of ``value``: stored in ``state``.
+    fields : sequence of str, optional
+        The group field names: each group value is also stored under its name.
+
+    Examples
+    --------
+    >>> state_document(["cat"], OpaqueValue(7, 12, 10), b"[7,12,10]", ["word"])
+    {'key': ['cat'], 'word': 'cat', 'txid': 7, 'value': 12, 'state': '[7,12,10]'}
+    >>> state_document((), 42, b"42")
+    {'key': [], 'value': 42, 'state': '42'}
+    """
+    doc: dict[str, Any] = {"key": [_jsonable(v) for v in key]}
+    if fields and len(key) > 0:
+        if len(fields) != len(key):
+            raise StateError(f"key {list(key)!r} has {len(key)} group values but the state was given "
+                             f"{len(fields)} field names {list(fields)!r}: fields= must name the group "
+                             f"fields in order")
+        doc.update(zip(fields, doc["key"], strict=True))
+    if isinstance(value, OpaqueValue | TransactionalValue):
+        doc["txid"] = value.txid
+    readable, current = _readable_value(value, data)
+    if readable:
+        doc["value"] = current
+    try:
+        doc["state"] = data.decode("utf-8")
+    except UnicodeDecodeError:
+        doc["state_base64"] = base64.b64encode(data).decode("ascii")
+    return doc
+
+
+def _stored_bytes(source: Any) -> bytes | None:
+    if not isinstance(source, dict):
+        return None
+    if isinstance(source.get("state"), str):
+        return str(source["state"]).encode("utf-8")
+    if isinstance(source.get("state_base64"), str):
+        return base64.b64decode(source["state_base64"])
+    return None
+
+
+def _reason(body: Any) -> str:
+    """The error type and reason of an Elasticsearch error answer."""
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict):
+            cause = error.get("caused_by")
+            text = f"{error.get('type', 'error')}: {error.get('reason', '')}".strip()
+            if isinstance(cause, dict) and cause.get("reason"):
+                text += f" (caused by {cause.get('type')}: {cause.get('reason')})"
+            return text
+        return str(error)[:300]
+    return str(body)[:300]
+
+
+def _split_host(host: str) -> tuple[str, str, int, str, str | None, str | None]:
+    """``(scheme, hostname, port, path_prefix, username, password)`` of one host URL."""
+    text = host if "://" in host else f"http://{host}"
+    try:
+        parts = urllib.parse.urlsplit(text)
+        port = parts.port
+    except ValueError as exc:
+        raise StateConfigError(f"Elasticsearch host {redact(host)!r} cannot be parsed: {exc}") from None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname:
+        raise StateConfigError(f"Elasticsearch host {redact(host)!r} must look like http://HOST:9200 or "
+                               f"https://HOST:9200")
+    username = None if parts.username is None else urllib.parse.unquote(parts.username)
+    password = None if parts.password is None else urllib.parse.unquote(parts.password)
+    return (scheme, parts.hostname, port or DEFAULT_PORT, parts.path.rstrip("/"), username, password)
+
+
+def _host_url(scheme: str, hostname: str, port: int, prefix: str) -> str:
+    shown = f"[{hostname}]" if ":" in hostname else hostname
+    return f"{scheme}://{shown}:{port}{prefix}"
+
+
+class ElasticsearchBackingMap(VersionedBackingMap):
+    """The versioned backing map over one index. Connects, and creates the index, on first use.
+
+    Parameters
+    ----------
+    spec : ElasticsearchState
+        The settings (hosts, index, auth, TLS, fields, timeouts).
+    serializer : Serializer
+        Turns values into the stored bytes and back.
+
+    Examples
+    --------
+    >>> backing = ElasticsearchState.opaque(hosts=["http://es1:9200"], index="wc").open_backing_map()
+    >>> backing.address, backing.document_id(["us", 2024])
+    ('http://es1:9200/wc', 'us|~i2024')
+    """
+
+    def __init__(self, spec: ElasticsearchState, serializer: Serializer) -> None:
+        self.spec = spec
+        self.serializer = serializer
+        self._nodes = [_split_host(host) for host in spec.hosts]
+        self._transport: Transport | None = None
+        self._index_ready = False
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def address(self) -> str:
+        hosts = ",".join(f"{_host_url(s, h, p, prefix)}" for s, h, p, prefix, _, _ in self._nodes)
+        return f"{hosts}/{self.spec.index}"
+
+    @staticmethod
+    def document_id(key: Key) -> str:
+        """The ``_id`` of a key's document: the encoded key."""
+        return encode_key(key)
+
+    # -- the connection ---------------------------------------------------------------------
+
+    def _auth_header(self) -> dict[str, str]:
+        spec = self.spec
+        if spec.api_key is not None:
+            key = spec.api_key
+            if ":" in key:
+                key = base64.b64encode(key.encode("utf-8")).decode("ascii")
+            return {"authorization": f"ApiKey {key}"}
+        username, password = spec.username, spec.password
+        if username is None:
+            username, password = next(((u, pw) for *_, u, pw in self._nodes if u is not None), (None, None))
+        if username is not None:
+            token = base64.b64encode(f"{username}:{password or ''}".encode()).decode("ascii")
+            return {"authorization": f"Basic {token}"}
+        return {}
+
+    def _connected(self) -> Transport:
+        """The transport, made on first use (it connects on its first request)."""
+        if self._closed:
+            raise StateError(f"{self.address}: the state was closed; open it again")
+        with self._lock:
+            if self._transport is None:
+                self._transport = self._connect()
+            return self._transport
+
+    def _client(self) -> Transport:
+        """The transport, after making sure the index exists."""
+        transport = self._connected()
+        if not self._index_ready:
+            self._ensure_index(transport)
+        return transport
+
+    def _connect(self) -> Transport:
+        try:
+            from elastic_transport import NodeConfig, Transport
+        except ImportError as exc:
+            raise StateUnavailableError(self.address, "the elastic-transport package is not installed: "
+                                                      "pip install elastic-transport") from exc
+        spec = self.spec
+        headers = self._auth_header()
+        configs = []
+        for scheme, hostname, port, prefix, _, _ in self._nodes:
+            options: dict[str, Any] = {}
+            if scheme == "https":
+                options["verify_certs"] = spec.verify_certs
+                options["ssl_show_warn"] = spec.verify_certs
+                if spec.ca_certs is not None:
+                    options["ca_certs"] = spec.ca_certs
+            configs.append(NodeConfig(scheme, hostname, port, path_prefix=prefix, headers=headers,
+                                      request_timeout=spec.request_timeout, **options))
+        return Transport(configs, max_retries=max(1, len(configs) - 1), retry_on_timeout=False,
+                         meta_header=False)
+
+    def _request(self, method: str, target: str, body: Any = None, *, headers: dict[str, str] = _JSON,
+                 timeout: float | None = None, transport: Transport | None = None) -> tuple[int, Any]:
+        """One HTTP request: ``(status, body)``; transport failures become StateUnavailableError."""
+        from elastic_transport import ConnectionError, ConnectionTimeout, TlsError, TransportError
+
+        client = transport if transport is not None else self._client()
+        try:
+            response = client.perform_request(
+                method, target, body=body, headers=headers,
+                request_timeout=self.spec.request_timeout if timeout is None else timeout)
+        except TlsError as exc:
+            raise StateUnavailableError(self.address, (
+                f"TLS failed: {exc}; give the cluster's CA certificate with ca_certs= (Elasticsearch 8 "
+                f"writes config/certs/http_ca.crt), or verify_certs=False to skip the check")) from exc
+        except (ConnectionError, ConnectionTimeout) as exc:
+            raise StateUnavailableError(self.address, (
+                f"{type(exc).__name__}: {exc}; check that Elasticsearch/OpenSearch runs there and is "
+                f"reachable from this machine (https:// hosts need https in the URL)")) from exc
+        except TransportError as exc:
+            raise StateUnavailableError(self.address, f"{type(exc).__name__}: {exc}") from exc
+        status = int(response.meta.status)
+        if status in (401, 403):
+            who = ("api_key" if self.spec.api_key is not None else
+                   "username/password" if self._auth_header() else "no credentials")
+            raise StateUnavailableError(self.address, (
+                f"HTTP {status} on {method} {target}: {_reason(response.body)}; the server refused "
+                f"{who}: give username= and password= (or https://user:pass@host:9200) or api_key=, "
+                f"with privileges to create, read and write index {self.spec.index!r}"))
+        return status, response.body
+
+    def _ensure_index(self, transport: Transport) -> None:
+        """Create the index with the state mapping if it does not exist (first use; fails fast)."""
+        index = self.spec.index
+        status, body = self._request("HEAD", f"/{index}", timeout=self.spec.connect_timeout,
+                                     transport=transport)
+        if status == 404:
+            status, body = self._request("PUT", f"/{index}", index_mapping(self.spec.fields),
+                                         timeout=max(self.spec.connect_timeout, self.spec.request_timeout),
+                                         transport=transport)
+            already = "resource_already_exists_exception" in json.dumps(body, default=str)
+            if status >= 300 and not already:   # another task may have created it meanwhile
+                raise StateUnavailableError(self.address, (
+                    f"cannot create index {index!r}: HTTP {status} {_reason(body)}"))
+        elif status >= 300:
+            raise StateUnavailableError(self.address, f"HTTP {status} checking index {index!r}: "
+                                                      f"{_reason(body)}")
+        self._index_ready = True
+
+    def _check(self, status: int, body: Any, doing: str) -> None:
+        if status < 300:
+            return
+        reason = _reason(body)
+        if status == 413:
+            raise StateError(f"{self.address}: HTTP 413 on {doing}: the request is too large; lower "
+                             f"max_multi_put_batch_size / max_multi_get_batch_size")
+        if status == 429 or status >= 500:
+            raise StateUnavailableError(self.address, f"HTTP {status} on {doing}: {reason}; the cluster is "
+                                                      f"overloaded or failing")
+        raise StateError(f"{self.address}: HTTP {status} on {doing}: {reason}")
+
+    # -- reads and writes -------------------------------------------------------------------
+
+    def multiGetVersioned(self, keys: Sequence[Key]) -> list[Versioned | None]:
+        if not keys:
+            return []
+        ids = [self.document_id(key) for key in keys]
+        body = json.dumps({"ids": ids}, ensure_ascii=False).encode("utf-8")
+        target = f"/{self.spec.index}/_mget?realtime=true&_source_includes=state,state_base64"
+        for attempt in range(2):
+            status, answer = self._request("POST", target, body)
+            if status == 404 and attempt == 0 and "index_not_found" in json.dumps(answer, default=str):
+                self._index_ready = False     # deleted meanwhile: create it again
+                continue
+            self._check(status, answer, f"_mget of {len(ids)} keys")
+            docs = answer.get("docs") if isinstance(answer, dict) else None
+            if not isinstance(docs, list) or len(docs) != len(ids):
+                raise StateError(f"{self.address}: _mget answered {str(answer)[:200]!r}, not {len(ids)} docs")
+            if attempt == 0 and any("index_not_found" in str(doc.get("error", "")) for doc in docs):
+                self._index_ready = False
+                continue
+            return [self._versioned(key, doc) for key, doc in zip(keys, docs, strict=True)]
+        raise StateError(f"{self.address}: index {self.spec.index!r} keeps disappearing")
+
+    def _versioned(self, key: Key, doc: dict[str, Any]) -> Versioned | None:
+        if "error" in doc:
+            raise StateError(f"{self.address}: reading key {list(key)!r}: {_reason(doc)}")
+        if not doc.get("found"):
+            return None
+        data = _stored_bytes(doc.get("_source"))
+        if data is None:
+            raise UnreadableValueError(self.address, key, (
+                f"document {doc.get('_id')!r} has no 'state' field (written by another program?)"))
+        version = (int(doc["_seq_no"]), int(doc["_primary_term"]))
+        return Versioned(deserialize_stored(self.serializer, data, key=key, address=self.address), version)
+
+    def _action(self, doc_id: str, expected: Version | None) -> dict[str, Any]:
+        if expected is None:
+            return {"create": {"_id": doc_id}}
+        if (not isinstance(expected, tuple) or len(expected) != 2
+                or not all(isinstance(n, int) and not isinstance(n, bool) for n in expected)):
+            raise StateError(f"{self.address}: {expected!r} is not a version this store gave out")
+        seq_no, primary_term = expected
+        return {"index": {"_id": doc_id, "if_seq_no": seq_no, "if_primary_term": primary_term}}
+
+    def _bulk(self, lines: list[bytes], doing: str) -> list[dict[str, Any]]:
+        status, answer = self._request("POST", f"/{self.spec.index}/_bulk", b"".join(lines), headers=_NDJSON)
+        self._check(status, answer, doing)
+        items = answer.get("items") if isinstance(answer, dict) else None
+        if not isinstance(items, list) or len(items) != len(lines) // 2:
+            raise StateError(f"{self.address}: _bulk answered {str(answer)[:200]!r} for {len(lines) // 2} "
+                             f"actions")
+        return [next(iter(item.values())) for item in items]
+
+    def multiPutIfVersion(self, keys: Sequence[Key], values: Sequence[Any],
+                          expected_versions: Sequence[Version | None]) -> list[Version | None]:
+        if not len(keys) == len(values) == len(expected_versions):
+            raise StateError(f"{self.address}: multiPutIfVersion needs as many values and versions as keys")
+        if not keys:
+            return []
+        fields = self.spec.fields
+        lines: list[tuple[bytes, bytes]] = []
+        for key, value, expected in zip(keys, values, expected_versions, strict=True):
+            data = self.serializer.serialize(value)
+            try:
+                doc = state_document(key, value, data, fields)
+            except StateError as exc:
+                raise StateError(f"{self.address}: {exc}") from None
+            action = self._action(self.document_id(key), expected)
+            try:
+                source = json.dumps(doc, ensure_ascii=False, allow_nan=False)
+            except ValueError:          # NaN or infinity in the readable copy: JSON has no such numbers
+                doc.pop("value", None)
+                source = json.dumps(doc, ensure_ascii=False)
+            lines.append((json.dumps(action, ensure_ascii=False).encode("utf-8") + b"\n",
+                          source.encode("utf-8") + b"\n"))
+        outcomes: list[Version | None] = [None] * len(keys)
+        pending = list(range(len(keys)))
+        for resend in range(_THROTTLED_RESENDS + 1):
+            body = [part for i in pending for part in lines[i]]
+            results = self._bulk(body, f"_bulk of {len(pending)} keys")
+            throttled = []
+            for i, result in zip(pending, results, strict=True):
+                status = int(result.get("status", 0))
+                if status in (200, 201):
+                    outcomes[i] = (int(result["_seq_no"]), int(result["_primary_term"]))
+                elif status == 409:
+                    outcomes[i] = None            # lost the race: the map rules re-read this key
+                elif status == 429 and resend < _THROTTLED_RESENDS:
+                    throttled.append(i)
+                else:
+                    hint = ""
+                    shown = json.dumps(result, default=str)
+                    if "mapper_parsing" in shown or "illegal_argument" in shown:
+                        hint = ("; a group value's type may not fit the index mapping (a field mapped as "
+                                "another type): write to a new index or fix the mapping")
+                    raise StateError(f"{self.address}: writing key {list(keys[i])!r} failed with HTTP "
+                                     f"{status}: {_reason(result)}{hint}")
+            if not throttled:
+                break
+            pending = throttled
+            time.sleep(0.2 * 2 ** resend)
+        return outcomes
+
+    def multiRemove(self, keys: Sequence[Key]) -> None:
+        if not keys:
+            return
+        lines = [json.dumps({"delete": {"_id": self.document_id(key)}}, ensure_ascii=False).encode() + b"\n"
+                 for key in keys]
+        status, answer = self._request("POST", f"/{self.spec.index}/_bulk", b"".join(lines), headers=_NDJSON)
+        self._check(status, answer, f"_bulk delete of {len(keys)} keys")
+        for key, item in zip(keys, answer.get("items", []), strict=False):
+            result = next(iter(item.values()))
+            if int(result.get("status", 0)) not in (200, 404):
+                raise StateError(f"{self.address}: deleting key {list(key)!r}: {_reason(result)}")
+
+    def request(self, method: str, target: str, body: Any = None) -> tuple[int, Any]:
+        """Send one request to the cluster (for tests and tools): ``(status, body)``.
+
+        ``target`` is a path such as ``/wc/_search``; ``body`` JSON-able or bytes. Does not
+        create the state's index.
+        """
+        return self._request(method, target, body, transport=self._connected())
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            transport, self._transport = self._transport, None
+        if transport is not None:
+            transport.close()
+
+
+def _check_index(index: Any) -> None:
+    if not isinstance(index, str) or not index or index in (".", "..") or index[0] in "-_+" \
+            or _BAD_INDEX_CHARS.search(index) or len(index.encode("utf-8")) > 255:
+        raise StateConfigError(
+            f"Elasticsearch index name {index!r} is not allowed: lowercase, no spaces or any of "
+            f'\\ / * ? " < > | , # :, not starting with - _ +, at most 255 bytes')
+
+
+def _check_fields(fields: Any) -> tuple[str, ...] | None:
+    if fields is None:
+        return None
+    if isinstance(fields, str) or not isinstance(fields, Sequence) or not fields:
+        raise StateConfigError(f"fields must be a non-empty list of group field names, e.g. ['word'], "
+                               f"got {fields!r}")
+    names = tuple(fields)
+    for name in names:
+        if not isinstance(name, str) or not name or name.startswith("_") or name in RESERVED_FIELDS:
+            raise StateConfigError(
+                f"fields: {name!r} cannot be a document field name: names must be non-empty strings, "
+                f"not start with _, and not be one of {', '.join(RESERVED_FIELDS)} (the state uses those)")
+    if len(set(names)) != len(names):
+        raise StateConfigError(f"fields: {list(names)!r} names a field twice")
+    return names
+
+
+@dataclass(frozen=True, kw_only=True)
+class ElasticsearchState(StateFactory):
+    """Settings of a state in Elasticsearch/OpenSearch: one document per key, conditional writes.
+
+    Parameters
+    ----------
+    hosts : list of str, default ["http://127.0.0.1:9200"]
+        The cluster's nodes: ``http://HOST:9200``, ``https://HOST:9200``, or
+        ``https://USER:PASSWORD@HOST:9200`` (basic auth from the URL).
+    index : str, default "trident_state"
+        The index (created with the state mapping on first use if missing); one per state.
+    username, password : str, optional
+        Basic authentication.
+    api_key : str, optional
+        An API key: the ``encoded`` value Elasticsearch returns, or ``"id:key"``.
+    ca_certs : str, optional
+        CA bundle that signed the nodes' certificates (``https`` hosts).
+    verify_certs : bool, default True
+        Check the nodes' certificates (``https`` hosts).
+    fields : list of str, optional
+        The group field names, in order: each document then carries one field per
+        name (``word: "cat"``) besides ``key``, for searching in Kibana.
+    request_timeout : float, default 30.0
+        Seconds to wait for an answer.
+    connect_timeout : float, default 5.0
+        Seconds the first request (checking the index) may take: an unreachable
+        cluster fails that fast.
+    **settings
+        ``cache_size``, ``max_multi_get_batch_size``, ``max_multi_put_batch_size``,
+        ``txid_offset``, ``max_conflict_retries``, ``serializer``: see
+        :class:`~.factory.StateFactory`.
+
+    Notes
+    -----
+    ``.url`` carries the password or API key, if any, so that it opens the same
+    state; the address in messages, ``repr`` and errors never show them.
+
+    Examples
+    --------
+    >>> spec = ElasticsearchState.opaque(hosts=["http://es1:9200"], index="wc", fields=["word"])
+    >>> spec.url
+    'es://es1:9200/wc?fields=word&type=opaque'
+    >>> ElasticsearchState.transactional(hosts=["https://elastic:s3cret@es1:9200"], index="wc")
+    ElasticsearchState(state_type='transactional', hosts=('https://elastic:***@es1:9200',), index='wc', ...)
+    """
+
+    hosts: Sequence[str] = (DEFAULT_HOST,)
+    index: str = DEFAULT_INDEX
+    username: str | None = None
+    password: str | None = None
+    api_key: str | None = None
+    ca_certs: str | None = None
+    verify_certs: bool = True
+    fields: Sequence[str] | None = None
+    request_timeout: float = 30.0
+    connect_timeout: float = 5.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        hosts = (self.hosts,) if isinstance(self.hosts, str) else self.hosts
+        if not isinstance(hosts, Sequence) or not hosts or not all(isinstance(h, str) for h in hosts):
+            raise StateConfigError(f"hosts must be a list of URLs such as [{DEFAULT_HOST!r}], "
+                                   f"got {self.hosts!r}")
+        object.__setattr__(self, "hosts", tuple(hosts))
+        schemes = {_split_host(host)[0] for host in self.hosts}
+        if len(schemes) > 1:
+            raise StateConfigError(f"hosts mix http and https: {[redact(h) for h in self.hosts]}")
+        _check_index(self.index)
+        object.__setattr__(self, "fields", _check_fields(self.fields))
+        for name in ("username", "password", "api_key", "ca_certs"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise StateConfigError(f"{name} must be a string, got {type(value).__name__}")
+        if self.api_key is not None and (self.username is not None or self.password is not None):
+            raise StateConfigError("give either api_key or username/password, not both")
+        if not isinstance(self.verify_certs, bool):
+            raise StateConfigError(f"verify_certs must be True or False, got {self.verify_certs!r}")
+        for name in ("request_timeout", "connect_timeout"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+                raise StateConfigError(f"{name} must be a number of seconds > 0, got {value!r}")
+
+    def __repr__(self) -> str:
+        shown = []
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if field.name == "hosts":
+                value = tuple(redact(host) for host in value)
+            elif field.name in ("password", "api_key") and value is not None:
+                value = "***"
+            elif field.name == "state_type":
+                value = value.value
+            if field.name in ("hosts", "index", "state_type") or value != field.default:
+                shown.append(f"{field.name}={value!r}")
+        return f"{type(self).__name__}({', '.join(shown)}, ...)"
+
+    def url_location(self) -> tuple[str, dict[str, str]]:
+        nodes = [_split_host(host) for host in self.hosts]
+        scheme = nodes[0][0]
+        prefixes = {node[3] for node in nodes}
+        username = self.username if self.username is not None else nodes[0][4]
+        password = self.password if self.username is not None else nodes[0][5]
+        userinfo = ""
+        if username is not None:
+            userinfo = urllib.parse.quote(username, safe="")
+            if password is not None:
+                userinfo += ":" + urllib.parse.quote(password, safe="")
+            userinfo += "@"
+        hostports = ",".join(_host_url("x", h, p, "").removeprefix("x://") for _, h, p, _, _, _ in nodes)
+        prefix = next(iter(prefixes)) if len(prefixes) == 1 else ""
+        location = f"{'es' if scheme == 'http' else 'https'}://{userinfo}{hostports}{prefix}/{self.index}"
+        params: dict[str, str] = {}
+        if self.fields:
+            params["fields"] = ",".join(self.fields)
+        if self.api_key is not None:
+            params["api_key"] = self.api_key
+        if self.ca_certs is not None:
+            params["ca_certs"] = self.ca_certs
+        if not self.verify_certs:
+            params["verify_certs"] = "false"
+        if self.request_timeout != 30.0:
+            params["request_timeout"] = f"{self.request_timeout:g}"
+        if self.connect_timeout != 5.0:
+            params["connect_timeout"] = f"{self.connect_timeout:g}"
+        return location, params
+
+    def open_backing_map(self) -> ElasticsearchBackingMap:
+        return ElasticsearchBackingMap(self, self.effective_serializer)
+
+
+# -- open_state URLs: es://host:9200/index?type=opaque, https://user:pass@host:9200/index ------------
+
+_URL_PARAMS = ("fields", "api_key", "ca_certs", "verify_certs", "request_timeout", "connect_timeout")
+
+
+def _build_elasticsearch(url: str, parts: urllib.parse.SplitResult, params: dict[str, str],
+                         settings: dict[str, Any]) -> StateFactory:
+    scheme = "https" if parts.scheme.lower() == "https" else "http"
+    userinfo, _, hostlist = parts.netloc.rpartition("@")
+    if not hostlist:
+        raise StateConfigError(f"state URL {redact(url)} needs a host: es://HOST:9200/INDEX")
+    path = parts.path.strip("/")
+    prefix, _, index = path.rpartition("/")
+    hosts = [f"{scheme}://{host}{'/' + prefix if prefix else ''}" for host in hostlist.split(",") if host]
+    extra: dict[str, Any] = {"hosts": hosts, "index": urllib.parse.unquote(index) or DEFAULT_INDEX}
+    if userinfo:
+        username, has_password, password = userinfo.partition(":")
+        extra["username"] = urllib.parse.unquote(username)
+        extra["password"] = urllib.parse.unquote(password) if has_password else None
+    if "fields" in params:
+        extra["fields"] = [name.strip() for name in params.pop("fields").split(",") if name.strip()]
+    for name in ("api_key", "ca_certs"):
+        if name in params:
+            extra[name] = params.pop(name)
+    if "verify_certs" in params:
+        value = params.pop("verify_certs").strip().lower()
+        if value not in ("true", "false", "1", "0", "yes", "no"):
+            raise StateConfigError(f"state URL {redact(url)}: verify_certs={value!r} is not true or false")
+        extra["verify_certs"] = value in ("true", "1", "yes")
+    for name in ("request_timeout", "connect_timeout"):
+        if name in params:
+            value = params.pop(name)
+            try:
+                extra[name] = float(value)
+            except ValueError:
+                raise StateConfigError(f"state URL {redact(url)}: {name}={value!r} is not a number "
+                                       f"of seconds") from None
+    return ElasticsearchState(**extra, **settings)
+
+
+_EXAMPLE = "es://127.0.0.1:9200/counts"
+for _scheme in ("es", "http", "https"):
+    register_scheme(_scheme, Scheme(_URL_PARAMS, _build_elasticsearch, _EXAMPLE))
+
+__all__ = ["ElasticsearchBackingMap", "ElasticsearchState", "index_mapping", "state_document"]

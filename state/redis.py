@@ -1,0 +1,540 @@
+"""RedisState: map state in Redis, one string key per group, written by a Lua compare-and-set script.
+
+Layout: key ``<key_prefix>:<encoded key>`` (``keys.py``; ``wc:cat``, ``wc:us|~i2024``,
+``wc:~global`` for ungrouped state) holding the value in Storm's Redis state JSON
+(``serializers.py``): ``[txid, curr, prev]`` (opaque), ``[txid, val]``
+(transactional) or ``val`` (non-transactional), the values Storm's
+``RedisMapState`` writes. (Storm's default key factory names a key by its one
+group value alone; here every key carries the prefix, so one Redis holds many
+states and compound keys.)
+
+Versions and the compare-and-set
+--------------------------------
+Redis keeps no version next to a string, and the value must stay Storm's plain
+JSON, so the version of a key is its stored bytes themselves: a token
+``b"=" + bytes`` for values of at most 40 bytes (counts and other small
+values: comparing them is cheaper than hashing), ``b"#" + sha1hex(bytes)`` for
+longer ones (so the cache and the script arguments stay small).
+
+* ``multiGetVersioned``: one ``MGET`` per batch; each value's token is computed
+  from the bytes read.
+* ``multiPutIfVersion``: ONE script call per batch (``EVALSHA``, falling back to
+  ``EVAL`` when the server answers ``NOSCRIPT``, which also caches the script).
+  For each key the script compares what is stored with the expected token
+  (``GET`` then byte equality, or ``redis.sha1hex``; an empty token means "must
+  not exist") and ``SET``s the new bytes only on a match (``PX`` expiry when
+  ``expiry_s`` is set), answering 1 (won) or 0 (lost) per key. The script runs
+  atomically, so no other client writes between a key's compare and its set.
+
+Comparing contents instead of a counter allows ABA (a key changed and changed
+back compares equal), which is harmless here: the map rules compute a key's new
+value only from the stored value, so a write conditional on "the stored bytes
+are still these" is exactly as safe as one conditional on "nobody wrote since".
+(A SHA-1 collision between two states of one key is not a practical concern.)
+
+Expiry: with ``expiry_s`` every write sets ``PX``, so keys not updated for that
+long disappear (Storm's ``expireIntervalSec``); a transactional or opaque key
+that expired is a new key to the rules (its count restarts).
+
+Redis Cluster
+-------------
+What we do: one connection to one Redis server (``redis.Redis``), one ``MGET``
+and one script call per batch. Redis Cluster refuses both when a batch's keys lie in
+different hash slots (``CROSSSLOT``). To use a cluster, every key of one call
+must hash to one slot: give the state a hash tag in its prefix,
+``key_prefix="{wc}"`` (keys ``{wc}:cat``, ...), which puts the whole state in
+one slot, i.e. on one shard (it then scales like one Redis), and point ``url``
+at that shard's primary. Spreading a state across shards would need one call
+per slot per batch through a cluster client; that is not implemented.
+Errors that mention ``MOVED`` or ``CROSSSLOT`` say so.
+
+Connections are opened lazily, on the first read or write, in the process that
+uses the state (the factory itself holds only settings and pickles to Spark
+executors). An unreachable server fails within about ``2 * connect_timeout``
+seconds (a server that accepts but never answers: ``socket_timeout``) with
+:class:`~.errors.StateUnavailableError` naming the address. AUTH and
+TLS come from the URL: ``redis://:PASSWORD@host:6379/0``,
+``redis://USER:PASSWORD@host:6379/0`` (ACL), ``rediss://...`` (TLS, with
+``ca_certs=`` / ``verify_certs=``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import threading
+import urllib.parse
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .base import Key, Version, Versioned, VersionedBackingMap
+from .errors import StateConfigError, StateError, StateUnavailableError
+from .factory import StateFactory
+from .keys import encode_key
+from .serializers import Serializer, deserialize_stored
+from .url import Scheme, redact, register_scheme
+
+if TYPE_CHECKING:
+    import redis as redis_py
+
+DEFAULT_URL = "redis://127.0.0.1:6379/0"
+DEFAULT_PREFIX = "trident"
+
+#: Values up to this many bytes are their own version token; longer ones are hashed.
+INLINE_VERSION_BYTES = 40
+
+_SCHEMES = ("redis", "rediss", "unix")
+_RETRIES = 1
+
+#: The compare-and-set script: KEYS are the state's keys; ARGV[1] the expiry in
+#: milliseconds ('' for none); ARGV[2i] key i's expected token ('' = must not exist,
+#: '=' .. bytes, '#' .. sha1hex of the bytes) and ARGV[2i+1] its new bytes.
+#: Answers 1 (written) or 0 (lost) per key.
+CAS_SCRIPT = """
+local px = ARGV[1]
+local won = {}
+for i = 1, #KEYS do
+  local expected = ARGV[2 * i]
+  local current = redis.call('GET', KEYS[i])
+  local ok
+  if expected == '' then
+    ok = not current
+  elseif not current then
+    ok = false
+  elseif string.byte(expected, 1) == 61 then
+    ok = (#current + 1 == #expected) and (current == string.sub(expected, 2))
+  else
+    ok = redis.sha1hex(current) == string.sub(expected, 2)
+  end
+  if ok then
+    if px == '' then
+      redis.call('SET', KEYS[i], ARGV[2 * i + 1])
+    else
+      redis.call('SET', KEYS[i], ARGV[2 * i + 1], 'PX', px)
+    end
+    won[i] = 1
+  else
+    won[i] = 0
+  end
+end
+return won
+"""
+
+CAS_SCRIPT_SHA = hashlib.sha1(CAS_SCRIPT.encode("utf-8"), usedforsecurity=False).hexdigest()
+
+
+def version_token(data: bytes) -> bytes:
+    """The version of a stored value: its bytes (short values) or their SHA-1 (long ones).
+
+    Examples
+    --------
+    >>> version_token(b"[3,12,10]")
+    b'=[3,12,10]'
+    >>> long = version_token(b"x" * 41)
+    >>> long[:1], len(long)
+    (b'#', 41)
+    """
+    if len(data) <= INLINE_VERSION_BYTES:
+        return b"=" + data
+    return b"#" + hashlib.sha1(data, usedforsecurity=False).hexdigest().encode("ascii")
+
+
+def redis_key(key_prefix: str, key: Key) -> str:
+    """The Redis key of a state key: ``<key_prefix>:<encoded key>``.
+
+    Examples
+    --------
+    >>> redis_key("wc", ["cat"]), redis_key("wc", ["us", 2024]), redis_key("{wc}", ())
+    ('wc:cat', 'wc:us|~i2024', '{wc}:~global')
+    """
+    return f"{key_prefix}:{encode_key(key)}"
+
+
+def _check_url(url: Any) -> urllib.parse.SplitResult:
+    if not isinstance(url, str) or "://" not in url:
+        raise StateConfigError(f"RedisState needs a Redis URL such as {DEFAULT_URL}, got {url!r}")
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 (validates the port)
+    except ValueError as exc:
+        raise StateConfigError(f"Redis URL {redact(url)} cannot be parsed: {exc}") from None
+    if parts.scheme.lower() not in _SCHEMES:
+        raise StateConfigError(f"Redis URL {redact(url)} must start with redis://, rediss:// (TLS) "
+                               f"or unix://")
+    if parts.scheme.lower() != "unix" and not parts.hostname:
+        raise StateConfigError(f"Redis URL {redact(url)} needs a host: redis://HOST:PORT/DB")
+    return parts
+
+
+def _positive_number(name: str, value: Any, *, allow_none: bool) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise StateConfigError(f"{name} must be a number of seconds > 0{' or None' if allow_none else ''}, "
+                               f"got {value!r}")
+
+
+class RedisBackingMap(VersionedBackingMap):
+    """The versioned backing map over Redis strings under one key prefix. Connects on first use.
+
+    Parameters
+    ----------
+    spec : RedisState
+        The settings (URL, prefix, expiry, timeouts, TLS).
+    serializer : Serializer
+        Turns values into the stored bytes and back.
+
+    Examples
+    --------
+    >>> backing = RedisState.opaque(url="redis://127.0.0.1:6379/0", key_prefix="wc").open_backing_map()
+    >>> backing.address, backing.redis_key(["cat"])
+    ('redis://127.0.0.1:6379/0?prefix=wc', 'wc:cat')
+    """
+
+    def __init__(self, spec: RedisState, serializer: Serializer) -> None:
+        self.spec = spec
+        self.serializer = serializer
+        self._px = b"" if spec.expiry_s is None else str(max(1, round(spec.expiry_s * 1000))).encode()
+        self._client: redis_py.Redis | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def address(self) -> str:
+        return f"{redact(self.spec.redis_url)}?prefix={self.spec.key_prefix}"
+
+    def redis_key(self, key: Key) -> str:
+        """The Redis key of a state key."""
+        return redis_key(self.spec.key_prefix, key)
+
+    # -- the connection ---------------------------------------------------------------------
+
+    def _redis(self) -> redis_py.Redis:
+        if self._closed:
+            raise StateError(f"{self.address}: the state was closed; open it again")
+        with self._lock:
+            if self._client is None:
+                self._client = self._connect()
+            return self._client
+
+    def _connect(self) -> redis_py.Redis:
+        try:
+            import redis as redis_py
+            from redis.backoff import ExponentialBackoff
+            from redis.retry import Retry
+        except ImportError as exc:
+            raise StateUnavailableError(self.address, "the redis package is not installed: "
+                                                      "pip install redis") from exc
+        spec = self.spec
+        options: dict[str, Any] = {
+            "socket_connect_timeout": spec.connect_timeout,
+            "socket_timeout": spec.socket_timeout,
+            # One retry of a failed connection (refused, reset); a timeout is not retried so
+            # that a server that accepts but never answers fails after one socket_timeout.
+            "retry": Retry(ExponentialBackoff(cap=0.5, base=0.05), _RETRIES,
+                           supported_errors=(redis_py.ConnectionError,)),
+            "decode_responses": False,
+        }
+        if urllib.parse.urlsplit(spec.redis_url).scheme.lower() == "rediss":
+            options["ssl_cert_reqs"] = "required" if spec.verify_certs else "none"
+            if spec.ca_certs is not None:
+                options["ssl_ca_certs"] = spec.ca_certs
+            if not spec.verify_certs:
+                options["ssl_check_hostname"] = False
+        try:
+            return redis_py.Redis.from_url(spec.redis_url, **options)
+        except ValueError as exc:
+            raise StateConfigError(f"Redis URL {redact(spec.redis_url)}: {exc}") from None
+
+    def _failed(self, exc: Exception, doing: str) -> StateError:
+        """The state error for a redis-py exception raised while ``doing`` something."""
+        import redis.exceptions as errors
+
+        message = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, errors.AuthenticationError | errors.AuthorizationError) or \
+                any(code in str(exc) for code in ("NOAUTH", "WRONGPASS", "NOPERM")):
+            return StateUnavailableError(
+                self.address, f"{message} ({doing}); give the password (and ACL user) in the URL: "
+                              f"redis://USER:PASSWORD@host:port/db, and check the user may run "
+                              f"GET, SET, MGET, DEL, EVAL and EVALSHA")
+        if isinstance(exc, errors.ConnectionError | errors.TimeoutError | OSError):
+            hint = ("check that Redis runs there and is reachable from this machine; with TLS use "
+                    "rediss:// and ca_certs=")
+            return StateUnavailableError(self.address, f"{message} ({doing}); {hint}")
+        text = str(exc)
+        if "MOVED" in text or "CROSSSLOT" in text or "ASK " in text:
+            return StateError(
+                f"{self.address}: {message} ({doing}); this is a Redis Cluster: the keys of one call must "
+                f"share a hash slot: use a hash tag prefix such as key_prefix='{{{self.spec.key_prefix}}}' "
+                f"and point the URL at the primary of that slot (see the trident_spark.state.redis docs)")
+        if "WRONGTYPE" in text:
+            return StateError(
+                f"{self.address}: {message} ({doing}); a key under prefix {self.spec.key_prefix!r} holds "
+                f"another Redis type: the prefix collides with other data, choose another key_prefix")
+        return StateError(f"{self.address}: {message} ({doing})")
+
+    def _call(self, doing: str, command: Callable[[redis_py.Redis], Any]) -> Any:
+        import redis.exceptions as errors
+
+        client = self._redis()
+        try:
+            return command(client)
+        except (errors.RedisError, OSError) as exc:
+            raise self._failed(exc, doing) from exc
+
+    # -- reads and writes -------------------------------------------------------------------
+
+    def multiGetVersioned(self, keys: Sequence[Key]) -> list[Versioned | None]:
+        if not keys:
+            return []
+        names = [self.redis_key(key) for key in keys]
+        data = self._call(f"MGET of {len(names)} keys", lambda client: client.mget(names))
+        return [None if raw is None else Versioned(
+                    deserialize_stored(self.serializer, raw, key=key, address=self.address),
+                    version_token(raw))
+                for key, raw in zip(keys, data, strict=True)]
+
+    def _expected(self, version: Version | None) -> bytes:
+        if version is None:
+            return b""
+        if not isinstance(version, bytes) or version[:1] not in (b"=", b"#"):
+            raise StateError(f"{self.address}: {version!r} is not a version this store gave out")
+        return version
+
+    def multiPutIfVersion(self, keys: Sequence[Key], values: Sequence[Any],
+                          expected_versions: Sequence[Version | None]) -> list[Version | None]:
+        if not len(keys) == len(values) == len(expected_versions):
+            raise StateError(f"{self.address}: multiPutIfVersion needs as many values and versions as keys")
+        if not keys:
+            return []
+        names = [self.redis_key(key) for key in keys]
+        data = [self.serializer.serialize(value) for value in values]
+        args: list[bytes] = [self._px]
+        for expected, blob in zip(expected_versions, data, strict=True):
+            args.append(self._expected(expected))
+            args.append(blob)
+        won = self._eval(names, args)
+        if len(won) != len(keys):
+            raise StateError(f"{self.address}: the compare-and-set script answered {len(won)} results "
+                             f"for {len(keys)} keys")
+        return [version_token(blob) if int(flag) == 1 else None for flag, blob in zip(won, data, strict=True)]
+
+    def _eval(self, names: list[str], args: list[bytes]) -> list[Any]:
+        import redis.exceptions as errors
+
+        doing = f"compare-and-set script on {len(names)} keys"
+        client = self._redis()
+        try:
+            try:
+                result = client.evalsha(CAS_SCRIPT_SHA, len(names), *names, *args)
+            except errors.NoScriptError:
+                # The server does not have the script cached (restarted, SCRIPT FLUSH, new
+                # replica): EVAL runs it and caches it for the next EVALSHA.
+                result = client.eval(CAS_SCRIPT, len(names), *names, *args)
+        except (errors.RedisError, OSError) as exc:
+            raise self._failed(exc, doing) from exc
+        return list(result)
+
+    def multiRemove(self, keys: Sequence[Key]) -> None:
+        if keys:
+            names = [self.redis_key(key) for key in keys]
+            self._call(f"DEL of {len(keys)} keys", lambda client: client.delete(*names))
+
+    def ttl_ms(self, key: Key) -> int:
+        """Milliseconds until ``key`` expires: -1 without expiry, -2 if missing (for tests and tools)."""
+        return int(self._call("PTTL", lambda client: client.pttl(self.redis_key(key))))
+
+    def raw_get(self, key: Key) -> bytes | None:
+        """The stored bytes of ``key`` as they are in Redis (for tests and debugging)."""
+        raw: bytes | None = self._call("GET", lambda client: client.get(self.redis_key(key)))
+        return raw
+
+    def raw_put(self, key: Key, data: bytes) -> None:
+        """Store ``data`` under ``key`` as is, bypassing serializers (for tests: corrupt values)."""
+        self._call("SET", lambda client: client.set(self.redis_key(key), bytes(data)))
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+
+@dataclass(frozen=True, kw_only=True, init=False)
+class RedisState(StateFactory):
+    """Settings of a state in Redis: one string key per group, Storm's JSON values.
+
+    Parameters
+    ----------
+    url : str, default "redis://127.0.0.1:6379/0"
+        The server: ``redis://[[USER]:PASSWORD@]HOST:PORT/DB``, ``rediss://...``
+        for TLS, or ``unix:///path/redis.sock?db=0``. Kept as ``redis_url``:
+        ``.url`` is, as for every state factory, the state's ``open_state`` URL.
+    key_prefix : str, default "trident"
+        Keys are ``<key_prefix>:<encoded key>``; one prefix per state. For Redis
+        Cluster use a hash tag, ``"{wc}"`` (see the module doc).
+    expiry_s : float, optional
+        Every write sets the key to expire after this many seconds (``PX``);
+        None: keys never expire.
+    connect_timeout : float, default 3.0
+        Seconds to wait for a TCP connection; an unreachable server fails after
+        about twice this (one retry).
+    socket_timeout : float or None, default 10.0
+        Seconds to wait for an answer (a server that accepts connections but
+        never answers fails after this long).
+    ca_certs : str, optional
+        CA bundle that signed the server's certificate (``rediss://`` only).
+    verify_certs : bool, default True
+        Check the server's certificate and host name (``rediss://`` only).
+    **settings
+        ``cache_size``, ``max_multi_get_batch_size``, ``max_multi_put_batch_size``,
+        ``txid_offset``, ``max_conflict_retries``, ``serializer``: see
+        :class:`~.factory.StateFactory`.
+
+    Notes
+    -----
+    ``.url`` carries the password, if any, so that it opens the same state; the
+    address in messages, ``repr`` and errors never show it.
+
+    Examples
+    --------
+    >>> spec = RedisState.opaque(url="redis://127.0.0.1:6379/0", key_prefix="wc", expiry_s=3600)
+    >>> spec.redis_url
+    'redis://127.0.0.1:6379/0'
+    >>> spec.url
+    'redis://127.0.0.1:6379/0?prefix=wc&expiry=3600&type=opaque'
+    >>> RedisState.transactional(url="redis://:s3cret@cache:6379/1", key_prefix="wc")
+    RedisState(state_type='transactional', redis_url='redis://:***@cache:6379/1', key_prefix='wc', ...)
+    """
+
+    redis_url: str = DEFAULT_URL
+    key_prefix: str = DEFAULT_PREFIX
+    expiry_s: float | None = None
+    connect_timeout: float = 3.0
+    socket_timeout: float | None = 10.0
+    ca_certs: str | None = None
+    verify_certs: bool = True
+
+    def __init__(self, *, url: str | None = None, **settings: Any) -> None:
+        # A hand-written __init__ so that the server URL is given as ``url=`` (the public
+        # API) while ``.url`` stays every factory's open_state URL; ``redis_url=`` is
+        # accepted too (dataclasses.replace passes fields by name; ``url`` wins).
+        if url is not None:
+            settings["redis_url"] = url
+        for field in dataclasses.fields(self):
+            if field.name in settings:
+                value = settings.pop(field.name)
+            elif field.default is not dataclasses.MISSING:
+                value = field.default
+            else:
+                raise TypeError(f"{type(self).__name__}() missing keyword argument {field.name!r}")
+            object.__setattr__(self, field.name, value)
+        if settings:
+            raise TypeError(f"{type(self).__name__}() got unexpected keyword argument"
+                            f"{'s' if len(settings) > 1 else ''} {', '.join(map(repr, sorted(settings)))}")
+        self.__post_init__()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        parts = _check_url(self.redis_url)
+        if not isinstance(self.key_prefix, str) or not self.key_prefix:
+            raise StateConfigError(f"RedisState needs a non-empty key_prefix, got {self.key_prefix!r}")
+        _positive_number("expiry_s", self.expiry_s, allow_none=True)
+        _positive_number("connect_timeout", self.connect_timeout, allow_none=False)
+        _positive_number("socket_timeout", self.socket_timeout, allow_none=True)
+        if not isinstance(self.verify_certs, bool):
+            raise StateConfigError(f"verify_certs must be True or False, got {self.verify_certs!r}")
+        if self.ca_certs is not None and not isinstance(self.ca_certs, str):
+            raise StateConfigError(f"ca_certs must be a file path, got {self.ca_certs!r}")
+        tls = parts.scheme.lower() == "rediss"
+        if not tls and (self.ca_certs is not None or not self.verify_certs):
+            raise StateConfigError(f"ca_certs and verify_certs are TLS settings: use a rediss:// URL, "
+                                   f"not {redact(self.redis_url)}")
+
+    def __repr__(self) -> str:
+        shown = []
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if field.name == "redis_url":
+                value = redact(value)
+            elif field.name == "state_type":
+                value = value.value
+            elif field.name == "serializer" and value is None:
+                continue
+            if field.name in ("redis_url", "key_prefix", "state_type") or value != field.default:
+                shown.append(f"{field.name}={value!r}")
+        return f"{type(self).__name__}({', '.join(shown)}, ...)"
+
+    def url_location(self) -> tuple[str, dict[str, str]]:
+        params = {"prefix": self.key_prefix}
+        if self.expiry_s is not None:
+            params["expiry"] = f"{self.expiry_s:g}"
+        if self.connect_timeout != 3.0:
+            params["connect_timeout"] = f"{self.connect_timeout:g}"
+        if self.socket_timeout != 10.0:
+            params["socket_timeout"] = "none" if self.socket_timeout is None else f"{self.socket_timeout:g}"
+        if self.ca_certs is not None:
+            params["ca_certs"] = self.ca_certs
+        if not self.verify_certs:
+            params["verify_certs"] = "false"
+        parts = urllib.parse.urlsplit(self.redis_url)
+        location = urllib.parse.urlunsplit(parts._replace(query="", fragment=""))
+        if parts.query:   # unix:///path.sock?db=1: the query belongs to the location
+            params = {**dict(urllib.parse.parse_qsl(parts.query)), **params}
+        return location, params
+
+    def open_backing_map(self) -> RedisBackingMap:
+        return RedisBackingMap(self, self.effective_serializer)
+
+
+# -- open_state URLs: redis://host:port/db?prefix=p&type=opaque&expiry=60 ---------------------------
+
+_URL_PARAMS = ("prefix", "expiry", "connect_timeout", "socket_timeout", "ca_certs", "verify_certs")
+
+
+def _seconds(url: str, name: str, value: str, *, allow_none: bool) -> float | None:
+    if allow_none and value.lower() == "none":
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        raise StateConfigError(
+            f"state URL {redact(url)}: {name}={value!r} is not a number of seconds") from None
+
+
+def _parse_bool(url: str, name: str, value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("true", "1", "yes", "on"):
+        return True
+    if lowered in ("false", "0", "no", "off"):
+        return False
+    raise StateConfigError(f"state URL {redact(url)}: {name}={value!r} is not true or false")
+
+
+def _build_redis(url: str, parts: urllib.parse.SplitResult, params: dict[str, str],
+                 settings: dict[str, Any]) -> StateFactory:
+    extra: dict[str, Any] = {}
+    if "prefix" in params:
+        extra["key_prefix"] = params.pop("prefix")
+    if "expiry" in params:
+        extra["expiry_s"] = _seconds(url, "expiry", params.pop("expiry"), allow_none=True)
+    if "connect_timeout" in params:
+        extra["connect_timeout"] = _seconds(url, "connect_timeout", params.pop("connect_timeout"),
+                                            allow_none=False)
+    if "socket_timeout" in params:
+        extra["socket_timeout"] = _seconds(url, "socket_timeout", params.pop("socket_timeout"),
+                                           allow_none=True)
+    if "ca_certs" in params:
+        extra["ca_certs"] = params.pop("ca_certs")
+    if "verify_certs" in params:
+        extra["verify_certs"] = _parse_bool(url, "verify_certs", params.pop("verify_certs"))
+    location = urllib.parse.urlunsplit(parts._replace(query="", fragment=""))
+    return RedisState(url=location, **extra, **settings)
+
+
+for _scheme in ("redis", "rediss"):
+    register_scheme(_scheme, Scheme(_URL_PARAMS, _build_redis, "redis://127.0.0.1:6379/0?prefix=wc"))
+
+__all__ = ["CAS_SCRIPT", "RedisBackingMap", "RedisState", "redis_key", "version_token"]
