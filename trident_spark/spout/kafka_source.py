@@ -133,7 +133,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # --- offsets ---------------------------------------------------------------------
     def initialOffset(self) -> dict[str, Any]:
         """Resolve ``starting_offsets`` to concrete offsets (called once, for a new query)."""
-        self._take_prefetch()
+        self._wait_for_prefetch()
         partitions = self.client.topic_partitions()
         earliest = self.client.earliest_offsets(partitions)
         wanted = self.config.starting_offsets
@@ -162,7 +162,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def prepareForTriggerAvailableNow(self) -> None:
         """Fix the end of an ``availableNow`` run at the high watermarks seen now."""
-        self._take_prefetch()
+        self._wait_for_prefetch()
         partitions = self.client.topic_partitions()
         self._available_now_target = self._high_watermarks(self.client.earliest_offsets(partitions))
 
@@ -238,12 +238,17 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         except Exception as exc:  # the fresh path will meet it again and report it
             log.debug("KafkaSpout: probing ahead failed: %s", exc)
 
-    def _take_prefetch(self, previous: Offsets | None = None) -> dict[TopicPartition, ProbeResult] | None:
+    def _wait_for_prefetch(self) -> None:
+        """Let a running probe finish: the broker client is not shared between threads."""
+        if self._prefetch is not None and self._prefetch.thread is not None:
+            self._prefetch.thread.join()
+
+    def _take_prefetch(self, previous: Offsets) -> dict[TopicPartition, ProbeResult] | None:
         """Wait for the probe started after the last batch; its result if it fits ``previous``."""
+        self._wait_for_prefetch()
         prefetch, self._prefetch = self._prefetch, None
-        if prefetch is None or prefetch.thread is None:
+        if prefetch is None:
             return None
-        prefetch.thread.join()
         probes = prefetch.probes
         if probes is None or prefetch.previous != previous or any(p.out_of_range for p in probes.values()):
             return None
@@ -359,6 +364,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Nothing to do: progress lives in Spark's checkpoint, not in a consumer group."""
 
     def stop(self) -> None:
-        self._take_prefetch()
+        self._wait_for_prefetch()
         if self._client is not None:
             self._client.close()
