@@ -292,7 +292,10 @@ def batch_profile(runs: list[dict[str, Any]]) -> dict[str, float | None]:
     batches = [b for run in runs for b in run["batches"]]
     return {part: _median([b[part] for b in batches if b.get(part) is not None])
             for part in ("ms", "latest_offset_ms", "add_batch_ms", "wal_commit_ms", "planning_ms")} | {
-        "outside_batches_s": _median([run["outside_batches_s"] for run in runs])}
+        "outside_batches_s": _median([run["outside_batches_s"] for run in runs]),
+        # What a long-running stream sees: records per second of one micro-batch,
+        # without the query's one-time start and stop.
+        "records_per_s": _median([b["rows"] * 1000 / b["ms"] for b in batches if b.get("ms")])}
 
 
 def summarise(rounds: list[dict[str, Any]]) -> dict[str, Any]:
@@ -307,6 +310,7 @@ def summarise(rounds: list[dict[str, Any]]) -> dict[str, Any]:
         "spout_batch": batch_profile([r["spout"] for r in rounds]),
     }
     summary["median_round_ratio"] = statistics.median(summary["round_ratios"])
+    summary["steady_ratio"] = (summary["spout_batch"]["records_per_s"] or 0.0) / base
     if all("floor" in r for r in rounds):
         floor = rate("floor")
         summary |= {"floor_records_per_s": floor, "floor_ratio": floor / base,
@@ -389,6 +393,9 @@ def print_summary(result: dict[str, Any]) -> None:
                           f"{p['latest_offset_ms']:.0f} + addBatch {p['add_batch_ms']:.0f} + logs "
                           f"{p['wal_commit_ms']:.0f} + planning {p['planning_ms']:.0f} (+ other); "
                           f"{p['outside_batches_s']:.2f} s per query outside batches (start, stop)")
+    steady = summary["spout_batch"]["records_per_s"]
+    console.print(f"steady state (per micro-batch, without the query's start and stop): spout "
+                  f"{steady:,.0f} records/s = [bold]{summary['steady_ratio']:.2f}[/] of the raw consumer")
     console.print(f"JVM start {result['jvm_start_s']:.1f} s, warm-up {result['warmup_s']:.1f} s "
                   "(not timed above)")
 
