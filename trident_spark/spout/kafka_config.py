@@ -93,7 +93,7 @@ class KafkaSpoutConfig:
         for name in ("max_fetch_bytes", "max_offsets_per_trigger", "min_offsets_per_trigger",
                      "min_partitions", "size_sample_bytes", "arrow_batch_rows"):
             value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or value <= 0):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
                 raise ValueError(f"KafkaSpout({name}={value!r}) must be a positive integer")
         if (self.min_offsets_per_trigger and self.max_offsets_per_trigger
                 and self.min_offsets_per_trigger > self.max_offsets_per_trigger):

@@ -106,6 +106,16 @@ def _fill(config: KafkaSpoutConfig, consumer: Any, r: OffsetRange, position: int
             if msgs:
                 columns.add(msgs)
                 position = msgs[-1].offset() + 1
+        elif _log_ends_before(consumer, r, position):
+            if config.fail_on_data_loss:
+                raise DataLossError(
+                    f"KafkaSpout: {r.topic}[{r.partition}] on {config.address} now ends before offset "
+                    f"{position}, which the batch reads ([{r.start}, {r.until})): the topic was deleted "
+                    "and re-created? Set fail_on_data_loss=False to skip such ranges."
+                )
+            log.warning("KafkaSpout: skipped [%d, %d) of %s[%d]: the partition now ends before it",
+                        position, r.until, r.topic, r.partition)
+            return r.until
         elif time.monotonic() - idle_since > config.timeout_s:
             raise BrokerUnavailableError(
                 f"KafkaSpout: no records from {r.topic}[{r.partition}] at offset {position} for "
@@ -113,6 +123,17 @@ def _fill(config: KafkaSpoutConfig, consumer: Any, r: OffsetRange, position: int
                 f"{config.address}. Check that the broker is up."
             )
     return position
+
+
+def _log_ends_before(consumer: Any, r: OffsetRange, position: int) -> bool:
+    """Whether the last fetch answer's high watermark lies before ``position``.
+
+    Some brokers answer a fetch past the log's end with no records and no error.
+    """
+    from confluent_kafka import TopicPartition
+
+    _, high = consumer.get_watermark_offsets(TopicPartition(r.topic, r.partition), cached=True)
+    return bool(0 <= high < position)
 
 
 @contextmanager

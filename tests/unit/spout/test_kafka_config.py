@@ -277,3 +277,8 @@ def test_spout_construction_opens_no_connection():
     # a port nothing listens on: building the spout (and its config) must not connect
     spout = KafkaSpout("127.0.0.1:1", ["t"], timeout=0.1)
     assert spout.config.address == "127.0.0.1:1"
+
+
+def test_a_bool_is_not_a_limit():
+    with pytest.raises(ValueError, match=r"KafkaSpout\(max_fetch_bytes=True\) must be a positive integer"):
+        KafkaSpoutConfig("127.0.0.1:9092", topics=("t",), max_fetch_bytes=True)
