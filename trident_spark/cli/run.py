@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -41,17 +42,18 @@ def load_topology(target: str) -> Any:
     path = Path(path_text)
     if not path.is_file():
         raise SystemExit(f"trident-spark run: no such file: {path}")
-    spec = importlib.util.spec_from_file_location(path.stem, path)
+    # A name of its own, so a file called like an installed module (types.py) cannot clash.
+    name = "trident_spark_app_" + re.sub(r"\W", "_", path.stem)
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(path.stem, module)
+    sys.modules[name] = module
     sys.path.insert(0, str(path.parent.resolve()))
     spec.loader.exec_module(module)
-    if sys.modules.get(path.stem) is module:
-        # Executors cannot import the user's file: ship its functions and classes by value.
-        from pyspark import cloudpickle
+    # Executors cannot import the user's file: ship its functions and classes by value.
+    from pyspark import cloudpickle
 
-        cloudpickle.register_pickle_by_value(module)
+    cloudpickle.register_pickle_by_value(module)
     names = [attr] if attr else [a for a in DEFAULT_ATTRS if hasattr(module, a)]
     if not names or not hasattr(module, names[0]):
         wanted = attr or " or ".join(DEFAULT_ATTRS)

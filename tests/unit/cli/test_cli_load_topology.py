@@ -31,7 +31,7 @@ def app(tmp_path, monkeypatch):
 
     yield write
     for stem in written:
-        sys.modules.pop(stem, None)
+        sys.modules.pop(f"trident_spark_app_{stem}", None)
 
 
 def test_module_level_topology(app):
@@ -68,7 +68,7 @@ def test_attr_naming_a_function(app):
     """)
     topology = load_topology(f"{path}:make")
     assert list(topology._spouts) == ["made"]
-    assert sys.modules[path.stem].calls == [1]
+    assert sys.modules[f"trident_spark_app_{path.stem}"].calls == [1]
 
 
 def test_attr_naming_a_topology_object_is_not_called(app):
@@ -148,3 +148,14 @@ def test_operations_defined_in_the_file_pickle_for_executors_that_cannot_import_
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == "[['HI!']]"
+
+
+def test_a_file_named_like_a_standard_module_loads(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    path = tmp_path / "types.py"
+    path.write_text(HEADER + "topology = TridentTopology()\n"
+                    "topology.newStream('typed', KafkaSpout('127.0.0.1:1', ['t']))\n")
+    topology = load_topology(str(path))
+    assert list(topology._spouts) == ["typed"]
+    assert sys.modules["types"].__name__ == "types"  # the standard module is untouched
+    sys.modules.pop("trident_spark_app_types", None)
