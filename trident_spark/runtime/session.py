@@ -45,8 +45,10 @@ def local_session(app_name: str = "trident-spark", master: str | None = None,
         return active
     require_java()
     python_for_workers()
-    builder = SparkSession.builder.appName(app_name).master(
-        master or os.environ.get("SPARK_MASTER", f"local[{os.cpu_count() or 2}]"))
+    master = master or os.environ.get("SPARK_MASTER", f"local[{os.cpu_count() or 2}]")
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # one machine: no interface lookup, no warning
+    builder = SparkSession.builder.appName(app_name).master(master)
     builder = builder.config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
     for key, value in {**LOCAL_DEFAULTS, **(conf or {})}.items():
         builder = builder.config(key, value)

@@ -164,5 +164,7 @@ class KafkaSpout:
             return jvm_dataframe(spark, self)
         from trident_spark.spout.kafka_source import FORMAT_NAME, KafkaDataSource
 
-        spark.dataSource.register(KafkaDataSource)
+        if not getattr(spark, "_trident_kafka_registered", False):
+            spark.dataSource.register(KafkaDataSource)
+            spark._trident_kafka_registered = True  # type: ignore[attr-defined]
         return spark.readStream.format(FORMAT_NAME).option("config", self.config.to_json()).load()
