@@ -20,6 +20,6 @@ def test_demo_runs_end_to_end_and_prints_batches_and_top_words():
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     out = done.stdout
     assert "loaded 1,000 sentences" in out
-    assert "batch 0:" in out and "limited by max_fetch_bytes" in out
+    assert "[wordcount] batch 0:" in out and "limited by max_fetch_bytes" in out
     assert "1,000 sentences" in out.split("batches,")[1]
     assert "top 10 words" in out and "that" in out

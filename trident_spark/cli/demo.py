@@ -75,8 +75,11 @@ def main(args: argparse.Namespace) -> int:
         sink = words.collect()
         console.print("starting Spark (local mode)...")
         started = time.monotonic()
+        def show(progress: Any) -> None:
+            console.print("  " + progress.line(), highlight=False, markup=False)
+
         handle = topology.run(checkpoint_location=f"{work}/checkpoint", trigger="available_now",
-                              on_progress=lambda p: console.print("  " + p.line(), highlight=False))
+                              on_progress=show)
         try:
             handle.awaitTermination()
         finally:

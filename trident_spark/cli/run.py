@@ -75,7 +75,7 @@ def main(args: argparse.Namespace) -> int:
     console.print(f"[bold]running[/] {args.target} (checkpoint {checkpoint}, trigger {trigger})")
     try:
         handle = topology.run(checkpoint_location=checkpoint, trigger=trigger, spark=spark,
-                              on_progress=lambda p: console.print(p.line(), highlight=False))
+                              on_progress=lambda p: console.print(p.line(), highlight=False, markup=False))
         handle.awaitTermination()
     except TridentSparkError as exc:
         console.print(f"[red]error:[/] {exc}")

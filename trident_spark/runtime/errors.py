@@ -13,6 +13,9 @@ _OUR_ERROR = re.compile(
 )
 
 
+_MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '(?P<module>[\w.]+)'")
+
+
 class StreamFailedError(errors.TridentSparkError):
     """A stream's Spark query failed for a reason that is not one of ours (see the cause)."""
 
@@ -28,5 +31,14 @@ def translate(stream: str, exc: BaseException) -> BaseException:
         cls = getattr(errors, found.group("cls"), None) or (
             OperatorError if found.group("cls") == "OperatorError" else StreamFailedError)
         return cls(f"{found.group('msg').strip()} (stream {stream!r})")  # type: ignore[no-any-return]
+    missing = _MISSING_MODULE.search(text)
+    if missing:
+        module = missing.group("module")
+        return StreamFailedError(
+            f"stream {stream!r} failed: the executors cannot import module {module!r}, which defines an "
+            "operation of the topology. Install it where the executors run, ship it with "
+            "`spark-submit --py-files`, or start the topology with `trident-spark run FILE` (it ships "
+            "the file's code with the operations)."
+        )
     first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
     return StreamFailedError(f"stream {stream!r} failed: {first}")

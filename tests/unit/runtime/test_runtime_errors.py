@@ -79,3 +79,14 @@ def test_unknown_failure_is_a_stream_failed_error_with_the_first_line():
 def test_failure_without_text_names_the_exception_type():
     error = translate("words", TimeoutError())
     assert str(error) == "stream 'words' failed: TimeoutError"
+
+
+def test_a_module_the_executors_cannot_import_is_explained():
+    from trident_spark.runtime.errors import StreamFailedError, translate
+
+    text = ("[STREAM_FAILED] ... Traceback ...\nModuleNotFoundError: No module named 'my_ops'\n"
+            "\tat org.apache.spark...")
+    error = translate("words", RuntimeError(text))
+    assert isinstance(error, StreamFailedError)
+    assert "the executors cannot import module 'my_ops'" in str(error)
+    assert "--py-files" in str(error) and "trident-spark run FILE" in str(error)
