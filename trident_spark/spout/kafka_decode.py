@@ -16,7 +16,7 @@ import pyarrow.json as pa_json
 
 
 def decode_column(raw: Sequence[bytes | None], arrow_type: pa.DataType, what: str,
-                  errors: list[str | None], offsets: pa.Array) -> pa.Array:
+                  errors: list[str | None]) -> pa.Array:
     """Decode ``raw`` into ``arrow_type``; note per-record problems in ``errors``.
 
     A record that cannot be decoded becomes null and its error text is put at its
@@ -26,7 +26,7 @@ def decode_column(raw: Sequence[bytes | None], arrow_type: pa.DataType, what: st
     Examples
     --------
     >>> errs = [None, None]
-    >>> decode_column([b"hi", b"\\xff"], pa.string(), "str", errs, pa.array([0, 1])).to_pylist()
+    >>> decode_column([b"hi", b"\\xff"], pa.string(), "str", errs).to_pylist()
     ['hi', None]
     >>> errs[1]
     'value is not valid UTF-8'

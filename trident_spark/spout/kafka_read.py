@@ -236,8 +236,8 @@ class _Columns:
         missing = millis < 0  # no timestamp
         timestamps = pa.array(millis, pa.timestamp("ms", tz="UTC"), mask=missing if missing.any() else None)
         errors: list[str | None] = [None] * n
-        key = decode_column(self.keys, schema.field("key").type, "key", errors, offsets)
-        value = decode_column(self.values, schema.field("value").type, config.value_format, errors, offsets)
+        key = decode_column(self.keys, schema.field("key").type, "key", errors)
+        value = decode_column(self.values, schema.field("value").type, config.value_format, errors)
         columns: dict[str, pa.Array] = {
             "key": key,
             "value": value,

@@ -12,7 +12,7 @@ USER = pa.struct([("user", pa.string()), ("clicks", pa.int32())])
 
 def decode(raw, arrow_type, what="str"):
     errors = [None] * len(raw)
-    column = decode_column(raw, arrow_type, what, errors, pa.array(range(len(raw)), pa.int64()))
+    column = decode_column(raw, arrow_type, what, errors)
     return column, errors
 
 
@@ -52,7 +52,7 @@ def test_invalid_utf8_key_says_key():
 
 def test_first_error_of_a_record_is_kept():
     errors = ["key is not valid UTF-8", None]
-    column = decode_column([b"\xff", b"\xff"], pa.string(), "str", errors, pa.array([0, 1]))
+    column = decode_column([b"\xff", b"\xff"], pa.string(), "str", errors)
     assert column.to_pylist() == [None, None]
     assert errors == ["key is not valid UTF-8", "value is not valid UTF-8"]
 
