@@ -32,13 +32,17 @@ class Fields(Sequence[str]):
                 flat.extend(item)
         self._names: list[str] = []
         self._types: dict[str, str] = {}
+        self._declared: set[str] = set()
         for spec in flat:
             name, _, type_ = spec.partition(":")
             name = name.strip()
             if not name:
                 raise ValueError(f"Fields: empty field name in {spec!r}")
             self._names.append(name)
-            self._types[name] = type_.strip() or (types or {}).get(name, DEFAULT_TYPE)
+            declared = type_.strip() or (types or {}).get(name)
+            self._types[name] = declared or DEFAULT_TYPE
+            if declared:
+                self._declared.add(name)
 
     @classmethod
     def of(cls, value: Fields | str | Iterable[str] | None) -> Fields:
@@ -51,7 +55,23 @@ class Fields(Sequence[str]):
 
     @property
     def types(self) -> dict[str, str]:
+        """The type of every field (``"string"`` where none was declared)."""
         return dict(self._types)
+
+    @property
+    def declared_types(self) -> dict[str, str]:
+        """Only the types given explicitly (``"n:bigint"`` or ``types=``)."""
+        return {name: self._types[name] for name in self._names if name in self._declared}
+
+    def duplicates(self) -> list[str]:
+        """Names that occur more than once, in first-occurrence order."""
+        seen: set[str] = set()
+        dups: list[str] = []
+        for name in self._names:
+            if name in seen and name not in dups:
+                dups.append(name)
+            seen.add(name)
+        return dups
 
     def index(self, name: str, start: int = 0, stop: int | None = None) -> int:
         return self._names.index(name, start, stop if stop is not None else len(self._names))

@@ -1,7 +1,9 @@
 """The nodes the stream builders create: plain data, no Spark.
 
-A topology is a forest: each spout is a root, each operation a node holding
-its parent. The planner walks from the leaves back to the spouts.
+A topology is a directed acyclic graph: each spout is a root, each operation a
+node holding its inputs (one, or several for ``merge`` and ``join``). The
+planner walks from the leaves back to the spouts, one Spark query per set of
+spouts that are connected through ``merge``/``join``.
 """
 
 from __future__ import annotations
@@ -10,19 +12,26 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trident_spark.fields import Fields
-from trident_spark.operation import BaseFilter, BaseFunction, Consumer
+from trident_spark.operation import Operation
 
 
 @dataclass(eq=False)
 class Node:
-    """A step of the topology; ``fields`` are the fields of the tuples it outputs."""
+    """A step of the topology; ``fields`` are the fields of the tuples it outputs.
+
+    ``parallelism`` is set by ``parallelismHint(n)``: the partition count of the
+    stage this node belongs to.
+    """
 
     fields: Fields
     label: str = ""
+    inputs: list[Node] = field(default_factory=list)
+    parallelism: int | None = None
 
     @property
     def parent(self) -> Node | None:
-        return None
+        """The single input of a one-input node (None for spouts)."""
+        return self.inputs[0] if self.inputs else None
 
 
 @dataclass(eq=False)
@@ -34,60 +43,169 @@ class SpoutNode(Node):
 
 
 @dataclass(eq=False)
-class ChildNode(Node):
-    """Any node with one input."""
-
-    source: Node = field(default_factory=lambda: Node(Fields()))
-
-    @property
-    def parent(self) -> Node:
-        return self.source
-
-
-@dataclass(eq=False)
-class EachNode(ChildNode):
+class EachNode(Node):
     """``each(inputs, Function, outputs)``: appends ``function_fields`` to every tuple."""
 
     input_fields: Fields = field(default_factory=Fields)
-    function: BaseFunction | None = None
+    function: Any = None
     function_fields: Fields = field(default_factory=Fields)
 
 
 @dataclass(eq=False)
-class FilterNode(ChildNode):
+class FilterNode(Node):
     """``each(inputs, Filter)`` / ``filter(Filter)``: keeps tuples whose ``isKeep`` is true."""
 
     input_fields: Fields = field(default_factory=Fields)
-    filter: BaseFilter | None = None
+    filter: Any = None
 
 
 @dataclass(eq=False)
-class PeekNode(ChildNode):
+class MapNode(Node):
+    """``map(fn[, out])`` / ``flatMap(fn[, out])``: replaces each tuple by what ``fn`` returns.
+
+    ``fields`` are the output fields (the input's when no ``out`` was given).
+    """
+
+    function: Any = None
+    flat: bool = False
+    keeps_fields: bool = True
+
+
+@dataclass(eq=False)
+class PeekNode(Node):
     """``peek(consumer)``: sees every tuple on the executors; passes them on unchanged."""
 
-    consumer: Consumer | None = None
+    consumer: Any = None
 
 
 @dataclass(eq=False)
-class ProjectNode(ChildNode):
+class ProjectNode(Node):
     """``project(fields)``: keeps only ``fields``."""
 
 
+@dataclass
+class AggSpec:
+    """One aggregator of an aggregation: its input fields, itself, its output fields."""
+
+    input_fields: Fields
+    aggregator: Operation
+    function_fields: Fields
+
+    @property
+    def label(self) -> str:
+        return type(self.aggregator).__name__
+
+
+@dataclass(eq=False)
+class AggregateNode(Node):
+    """An aggregation; output = ``group_fields`` + every spec's ``function_fields``.
+
+    ``scope`` is ``"partition"`` (``partitionAggregate``: per partition, per group)
+    or ``"batch"`` (``aggregate``: the whole batch, per group).
+    """
+
+    group_fields: Fields = field(default_factory=Fields)
+    specs: list[AggSpec] = field(default_factory=list)
+    scope: str = "batch"
+
+
+@dataclass(eq=False)
+class RepartitionNode(Node):
+    """A repartitioning: ``shuffle``, ``partitionBy``, ``global``, ``batchGlobal``, ``broadcast``,
+    ``localOrShuffle``. ``key_fields`` for ``partitionBy``."""
+
+    kind: str = "shuffle"
+    key_fields: Fields = field(default_factory=Fields)
+
+
+@dataclass(eq=False)
+class MergeNode(Node):
+    """``topology.merge(streams)``: the union of the inputs; fields are the first input's."""
+
+
+@dataclass(eq=False)
+class JoinNode(Node):
+    """``topology.join(...)``: joins the inputs on ``join_fields[i]`` within each batch.
+
+    ``join_types[i]`` is ``"inner"`` or ``"outer"`` for input ``i`` (Trident's JoinType):
+    an outer input may be missing from a result; an inner one must be present.
+    """
+
+    join_fields: list[Fields] = field(default_factory=list)
+    join_types: list[str] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class StateQueryNode(Node):
+    """``stateQuery(state, inputs, QueryFunction, outputs)``: appends ``function_fields``."""
+
+    state: Any = None
+    input_fields: Fields = field(default_factory=Fields)
+    function: Any = None
+    function_fields: Fields = field(default_factory=Fields)
+
+
+@dataclass(eq=False)
+class PersistNode(Node):
+    """``partitionPersist``/``persistentAggregate``: hands tuples to a StateUpdater each batch.
+
+    ``fields`` are what the updater may emit (``newValuesStream``).
+    """
+
+    state: Any = None
+    input_fields: Fields = field(default_factory=Fields)
+    updater: Any = None
+    group_fields: Fields = field(default_factory=Fields)
+    aggregator: Any = None
+
+
+def spouts_of(node: Node) -> list[SpoutNode]:
+    """The spouts ``node`` reads from (several after ``merge``/``join``), in first-seen order."""
+    found: dict[int, SpoutNode] = {}
+    seen: set[int] = set()
+    todo = [node]
+    while todo:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, SpoutNode):
+            found[id(current)] = current
+        todo.extend(reversed(current.inputs))
+    return list(found.values())
+
+
 def spout_of(node: Node) -> SpoutNode:
-    """The spout at the root of ``node``'s chain."""
-    current: Node | None = node
-    while current is not None and not isinstance(current, SpoutNode):
-        current = current.parent
-    if current is None:
+    """The spout at the root of ``node``'s chain (the first one, when several feed it)."""
+    spouts = spouts_of(node)
+    if not spouts:
         raise ValueError(f"{node.label or type(node).__name__} is not connected to a spout")
-    return current
+    return spouts[0]
 
 
 def chain_of(node: Node) -> list[Node]:
-    """The nodes from the spout (first) to ``node`` (last)."""
+    """The nodes from the spout (first) to ``node`` (last), following first inputs."""
     chain = []
     current: Node | None = node
     while current is not None:
         chain.append(current)
         current = current.parent
     return chain[::-1]
+
+
+def ancestors(nodes: list[Node]) -> list[Node]:
+    """Every node ``nodes`` depend on, themselves included, inputs before users."""
+    order: list[Node] = []
+    seen: set[int] = set()
+
+    def visit(node: Node) -> None:
+        if id(node) in seen:
+            return
+        seen.add(id(node))
+        for parent in node.inputs:
+            visit(parent)
+        order.append(node)
+
+    for node in nodes:
+        visit(node)
+    return order

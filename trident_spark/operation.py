@@ -3,20 +3,34 @@
 Operations are pickled to executors and run there, once per partition of a
 batch: ``prepare(conf, context)`` first, ``cleanup()`` at the end. They must not
 hold driver-side objects (SparkSession, open connections made on the driver).
+
+Built-in operations may also offer a Spark SQL form (methods starting with
+``spark_``); the planner then runs them as Spark expressions instead of Python.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from trident_spark.fields import TridentTuple
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
+    from trident_spark.stream import Stream
+
+S = TypeVar("S")
+V = TypeVar("V")
 
 
 @dataclass
 class OperationContext:
-    """Where an operation runs: ``partition_index`` of ``num_partitions``, and the txid."""
+    """Where an operation runs: ``partition_index`` of ``num_partitions``, and the txid.
+
+    ``num_partitions`` is the partition count of the stage the operation runs in.
+    """
 
     partition_index: int
     num_partitions: int
@@ -59,8 +73,17 @@ class Operation:
         """Called on the executor after the last tuple of a partition."""
 
 
+def overrides_prepare(operation: object) -> bool:
+    """Whether ``operation`` does something in ``prepare`` (so it needs the partition count)."""
+    method = getattr(type(operation), "prepare", None)
+    return method is not None and method is not Operation.prepare
+
+
 class BaseFunction(Operation):
     """Trident's Function: emit zero or more tuples of new fields per input tuple.
+
+    ``output_types`` may give the Spark SQL type of each emitted field
+    (``{"length": "int"}``); undeclared fields are strings.
 
     Examples
     --------
@@ -76,6 +99,11 @@ class BaseFunction(Operation):
 
     def execute(self, tuple: TridentTuple, collector: TridentCollector) -> None:
         raise NotImplementedError(f"{type(self).__name__}.execute(tuple, collector)")
+
+    def spark_columns(self, columns: list[Column]) -> list[Column] | None:
+        """A Spark SQL form: one expression per emitted field (may hold one generator such as
+        ``explode`` to emit 0..n tuples), or None to run ``execute`` in Python."""
+        return None
 
 
 class BaseFilter(Operation):
@@ -93,12 +121,188 @@ class BaseFilter(Operation):
     def isKeep(self, tuple: TridentTuple) -> bool:
         raise NotImplementedError(f"{type(self).__name__}.isKeep(tuple)")
 
+    def spark_condition(self, columns: list[Column]) -> Column | None:
+        """A Spark SQL form: a boolean expression over the input columns, or None for Python."""
+        return None
+
+
+class MapFunction(Operation):
+    """Trident's MapFunction for ``map``: one tuple in, one tuple of values out.
+
+    Examples
+    --------
+    >>> class Upper(MapFunction):
+    ...     def execute(self, tuple):
+    ...         return [tuple[0].upper()]
+    >>> Upper().execute(TridentTuple(["cat"], ["word"]))
+    ['CAT']
+    """
+
+    output_types: dict[str, str] = {}
+
+    def execute(self, tuple: TridentTuple) -> Sequence[Any]:
+        raise NotImplementedError(f"{type(self).__name__}.execute(tuple)")
+
+
+class FlatMapFunction(Operation):
+    """Trident's FlatMapFunction for ``flatMap``: one tuple in, any number of value lists out.
+
+    Examples
+    --------
+    >>> class Words(FlatMapFunction):
+    ...     def execute(self, tuple):
+    ...         return [[w] for w in tuple[0].split()]
+    >>> Words().execute(TridentTuple(["a b"], ["value"]))
+    [['a'], ['b']]
+    """
+
+    output_types: dict[str, str] = {}
+
+    def execute(self, tuple: TridentTuple) -> Iterable[Sequence[Any]]:
+        raise NotImplementedError(f"{type(self).__name__}.execute(tuple)")
+
 
 class Consumer(Operation):
     """Trident's Consumer, for ``peek``: sees every tuple, changes nothing."""
 
     def accept(self, tuple: TridentTuple) -> None:
         raise NotImplementedError(f"{type(self).__name__}.accept(tuple)")
+
+
+class Aggregator(Operation, Generic[S]):
+    """Trident's Aggregator: the most general aggregation; may emit anything at any point.
+
+    Per batch and partition (per group, after ``groupBy``): ``init(batch_id, collector)``
+    makes the state, ``aggregate`` sees each tuple, ``complete`` ends the batch.
+
+    Examples
+    --------
+    >>> class CountAndFirst(Aggregator):
+    ...     def init(self, batch_id, collector):
+    ...         return {"n": 0, "first": None}
+    ...     def aggregate(self, state, tuple, collector):
+    ...         state["n"] += 1
+    ...         state["first"] = state["first"] or tuple[0]
+    ...     def complete(self, state, collector):
+    ...         collector.emit([state["n"], state["first"]])
+    """
+
+    output_types: dict[str, str] = {}
+
+    def init(self, batch_id: int, collector: TridentCollector) -> S:
+        raise NotImplementedError(f"{type(self).__name__}.init(batch_id, collector)")
+
+    def aggregate(self, state: S, tuple: TridentTuple, collector: TridentCollector) -> None:
+        raise NotImplementedError(f"{type(self).__name__}.aggregate(state, tuple, collector)")
+
+    def complete(self, state: S, collector: TridentCollector) -> None:
+        raise NotImplementedError(f"{type(self).__name__}.complete(state, collector)")
+
+    def spark_aggregates(self, columns: list[Column]) -> list[Column] | None:
+        """A Spark SQL form: one aggregate expression per output field, emitting one tuple
+        per group (none for an empty batch), or None to run in Python."""
+        return None
+
+    def spark_types(self, input_types: list[str]) -> list[str] | None:
+        """Spark SQL types of the output fields, given the input fields' types."""
+        return None
+
+
+BaseAggregator = Aggregator
+
+
+class CombinerAggregator(Operation, Generic[V]):
+    """Trident's CombinerAggregator: ``init(tuple)`` per tuple, ``combine`` pairs, ``zero()``.
+
+    Emits one field. Because ``combine`` is associative, partial results are
+    combined in each partition before anything moves across the network.
+
+    Examples
+    --------
+    >>> class LongestWord(CombinerAggregator):
+    ...     def init(self, tuple): return len(tuple[0])
+    ...     def combine(self, a, b): return max(a, b)
+    ...     def zero(self): return 0
+    """
+
+    output_types: dict[str, str] = {}
+
+    def init(self, tuple: TridentTuple) -> V:
+        raise NotImplementedError(f"{type(self).__name__}.init(tuple)")
+
+    def combine(self, val1: V, val2: V) -> V:
+        raise NotImplementedError(f"{type(self).__name__}.combine(val1, val2)")
+
+    def zero(self) -> V:
+        raise NotImplementedError(f"{type(self).__name__}.zero()")
+
+    def spark_aggregates(self, columns: list[Column]) -> list[Column] | None:
+        """A Spark SQL form: ``[aggregate expression]`` (null on no rows), or None for Python."""
+        return None
+
+    def spark_types(self, input_types: list[str]) -> list[str] | None:
+        """``[Spark SQL type of the output]``, given the input fields' types."""
+        return None
+
+    def arrow_reduce(self, arrays: list[Any], num_rows: int) -> V | None:
+        """Optional fast path: the combined value of a whole Arrow batch (None: per tuple)."""
+        return None
+
+
+class ReducerAggregator(Operation, Generic[V]):
+    """Trident's ReducerAggregator: ``init()`` once, then ``reduce(curr, tuple)`` per tuple.
+
+    Examples
+    --------
+    >>> class Concat(ReducerAggregator):
+    ...     def init(self): return ""
+    ...     def reduce(self, curr, tuple): return curr + tuple[0]
+    """
+
+    output_types: dict[str, str] = {}
+
+    def init(self) -> V:
+        raise NotImplementedError(f"{type(self).__name__}.init()")
+
+    def reduce(self, curr: V, tuple: TridentTuple) -> V:
+        raise NotImplementedError(f"{type(self).__name__}.reduce(curr, tuple)")
+
+
+class QueryFunction(Operation, Generic[S, V]):
+    """Trident's QueryFunction for ``stateQuery``: read state for a partition's tuples.
+
+    ``batchRetrieve(state, tuples)`` returns one result per tuple, in order;
+    ``execute(tuple, result, collector)`` emits the appended fields.
+    """
+
+    output_types: dict[str, str] = {}
+
+    def batchRetrieve(self, state: S, tuples: list[TridentTuple]) -> list[V]:
+        raise NotImplementedError(f"{type(self).__name__}.batchRetrieve(state, tuples)")
+
+    def execute(self, tuple: TridentTuple, result: V, collector: TridentCollector) -> None:
+        raise NotImplementedError(f"{type(self).__name__}.execute(tuple, result, collector)")
+
+
+class StateUpdater(Operation, Generic[S]):
+    """Trident's StateUpdater for ``partitionPersist``: hand a partition's tuples to the state."""
+
+    output_types: dict[str, str] = {}
+
+    def updateState(self, state: S, tuples: list[TridentTuple], collector: TridentCollector) -> None:
+        raise NotImplementedError(f"{type(self).__name__}.updateState(state, tuples, collector)")
+
+
+class Assembly:
+    """A reusable piece of topology: ``stream.applyAssembly(assembly)`` returns ``apply(stream)``."""
+
+    def apply(self, stream: Stream) -> Stream:
+        raise NotImplementedError(f"{type(self).__name__}.apply(stream)")
+
+
+# --- plain callables where the shape is obvious --------------------------------------------
+def _callable_name(fn: Callable[..., Any]) -> str:
+    return getattr(fn, "__name__", None) or repr(fn)
 
 
 class CallableConsumer(Consumer):
@@ -111,4 +315,43 @@ class CallableConsumer(Consumer):
         self.fn(tuple)
 
     def __repr__(self) -> str:
-        return getattr(self.fn, "__name__", repr(self.fn))
+        return _callable_name(self.fn)
+
+
+class CallableFilter(BaseFilter):
+    """A plain predicate used where a Filter is expected."""
+
+    def __init__(self, predicate: Callable[[TridentTuple], Any]) -> None:
+        self.predicate = predicate
+
+    def isKeep(self, tuple: TridentTuple) -> bool:
+        return bool(self.predicate(tuple))
+
+    def __repr__(self) -> str:
+        return _callable_name(self.predicate)
+
+
+class CallableMapFunction(MapFunction):
+    """A plain callable for ``map``: returns the new values (a list/tuple, or one value)."""
+
+    def __init__(self, fn: Callable[[TridentTuple], Any]) -> None:
+        self.fn = fn
+
+    def execute(self, tuple: TridentTuple) -> Sequence[Any]:
+        return self.fn(tuple)  # type: ignore[no-any-return]
+
+    def __repr__(self) -> str:
+        return _callable_name(self.fn)
+
+
+class CallableFlatMapFunction(FlatMapFunction):
+    """A plain callable for ``flatMap``: returns an iterable of value lists."""
+
+    def __init__(self, fn: Callable[[TridentTuple], Iterable[Sequence[Any]]]) -> None:
+        self.fn = fn
+
+    def execute(self, tuple: TridentTuple) -> Iterable[Sequence[Any]]:
+        return self.fn(tuple)
+
+    def __repr__(self) -> str:
+        return _callable_name(self.fn)

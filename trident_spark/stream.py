@@ -2,19 +2,58 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from trident_spark.errors import TopologyError
 from trident_spark.fields import Fields, TridentTuple
-from trident_spark.graph import EachNode, FilterNode, Node, PeekNode, ProjectNode
-from trident_spark.operation import BaseFilter, BaseFunction, CallableConsumer, Consumer
+from trident_spark.graph import (
+    AggregateNode,
+    AggSpec,
+    EachNode,
+    FilterNode,
+    MapNode,
+    Node,
+    PeekNode,
+    PersistNode,
+    ProjectNode,
+    RepartitionNode,
+    StateQueryNode,
+)
+from trident_spark.operation import (
+    Aggregator,
+    Assembly,
+    BaseFilter,
+    BaseFunction,
+    CallableConsumer,
+    CallableFilter,
+    CallableFlatMapFunction,
+    CallableMapFunction,
+    CombinerAggregator,
+    Consumer,
+    FlatMapFunction,
+    MapFunction,
+    Operation,
+    QueryFunction,
+    ReducerAggregator,
+    StateUpdater,
+)
 from trident_spark.sink import CollectSink
+from trident_spark.validation import (
+    FieldsLike,
+    check_outputs,
+    check_parallelism,
+    concat,
+    output_fields,
+    resolve_inputs,
+)
 
 if TYPE_CHECKING:
+    from trident_spark.grouped import ChainedAggregatorDeclarer, GroupedStream
     from trident_spark.topology import TridentTopology
+    from trident_spark.trident_state import TridentState
 
-FieldsLike = Fields | str | Sequence[str]
+AGGREGATOR_KINDS = (Aggregator, CombinerAggregator, ReducerAggregator)
 
 
 class Stream:
@@ -23,10 +62,15 @@ class Stream:
     Examples
     --------
     >>> from trident_spark import TridentTopology
-    >>> from trident_spark.spout import KafkaSpout
+    >>> from trident_spark.spout import FeederBatchSpout
+    >>> from trident_spark.builtin import Count, Split
     >>> topology = TridentTopology()
-    >>> words = (topology.newStream("s", KafkaSpout("127.0.0.1:9092", ["sentences"]))
-    ...          .each(["value"], Split(), ["word"]))          # doctest: +SKIP
+    >>> counts = (topology.newStream("s", FeederBatchSpout(["value"]))
+    ...           .each(["value"], Split(), ["word"])
+    ...           .groupBy(["word"])
+    ...           .aggregate(Count(), ["count"]))
+    >>> counts.getOutputFields()
+    Fields('word', 'count')
     """
 
     def __init__(self, topology: TridentTopology, node: Node) -> None:
@@ -37,28 +81,42 @@ class Stream:
         return f"Stream({self.node.label}: {list(self.node.fields)})"
 
     def getOutputFields(self) -> Fields:
+        """The fields of this stream's tuples."""
         return self.node.fields
 
     def _child(self, node: Node) -> Stream:
         self.topology._add(node)
         return Stream(self.topology, node)
 
-    def _resolve(self, operator: str, fields: FieldsLike) -> Fields:
-        wanted = Fields.of(fields)
-        unknown = [f for f in wanted if f not in self.node.fields]
-        if unknown:
-            raise TopologyError(
-                f"{operator}: unknown input field {', '.join(map(repr, unknown))}; "
-                f"the stream has {list(self.node.fields)}"
-            )
-        return wanted
+    def _resolve(self, operator: str, fields: FieldsLike | None) -> Fields:
+        return resolve_inputs(operator, self.node.fields, fields)
 
+    # --- naming and parallelism --------------------------------------------------------
     def name(self, name: str) -> Stream:
         """Name the last operation: shown in Spark's UI, in metrics and in errors."""
         self.node.label = name
         return self
 
-    def each(self, input_fields: FieldsLike, operation: BaseFunction | BaseFilter,
+    def parallelismHint(self, n: int) -> Stream:
+        """Run the operations since the last repartitioning in ``n`` partitions (Spark tasks)."""
+        self.node.parallelism = check_parallelism(n)
+        return self
+
+    def toStream(self) -> Stream:
+        """This stream (for symmetry with ``GroupedStream.toStream``)."""
+        return self
+
+    def applyAssembly(self, assembly: Assembly) -> Stream:
+        """``assembly.apply(self)``: a reusable piece of topology, e.g. ``FirstN``."""
+        if not hasattr(assembly, "apply"):
+            raise TopologyError(f"applyAssembly: {assembly!r} is not an Assembly (it has no apply(stream))")
+        result = assembly.apply(self)
+        if not isinstance(result, Stream):
+            raise TopologyError(f"applyAssembly({type(assembly).__name__}): apply() must return a Stream")
+        return result
+
+    # --- per-tuple operations ----------------------------------------------------------
+    def each(self, input_fields: FieldsLike | None, operation: BaseFunction | BaseFilter,
              function_fields: FieldsLike | None = None) -> Stream:
         """Run a Function (appending ``function_fields``) or a Filter on every tuple.
 
@@ -73,43 +131,254 @@ class Stream:
             if function_fields:
                 raise TopologyError(
                     f"{label}: a Filter emits no fields; drop {list(Fields.of(function_fields))}")
-            return self._child(FilterNode(self.node.fields, label, self.node, inputs, operation))
+            return self._child(FilterNode(self.node.fields, label, [self.node], input_fields=inputs,
+                                          filter=operation))
         if not isinstance(operation, BaseFunction):
             raise TopologyError(f"{label}: expected a BaseFunction or BaseFilter, got {operation!r}")
         out = Fields.of(function_fields)
         if not out:
             raise TopologyError(
                 f"{label}: a Function needs output fields, e.g. each(['value'], Split(), ['word'])")
-        clash = [f for f in out if f in self.node.fields]
-        dup = sorted({f for f in out if list(out).count(f) > 1})
-        if clash or dup:
-            raise TopologyError(
-                f"{label}: duplicate output field {', '.join(map(repr, clash or dup))}; "
-                f"the stream already has {list(self.node.fields)}"
-            )
-        types = {**out.types, **getattr(operation, "output_types", {})}
-        all_fields = Fields(*self.node.fields, *out, types={**self.node.fields.types, **types})
-        node = EachNode(all_fields, label, self.node, inputs, operation, Fields(*out, types=types))
+        check_outputs(label, out, self.node.fields)
+        typed = output_fields(out, operation)
+        node = EachNode(concat(self.node.fields, typed), label, [self.node], input_fields=inputs,
+                        function=operation, function_fields=typed)
         return self._child(node)
 
-    def filter(self, operation: BaseFilter | Callable[[TridentTuple], bool]) -> Stream:
-        """Keep the tuples a Filter (or a plain predicate over the tuple) accepts."""
+    def filter(self, *args: Any) -> Stream:
+        """Keep the tuples a Filter (or a plain predicate over the tuple) accepts.
+
+        ``filter(f)`` sees every field; ``filter(["word"], f)`` only those.
+        """
+        if len(args) == 1:
+            fields, operation = None, args[0]
+        elif len(args) == 2:
+            fields, operation = args
+        else:
+            raise TopologyError("filter: use filter(Filter) or filter(input_fields, Filter)")
         if not isinstance(operation, BaseFilter):
-            operation = _PredicateFilter(operation)
-        return self.each(self.node.fields, operation)
+            if not callable(operation):
+                raise TopologyError(f"filter: expected a BaseFilter or a callable, got {operation!r}")
+            operation = CallableFilter(operation)
+        return self.each(fields, operation)
+
+    def map(self, function: MapFunction | Callable[[TridentTuple], Any],
+            function_fields: FieldsLike | None = None) -> Stream:
+        """One tuple in, one out: ``function`` returns the new values.
+
+        Without ``function_fields`` the fields stay (with their types); with them the
+        tuple is replaced by the new fields.
+        """
+        return self._map("map", function, function_fields, flat=False)
+
+    def flatMap(self, function: FlatMapFunction | Callable[[TridentTuple], Iterable[Any]],
+                function_fields: FieldsLike | None = None) -> Stream:
+        """One tuple in, zero or more out: ``function`` returns a list of value lists."""
+        return self._map("flatMap", function, function_fields, flat=True)
+
+    def _map(self, kind: str, function: Any, function_fields: FieldsLike | None, flat: bool) -> Stream:
+        expected: type[Operation] = FlatMapFunction if flat else MapFunction
+        if not isinstance(function, expected):
+            if not callable(function):
+                raise TopologyError(f"{kind}: expected a {expected.__name__} or a callable, got {function!r}")
+            function = (CallableFlatMapFunction if flat else CallableMapFunction)(function)
+        label = f"{kind}({type(function).__name__ if not hasattr(function, 'fn') else repr(function)})"
+        if function_fields is None:
+            fields, keeps = self.node.fields, True
+        else:
+            out = Fields.of(function_fields)
+            check_outputs(label, out)
+            fields, keeps = output_fields(out, function), False
+        return self._child(MapNode(fields, label, [self.node], function=function, flat=flat,
+                                   keeps_fields=keeps))
 
     def peek(self, action: Consumer | Callable[[TridentTuple], Any]) -> Stream:
         """Call ``action`` on every tuple, on the executors; the stream passes on unchanged."""
         consumer = action if isinstance(action, Consumer) else CallableConsumer(action)
-        return self._child(PeekNode(self.node.fields, f"peek({consumer!r})", self.node, consumer))
+        return self._child(PeekNode(self.node.fields, f"peek({consumer!r})", [self.node],
+                                    consumer=consumer))
 
     def project(self, fields: FieldsLike) -> Stream:
         """Keep only ``fields``, in that order."""
         kept = self._resolve("project", fields)
-        types = self.node.fields.types
-        fields = Fields(*kept, types={f: types[f] for f in kept})
-        return self._child(ProjectNode(fields, "project", self.node))
+        return self._child(ProjectNode(kept, "project", [self.node]))
 
+    # --- aggregations ------------------------------------------------------------------
+    def partitionAggregate(self, *args: Any) -> Stream:
+        """Aggregate each partition of the batch; the output tuples replace the input.
+
+        ``partitionAggregate([in], aggregator, out)``.
+        """
+        spec = self._agg_spec("partitionAggregate", args)
+        return self._aggregate([spec], Fields(), "partition")
+
+    def aggregate(self, *args: Any) -> Stream:
+        """Aggregate the whole batch: ``aggregate([in], aggregator, out)``.
+
+        A CombinerAggregator combines in each partition first, then once more on
+        one partition; other aggregators see every tuple of the batch on one partition.
+        """
+        spec = self._agg_spec("aggregate", args)
+        return self._aggregate([spec], Fields(), "batch")
+
+    def chainedAgg(self) -> ChainedAggregatorDeclarer:
+        """Several aggregators in one pass: ``.chainedAgg().aggregate(...)...chainEnd()``."""
+        from trident_spark.grouped import ChainedAggregatorDeclarer
+
+        return ChainedAggregatorDeclarer(self, Fields())
+
+    def groupBy(self, fields: FieldsLike) -> GroupedStream:
+        """Group the batch's tuples by ``fields`` for ``aggregate``, ``persistentAggregate`` ..."""
+        from trident_spark.grouped import GroupedStream
+
+        group = self._resolve("groupBy", fields)
+        if not group:
+            raise TopologyError("groupBy: name at least one field to group by")
+        return GroupedStream(self, group)
+
+    def minBy(self, field: str, key: Callable[[Any], Any] | None = None) -> Stream:
+        """Per partition, the whole tuple with the smallest ``field`` (``key`` orders values)."""
+        return self._compare_by("minBy", field, key)
+
+    def maxBy(self, field: str, key: Callable[[Any], Any] | None = None) -> Stream:
+        """Per partition, the whole tuple with the largest ``field`` (``key`` orders values)."""
+        return self._compare_by("maxBy", field, key)
+
+    def _compare_by(self, kind: str, field: str, key: Callable[[Any], Any] | None) -> Stream:
+        from trident_spark.builtin import Max, Min
+
+        self._resolve(f"{kind}({field!r})", [field])
+        aggregator = (Min if kind == "minBy" else Max)(field, key=key) if key else (
+            (Min if kind == "minBy" else Max)(field))
+        fields = self.node.fields
+        stream = self._aggregate([AggSpec(fields, aggregator, fields)], Fields(), "partition",
+                                 check=False)
+        stream.node.label = f"{kind}({field!r})"
+        return stream
+
+    def _agg_spec(self, kind: str, args: tuple[Any, ...]) -> AggSpec:
+        if len(args) == 2:
+            inputs, aggregator, outputs = None, *args
+        elif len(args) == 3:
+            inputs, aggregator, outputs = args
+        else:
+            raise TopologyError(f"{kind}: use {kind}([input_fields], aggregator, output_fields)")
+        label = f"{kind}({type(aggregator).__name__})"
+        if not isinstance(aggregator, AGGREGATOR_KINDS):
+            raise TopologyError(f"{label}: expected an Aggregator, CombinerAggregator or "
+                                f"ReducerAggregator, got {aggregator!r}")
+        fields = self._resolve(label, inputs)
+        out = Fields.of(outputs)
+        check_outputs(label, out)
+        return AggSpec(fields, aggregator, output_fields(out, aggregator))
+
+    def _aggregate(self, specs: list[AggSpec], group: Fields, scope: str, check: bool = True) -> Stream:
+        kind = "partitionAggregate" if scope == "partition" else "aggregate"
+        label = f"{kind}({', '.join(s.label for s in specs)})"
+        outputs = concat(*(s.function_fields for s in specs))
+        if check:
+            check_outputs(label, outputs, group if group else None)
+        node = AggregateNode(concat(group, outputs), label, [self.node], group_fields=group,
+                             specs=specs, scope=scope)
+        return self._child(node)
+
+    # --- repartitioning ----------------------------------------------------------------
+    def _repartition(self, kind: str, keys: Fields | None = None) -> Stream:
+        label = kind if keys is None else f"{kind}({', '.join(keys)})"
+        return self._child(RepartitionNode(self.node.fields, label, [self.node], kind=kind,
+                                           key_fields=keys or Fields()))
+
+    def shuffle(self) -> Stream:
+        """Spread tuples round-robin over the next stage's partitions."""
+        return self._repartition("shuffle")
+
+    def partitionBy(self, fields: FieldsLike) -> Stream:
+        """Send tuples with equal ``fields`` to the same partition (hash partitioning)."""
+        keys = self._resolve("partitionBy", fields)
+        if not keys:
+            raise TopologyError("partitionBy: name at least one field")
+        return self._repartition("partitionBy", keys)
+
+    def global_(self) -> Stream:
+        """Every tuple of the batch to one partition (Trident's ``global()``)."""
+        return self._repartition("global")
+
+    def batchGlobal(self) -> Stream:
+        """Each batch's tuples to one partition (in Spark, the same as ``global_``)."""
+        return self._repartition("batchGlobal")
+
+    def broadcast(self) -> Stream:
+        """Every tuple to every partition of the next stage."""
+        return self._repartition("broadcast")
+
+    def localOrShuffle(self) -> Stream:
+        """Keep tuples where they are (Spark's stages are already local)."""
+        return self._repartition("localOrShuffle")
+
+    # --- state -------------------------------------------------------------------------
+    def stateQuery(self, state: TridentState, *args: Any) -> Stream:
+        """Read ``state`` for each tuple: ``stateQuery(state, [in], QueryFunction, out)``."""
+        from trident_spark.trident_state import TridentState
+
+        if len(args) == 2:
+            inputs, function, outputs = None, *args
+        elif len(args) == 3:
+            inputs, function, outputs = args
+        else:
+            raise TopologyError(
+                "stateQuery: use stateQuery(state, [input_fields], QueryFunction, output_fields)")
+        label = f"stateQuery({type(function).__name__})"
+        if not isinstance(state, TridentState):
+            raise TopologyError(f"{label}: {state!r} is not a TridentState; make one with "
+                                "persistentAggregate, partitionPersist or topology.newStaticState")
+        if state.topology is not self.topology:
+            raise TopologyError(
+                f"{label}: state {state.describe()} belongs to another TridentTopology; "
+                "query a state of this topology (persistentAggregate, partitionPersist or newStaticState)")
+        if not isinstance(function, QueryFunction):
+            raise TopologyError(f"{label}: expected a QueryFunction, got {function!r}")
+        fields = self._resolve(label, inputs)
+        out = Fields.of(outputs)
+        check_outputs(label, out, self.node.fields)
+        typed = output_fields(out, function)
+        node = StateQueryNode(concat(self.node.fields, typed), label, [self.node], state=state,
+                              input_fields=fields, function=function, function_fields=typed)
+        return self._child(node)
+
+    def partitionPersist(self, state_factory: Any, *args: Any) -> TridentState:
+        """Hand each partition's tuples to ``updater`` with the state, once per batch:
+        ``partitionPersist(state, [in], StateUpdater[, out])``."""
+        if len(args) == 1:
+            inputs, updater, outputs = None, args[0], None
+        elif len(args) == 2:
+            if isinstance(args[0], StateUpdater):
+                inputs, updater, outputs = None, *args
+            else:
+                inputs, updater, outputs = *args, None
+        elif len(args) == 3:
+            inputs, updater, outputs = args
+        else:
+            raise TopologyError("partitionPersist: use partitionPersist(state, [input_fields], StateUpdater"
+                                "[, output_fields])")
+        label = f"partitionPersist({type(updater).__name__})"
+        if not isinstance(updater, StateUpdater):
+            raise TopologyError(f"{label}: expected a StateUpdater, got {updater!r}")
+        fields = self._resolve(label, inputs)
+        out = Fields.of(outputs)
+        check_outputs(label, out, required=False)
+        node = PersistNode(output_fields(out, updater), label, [self.node], state=state_factory,
+                           input_fields=fields, updater=updater)
+        return self.topology._persist(node)
+
+    def persistentAggregate(self, state_factory: Any, *args: Any) -> TridentState:
+        """Aggregate each batch and fold the result into ``state`` exactly once per txid.
+
+        ``persistentAggregate(state, [in], CombinerAggregator | ReducerAggregator, out)``;
+        ungrouped, the value is kept under one global key.
+        """
+        return _persistent_aggregate(self, Fields(), state_factory, args)
+
+    # --- results -----------------------------------------------------------------------
     def collect(self) -> CollectSink:
         """Gather this stream's tuples on the driver after each batch (``sink.tuples``)."""
         sink = CollectSink(self.node.fields)
@@ -117,12 +386,33 @@ class Stream:
         return sink
 
 
-class _PredicateFilter(BaseFilter):
-    def __init__(self, predicate: Callable[[TridentTuple], bool]) -> None:
-        self.predicate = predicate
-
-    def isKeep(self, tuple: TridentTuple) -> bool:
-        return bool(self.predicate(tuple))
-
-    def __repr__(self) -> str:
-        return getattr(self.predicate, "__name__", "predicate")
+def _persistent_aggregate(stream: Stream, group: Fields, state_factory: Any,
+                          args: Sequence[Any]) -> TridentState:
+    if len(args) == 2:
+        inputs, aggregator, outputs = None, *args
+    elif len(args) == 3:
+        inputs, aggregator, outputs = args
+    else:
+        raise TopologyError("persistentAggregate: use persistentAggregate(state, [input_fields], "
+                            "aggregator, output_fields)")
+    label = f"persistentAggregate({type(aggregator).__name__})"
+    if not isinstance(aggregator, CombinerAggregator | ReducerAggregator):
+        raise TopologyError(
+            f"{label}: expected a CombinerAggregator or ReducerAggregator, got {aggregator!r}")
+    fields = stream._resolve(label, inputs)
+    out = Fields.of(outputs)
+    check_outputs(label, out, group if group else None)
+    if len(out) != 1:
+        raise TopologyError(f"{label}: a map state keeps one value per key; declare one output field, "
+                            f"got {list(out)}")
+    typed = output_fields(out, aggregator)
+    if isinstance(aggregator, CombinerAggregator):
+        # Trident: aggregate the batch per group first, then fold into the state.
+        source: Stream = stream._aggregate([AggSpec(fields, aggregator, typed)], group, "batch")
+        persisted = concat(group, typed)
+    else:
+        source = stream.partitionBy(group) if group else stream.global_()
+        persisted = concat(group, fields)
+    node = PersistNode(concat(group, typed), label, [source.node], state=state_factory,
+                       input_fields=persisted, group_fields=group, aggregator=aggregator)
+    return stream.topology._persist(node)

@@ -223,7 +223,8 @@ def test_leaves_become_outputs_and_collected_nodes_too():
     words = s.each(["value"], Split(), ["word"])
     sink = words.collect()
     short = words.each(["word"], Short())
-    outputs = topology._outputs(s.node)
+    [query] = topology.queries()
+    outputs = query.outputs
     by_node = {id(o.node): o for o in outputs}
     assert set(by_node) == {id(short.node), id(words.node)}
     assert by_node[id(words.node)].sinks == [sink]

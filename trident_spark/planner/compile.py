@@ -1,82 +1,161 @@
-"""Graph to Spark: turn a chain of nodes into transformations of one batch's DataFrame.
+"""Graph to Spark: the DataFrame of every node for one batch.
 
 Runs on the driver inside ``foreachBatch``; what it builds runs on executors.
-Consecutive Python operators are fused into one ``mapInArrow`` stage.
+Built-in operations with a Spark SQL form become expressions; consecutive
+Python operators are fused into one ``mapInArrow`` stage; a node read by
+several consumers is computed once (persisted for the batch).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from trident_spark.errors import TopologyError
-from trident_spark.graph import EachNode, FilterNode, Node, PeekNode, ProjectNode, SpoutNode
-from trident_spark.planner.python_stage import PythonStep, run_stage
+from trident_spark.graph import (
+    AggregateNode,
+    EachNode,
+    FilterNode,
+    JoinNode,
+    MergeNode,
+    Node,
+    PersistNode,
+    ProjectNode,
+    RepartitionNode,
+    SpoutNode,
+    StateQueryNode,
+)
+from trident_spark.planner.python_plan import python_stage, python_step
+from trident_spark.planner.query import QueryPlan
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 
-def python_step(node: Node) -> PythonStep | None:
-    """The executor-side description of ``node``, if it is a Python operator."""
-    from trident_spark.fields import Fields
+class BatchPlan:
+    """The DataFrames of one batch (txid) of one query, built on demand and memoized.
 
-    if isinstance(node, EachNode):
-        assert node.function is not None
-        return PythonStep(node.label, node.function, node.input_fields, node.function_fields)
-    if isinstance(node, FilterNode):
-        assert node.filter is not None
-        return PythonStep(node.label, node.filter, node.input_fields, Fields())
-    if isinstance(node, PeekNode):
-        assert node.consumer is not None
-        return PythonStep(node.label, node.consumer, node.fields, Fields())
-    return None
+    Parameters
+    ----------
+    query : QueryPlan
+        What the query runs.
+    sources : dict
+        ``{id(spout node): DataFrame}``: the batch's tuples from each spout.
+    txid : int
+        The batch id, passed to aggregators and operations.
+    conf : dict
+        The topology configuration handed to ``prepare(conf, context)``.
+    """
+
+    def __init__(self, query: QueryPlan, sources: dict[int, DataFrame], txid: int,
+                 conf: dict[str, Any] | None = None) -> None:
+        self.query = query
+        self.sources = sources
+        self.txid = txid
+        self.conf = dict(conf or {})
+        self._memo: dict[int, DataFrame] = {}
+        self._persisted: list[DataFrame] = []
+
+    def release(self) -> None:
+        """Unpersist what this batch cached."""
+        for df in self._persisted:
+            df.unpersist()
+        self._persisted.clear()
+
+    def dataframe(self, node: Node) -> DataFrame:
+        """The tuples ``node`` outputs in this batch, as a DataFrame with its fields as columns."""
+        found = self._memo.get(id(node))
+        if found is not None:
+            return found
+        df = self._build(node)
+        if self.query.consumer_count(node) > 1:
+            df = df.persist()
+            self._persisted.append(df)
+        self._memo[id(node)] = df
+        return df
+
+    # --- dispatch ----------------------------------------------------------------------
+    def _build(self, node: Node) -> DataFrame:
+        if isinstance(node, SpoutNode):
+            df = self.sources[id(node)].select(*node.fields)
+            n = self.query.partitions_of(node)
+            return df.repartition(n) if n else df
+        if python_step(node) is not None and not self._sql_form(node):
+            return self._python_run(node)
+        if isinstance(node, EachNode | FilterNode):
+            return self._sql_each(node)
+        if isinstance(node, ProjectNode):
+            return self.dataframe(node.inputs[0]).select(*node.fields)
+        if isinstance(node, RepartitionNode):
+            from trident_spark.planner.partitioning import repartition
+
+            return repartition(self.dataframe(node.inputs[0]), node, self.query.partitions_of(node))
+        if isinstance(node, AggregateNode):
+            from trident_spark.planner.aggregate import aggregate
+
+            n = self.query.partitions_of(node)
+            return aggregate(self.dataframe(node.inputs[0]), node, self.txid, self.conf, n)
+        if isinstance(node, MergeNode):
+            from trident_spark.planner.join import merge
+
+            return merge([self.dataframe(i) for i in node.inputs], node, self.query.partitions_of(node))
+        if isinstance(node, JoinNode):
+            from trident_spark.planner.join import join
+
+            return join([self.dataframe(i) for i in node.inputs], node, self.query.partitions_of(node))
+        if isinstance(node, StateQueryNode | PersistNode):
+            raise TopologyError(
+                f"{node.label}: state operations run once the state wiring lands (issue 4); this build "
+                "compiles and validates them but cannot run them yet")
+        raise TopologyError(f"{node.label}: no Spark plan for {type(node).__name__}")
+
+    # --- built-ins as Spark SQL --------------------------------------------------------
+    def _sql_form(self, node: Node) -> list[Column] | Column | None:
+        from pyspark.sql import functions as F
+
+        if isinstance(node, EachNode):
+            result: list[Column] | None = node.function.spark_columns(
+                [F.col(f) for f in node.input_fields])
+            return result
+        if isinstance(node, FilterNode):
+            condition: Column | None = node.filter.spark_condition([F.col(f) for f in node.input_fields])
+            return condition
+        return None
+
+    def _sql_each(self, node: EachNode | FilterNode) -> DataFrame:
+        df = self.dataframe(node.inputs[0])
+        form = self._sql_form(node)
+        if isinstance(node, FilterNode):
+            return df.where(form)
+        assert isinstance(form, list)
+        if len(form) != len(node.function_fields):
+            raise TopologyError(f"{node.label}: its Spark form gives {len(form)} columns for "
+                                f"{len(node.function_fields)} fields {list(node.function_fields)}")
+        return df.select(*df.columns, *(c.alias(f) for c, f in zip(form, node.function_fields, strict=True)))
+
+    # --- Python operators, fused -------------------------------------------------------
+    def _python_run(self, last: Node) -> DataFrame:
+        """``last`` and the Python operators before it that nothing else reads, in one stage."""
+        run = [last]
+        current = last
+        while True:
+            parent = current.parent
+            if (parent is None or len(current.inputs) != 1 or self.query.consumer_count(parent) != 1
+                    or python_step(parent) is None or self._sql_form(parent) or id(parent) in self._memo):
+                break
+            run.append(parent)
+            current = parent
+        run.reverse()
+        source = run[0].inputs[0]
+        df = self.dataframe(source)
+        steps = [step for step in (python_step(n) for n in run) if step is not None]
+        from trident_spark.planner.query import stage_boundary
+
+        n = self.query.partitions_of(stage_boundary(source))
+        return python_stage(df, steps, run[-1], self.txid, self.conf, n)
 
 
-def compile_chain(chain: Sequence[Node], df: DataFrame, txid: int) -> DataFrame:
-    """Apply ``chain`` (spout first) to the batch DataFrame ``df``."""
-    if not chain or not isinstance(chain[0], SpoutNode):
-        raise TopologyError("a stream must start at topology.newStream(name, spout)")
-    steps: list[PythonStep] = []
-    last: Node = chain[0]
-    for node in chain[1:]:
-        step = python_step(node)
-        if step is not None:
-            steps.append(step)
-        elif isinstance(node, ProjectNode):
-            if steps:
-                df, steps = python_stage(df, steps, last, txid), []
-            df = df.select(*node.fields)
-        else:
-            raise TopologyError(f"{node.label}: not supported by this runner yet")
-        last = node
-    if steps:
-        df = python_stage(df, steps, last, txid)
-    return df.select(*last.fields)
-
-
-def python_stage(df: DataFrame, steps: list[PythonStep], last: Node, txid: int) -> DataFrame:
-    """One ``mapInArrow`` running ``steps`` per partition; output fields are ``last.fields``."""
-    from pyspark.sql.pandas.types import to_arrow_type
-    from pyspark.sql.types import StructField, StructType, _parse_datatype_string
-
-    input_types = {f.name: f for f in df.schema.fields}
-    new_fields = {name for step in steps for name in step.function_fields}
-    struct_fields = []
-    arrow_types: dict[str, pa.DataType] = {}
-    for name in last.fields:
-        if name in new_fields:
-            spark_type = _parse_datatype_string(last.fields.types[name])
-            struct_fields.append(StructField(name, spark_type, True))
-            arrow_types[name] = to_arrow_type(spark_type, timezone="UTC")
-        else:
-            struct_fields.append(input_types[name])
-    fn = partial(_stage_entry, steps, list(last.fields), arrow_types, txid)
-    return df.mapInArrow(fn, StructType(struct_fields))
-
-
-def _stage_entry(steps: list[PythonStep], fields: list[str], types: dict[str, pa.DataType], txid: int,
-                 batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    return run_stage(steps, fields, types, txid, batches)
+def describe_node(node: Node) -> str:
+    """One line for ``explain()``."""
+    kind = type(node).__name__.removesuffix("Node")
+    hint = f" x{node.parallelism}" if node.parallelism else ""
+    return f"{node.label or kind} -> {list(node.fields)}{hint}"

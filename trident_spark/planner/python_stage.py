@@ -39,7 +39,9 @@ class PythonStep:
     label: str
     operation: Operation
     input_fields: Fields
-    function_fields: Fields  # new fields appended by a Function; empty otherwise
+    function_fields: Fields  # new fields appended by a Function, or a map's output; empty otherwise
+    kind: str = "each"  # "each" (Function, Filter, Consumer), "map" or "flatMap"
+    keeps_types: bool = False  # a map without output fields: the input types stay
 
 
 class _Batch:
@@ -75,18 +77,16 @@ class _Batch:
 
 
 def run_stage(steps: Sequence[PythonStep], output_fields: Sequence[str], new_types: dict[str, pa.DataType],
-              txid: int, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+              txid: int, batches: Iterator[pa.RecordBatch], conf: dict[str, Any] | None = None,
+              num_partitions: int = -1) -> Iterator[pa.RecordBatch]:
     """Run ``steps`` over one partition's Arrow batches (called inside ``mapInArrow``).
 
     ``new_types`` are the Arrow types of the fields Functions add; the other
     output fields keep the types Spark gave the input.
     """
-    from pyspark import TaskContext
-
-    task = TaskContext.get()
-    partition = task.partitionId() if task else 0
     for step in steps:
-        step.operation.prepare({}, OperationContext(partition, -1, txid, step.label))
+        step.operation.prepare(dict(conf or {}), OperationContext(partition_index(), num_partitions, txid,
+                                                                  step.label))
     try:
         for source in batches:
             if source.num_rows == 0:
@@ -105,12 +105,22 @@ def run_stage(steps: Sequence[PythonStep], output_fields: Sequence[str], new_typ
             step.operation.cleanup()
 
 
+def partition_index() -> int:
+    """The Spark partition this task runs (0 outside Spark)."""
+    from pyspark import TaskContext
+
+    task = TaskContext.get()
+    return task.partitionId() if task else 0
+
+
 def _apply(step: PythonStep, batch: _Batch) -> None:
     inputs = [batch.column(name) for name in step.input_fields]
     index = {name: i for i, name in enumerate(step.input_fields)}
     op = step.operation
     tuples = (TridentTuple(values, step.input_fields, index) for values in zip(*inputs, strict=True))
-    if isinstance(op, BaseFilter):
+    if step.kind in ("map", "flatMap"):
+        _apply_map(step, batch, tuples)
+    elif isinstance(op, BaseFilter):
         kept = [i for i, t in enumerate(tuples) if _call(step, op.isKeep, t)]
         if len(kept) != len(batch.rows):
             batch.keep(kept)
@@ -139,6 +149,28 @@ def _apply(step: PythonStep, batch: _Batch) -> None:
         raise TopologyError(f"{step.label}: unsupported operation {op!r}")
 
 
+def _apply_map(step: PythonStep, batch: _Batch, tuples: Iterator[TridentTuple]) -> None:
+    """``map``: one tuple of ``function_fields`` per input; ``flatMap``: any number."""
+    execute = step.operation.execute  # type: ignore[attr-defined]
+    width = len(step.function_fields)
+    parents: list[int] = []
+    emitted: list[Sequence[Any]] = []
+    flat = step.kind == "flatMap"
+    for i, t in enumerate(tuples):
+        result = _call(step, execute, t)
+        for values in (result if flat else [result]):
+            if not isinstance(values, list | tuple):
+                values = [values]  # a single value for a one-field tuple
+            if len(values) != width:
+                raise OperatorError(
+                    f"{step.label}: returned {len(values)} values {values!r:.100} for {width} fields "
+                    f"{list(step.function_fields)}")
+            parents.append(i)
+            emitted.append(values)
+    batch.keep(parents)
+    batch.extra = {name: [values[j] for values in emitted] for j, name in enumerate(step.function_fields)}
+
+
 def _call(step: PythonStep, fn: Any, t: TridentTuple, *args: Any) -> Any:
     try:
         return fn(t, *args)
@@ -156,15 +188,29 @@ def _to_arrow(batch: _Batch, schema: pa.Schema) -> pa.RecordBatch:
     arrays = []
     for field in schema:
         if field.name in batch.extra:
-            try:
-                arrays.append(pa.array(batch.extra[field.name], field.type))
-            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
-                raise OperatorError(
-                    f"field {field.name!r}: emitted values do not fit its declared type {field.type} "
-                    f"({exc}). Declare the type with the output field, e.g. ['{field.name}:bigint'], "
-                    "or emit values of the declared type."
-                ) from exc
+            arrays.append(to_arrow_column(field.name, batch.extra[field.name], field.type))
         else:
             column = batch.source.column(field.name)
             arrays.append(column if take is None else column.take(take))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def to_arrow_column(name: str, values: list[Any], type_: pa.DataType) -> pa.Array:
+    """``values`` emitted for field ``name`` as an Arrow array of the field's type, or a clear error."""
+    try:
+        return pa.array(values, type_)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+        example = _type_name_for(next((v for v in values if v is not None), None))
+        raise OperatorError(
+            f"field {name!r}: emitted values do not fit its declared type {type_} ({exc}). Declare the "
+            f"type with the output field, e.g. ['{name}:{example}'], or emit values of the declared type."
+        ) from exc
+
+
+def _type_name_for(value: Any) -> str:
+    """The Spark SQL type a Python value would need (for error messages)."""
+    for python_type, name in ((bool, "boolean"), (int, "bigint"), (float, "double"), (str, "string"),
+                              (bytes, "binary")):
+        if isinstance(value, python_type):
+            return name
+    return "string"

@@ -2,45 +2,69 @@
 
 from __future__ import annotations
 
+import logging
+import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from trident_spark.graph import Node, chain_of
-from trident_spark.planner.compile import compile_chain
-from trident_spark.sink import CollectSink
+from trident_spark.errors import FailedException
+from trident_spark.planner.compile import BatchPlan
+from trident_spark.planner.query import QueryPlan
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-
-@dataclass
-class Output:
-    """A leaf of a stream's graph, with the sinks that gather it (none: run for side effects)."""
-
-    node: Node
-    sinks: list[CollectSink] = field(default_factory=list)
+log = logging.getLogger(__name__)
 
 
 @dataclass
 class BatchRunner:
-    """Runs every output of one spout's stream on a batch.
+    """Runs every output of one query on a batch, replaying it on ``FailedException``.
 
     Called by Spark on the driver once per micro-batch, possibly again for the
     same batch id after a failure (replay): everything it does for a txid must
     leave the same result when repeated.
     """
 
-    stream: str
-    outputs: list[Output]
+    query: QueryPlan
+    conf: dict[str, Any] = field(default_factory=dict)
+    max_retries: int = 3
+    retry_delay: float = 0.5
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
-        df.sparkSession.sparkContext.setJobDescription(f"{self.stream}: batch {batch_id}")
-        shared = len(self.outputs) > 1
+        from trident_spark.runtime.errors import translate
+
+        attempt = 0
+        while True:
+            try:
+                self.run_once(df, batch_id)
+                return
+            except Exception as exc:
+                cause = exc if isinstance(exc, FailedException) else translate(self.query.name, exc)
+                if not isinstance(cause, FailedException):
+                    raise
+                if attempt >= self.max_retries:
+                    raise FailedException(
+                        f"batch {batch_id} of stream {self.query.name!r} failed {attempt + 1} times "
+                        f"(max_batch_retries={self.max_retries}); last cause: {cause}") from exc
+                delay = self.retry_delay * (2 ** attempt)
+                attempt += 1
+                log.warning("stream %s: batch %d asked to be replayed (%s); retry %d of %d in %.1f s",
+                            self.query.name, batch_id, cause, attempt, self.max_retries, delay)
+                time.sleep(delay)
+
+    def run_once(self, df: DataFrame, batch_id: int) -> None:
+        """One attempt at the batch: every output computed, sinks filled."""
+        from trident_spark.runtime.launch import split_sources
+
+        df.sparkSession.sparkContext.setJobDescription(f"{self.query.name}: batch {batch_id}")
+        shared = len(self.query.spouts) > 1
         if shared:
-            df = df.persist()  # read the spout once for all outputs
+            df = df.persist()  # read the spouts once for all of them
+        plan = BatchPlan(self.query, split_sources(df, self.query), batch_id, self.conf)
         try:
-            for output in self.outputs:
-                result = compile_chain(chain_of(output.node), df, batch_id)
+            for output in self.query.outputs:
+                result = plan.dataframe(output.node)
                 if output.sinks:
                     tuples = result.toArrow().to_pylist()
                     for sink in output.sinks:
@@ -48,5 +72,6 @@ class BatchRunner:
                 else:
                     result.write.format("noop").mode("overwrite").save()
         finally:
+            plan.release()
             if shared:
                 df.unpersist()

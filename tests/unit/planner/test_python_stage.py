@@ -150,7 +150,8 @@ def test_emitted_value_that_does_not_fit_its_type():
         run([step("each(Bad)", Bad(), ["value"], ["n"])], ["n"], [source(["x"])], {"n": pa.int64()})
     message = str(info.value)
     assert message.startswith("field 'n': emitted values do not fit its declared type int64 (")
-    assert "Declare the type with the output field, e.g. ['n:bigint']" in message
+    # the suggestion follows what was emitted: a str needs a string field
+    assert "Declare the type with the output field, e.g. ['n:string']" in message
 
 
 def test_emitted_int_overflowing_its_type():

@@ -1,0 +1,171 @@
+"""Driver side of aggregations: Spark SQL for built-ins, Arrow stages for Python aggregators.
+
+* Every aggregator has a Spark SQL form (Count, Sum, Min, Max): ``groupBy().agg()`` or a
+  global ``agg()``; Spark does the partial aggregation.
+* All CombinerAggregators: a ``partial`` stage per partition, a shuffle by the group
+  fields (one partition when ungrouped), a ``final`` stage. Trident's plan.
+* Otherwise: shuffle by the group fields (or to one partition), then ``full``.
+* ``partitionAggregate``: ``full`` in each partition, no shuffle.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from trident_spark.errors import TopologyError
+from trident_spark.graph import AggregateNode, AggSpec
+from trident_spark.operation import Aggregator, CombinerAggregator
+from trident_spark.planner.aggregate_exec import AggLayout, AggStep, run_aggregate
+from trident_spark.planner.python_plan import named
+from trident_spark.planner.types import arrow_type, spark_type
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import Column, DataFrame
+    from pyspark.sql.types import DataType, StructType
+
+
+def aggregate(df: DataFrame, node: AggregateNode, txid: int, conf: dict[str, Any],
+              partitions: int | None) -> DataFrame:
+    """The DataFrame of ``node``'s output for one batch."""
+    group = list(node.group_fields)
+    if node.scope == "batch":
+        sql = _sql_aggregate(df, node, partitions)
+        if sql is not None:
+            return sql
+        if all(isinstance(s.aggregator, CombinerAggregator) for s in node.specs):
+            partial_df = _stage(df, node, "partial", txid, conf, -1)
+            shuffled = _shuffle(partial_df, group, partitions)
+            return _stage(shuffled, node, "final", txid, conf, _count(shuffled, node, partitions, group),
+                          input_df=df)
+        shuffled = _shuffle(df, group, partitions)
+        return _stage(shuffled, node, "full", txid, conf, _count(shuffled, node, partitions, group))
+    return _stage(df, node, "full", txid, conf, _count(df, node, None, group))
+
+
+def _shuffle(df: DataFrame, group: list[str], partitions: int | None) -> DataFrame:
+    """Tuples of a group together: by hash of the group fields, or all in one partition."""
+    if not group:
+        return df.repartition(1)
+    return df.repartition(partitions, *group) if partitions else df.repartition(*group)
+
+
+def _count(df: DataFrame, node: AggregateNode, partitions: int | None, group: list[str]) -> int:
+    """The partition count ``prepare`` sees: known, or asked of Spark if an aggregator needs it."""
+    from trident_spark.operation import overrides_prepare
+
+    if node.scope == "batch" and not group:
+        return 1
+    if partitions is not None:
+        return partitions
+    if any(overrides_prepare(s.aggregator) for s in node.specs):
+        return int(df.rdd.getNumPartitions())
+    return -1
+
+
+# --- Spark SQL ---------------------------------------------------------------------------
+def _sql_columns(spec: AggSpec) -> list[Column] | None:
+    from pyspark.sql import functions as F
+
+    agg = spec.aggregator
+    form = getattr(agg, "spark_aggregates", None)
+    if form is None:
+        return None
+    bind = getattr(agg, "bind", None)
+    if bind is not None:
+        bind(list(spec.input_fields))
+    columns: list[Column] | None = form([F.col(f) for f in spec.input_fields])
+    if columns is not None and len(columns) != len(spec.function_fields):
+        raise TopologyError(f"{spec.label}: gives {len(columns)} values for {len(spec.function_fields)} "
+                            f"output fields {list(spec.function_fields)}")
+    return columns
+
+
+def _sql_aggregate(df: DataFrame, node: AggregateNode, partitions: int | None) -> DataFrame | None:
+    from pyspark.sql import functions as F
+
+    forms = [_sql_columns(spec) for spec in node.specs]
+    if any(form is None for form in forms):
+        return None
+    aliased: list[Column] = []
+    outputs: list[Column] = []
+    for spec, form in zip(node.specs, forms, strict=True):
+        assert form is not None
+        declared = spec.function_fields.declared_types
+        for column, name in zip(form, spec.function_fields, strict=True):
+            aliased.append(column.alias(name))
+            out = F.col(name)
+            if isinstance(spec.aggregator, CombinerAggregator) and not node.group_fields:
+                out = F.coalesce(out, F.lit(spec.aggregator.zero()))
+            if name in declared:
+                out = out.cast(declared[name])
+            outputs.append(out.alias(name))
+    group = list(node.group_fields)
+    if group:
+        source = df.repartition(partitions, *group) if partitions else df
+        return source.groupBy(*group).agg(*aliased).select(*group, *outputs)
+    result = df.agg(*aliased, F.count(F.lit(1)).alias("__rows"))
+    if any(isinstance(s.aggregator, Aggregator) for s in node.specs):
+        result = result.where(F.col("__rows") > 0)  # an empty batch: nothing to emit
+    return result.select(*outputs)
+
+
+# --- Python stages -----------------------------------------------------------------------
+def _stage(df: DataFrame, node: AggregateNode, mode: str, txid: int, conf: dict[str, Any],
+           num_partitions: int, input_df: DataFrame | None = None) -> DataFrame:
+    from pyspark.sql.types import BinaryType, StructField, StructType
+
+    source_schema = (input_df if input_df is not None else df).schema
+    group = list(node.group_fields)
+    steps = [AggStep(spec.label, spec.aggregator, spec.input_fields, spec.function_fields)
+             for spec in node.specs]
+    group_struct = [source_schema[f] for f in group]
+    if mode == "partial":
+        value_struct = [StructField(f"__partial{i}", BinaryType(), False) for i in range(len(steps))]
+    else:
+        value_struct = [StructField(name, dtype, True)
+                        for spec in node.specs
+                        for name, dtype in zip(spec.function_fields, output_types(spec, source_schema),
+                                               strict=True)]
+    schema = StructType([*group_struct, *value_struct])
+    types: dict[str, pa.DataType] = {f.name: arrow_type(f.dataType) for f in schema.fields}
+    layout = AggLayout(mode, group, [f.name for f in schema.fields], types,
+                       single_emit=not group and mode != "partial")
+    fn = partial(_entry, steps, layout, txid, conf, num_partitions)
+    return df.mapInArrow(named(fn, f"{mode}_{node.label}"), schema)
+
+
+def output_types(spec: AggSpec, schema: StructType) -> list[DataType]:
+    """Types of an aggregator's output fields: declared (``"n:bigint"``), the aggregator's
+    ``output_types``, its ``spark_types`` for these inputs, an input field of the same name,
+    else string."""
+    agg = spec.aggregator
+    input_types = [schema[f].dataType.simpleString() for f in spec.input_fields]
+    declared = spec.function_fields.declared_types
+    own = getattr(agg, "output_types", {}) or {}
+    suggested = None
+    spark_types = getattr(agg, "spark_types", None)
+    if spark_types is not None:
+        bind = getattr(agg, "bind", None)
+        if bind is not None:
+            bind(list(spec.input_fields))
+        suggested = spark_types(input_types)
+    types: list[DataType] = []
+    for i, name in enumerate(spec.function_fields):
+        if name in declared:
+            types.append(spark_type(declared[name]))
+        elif name in own:
+            types.append(spark_type(own[name]))
+        elif suggested is not None and i < len(suggested) and suggested[i]:
+            types.append(spark_type(suggested[i]))
+        elif name in schema.fieldNames():
+            types.append(schema[name].dataType)
+        else:
+            types.append(spark_type("string"))
+    return types
+
+
+def _entry(steps: list[AggStep], layout: AggLayout, txid: int, conf: dict[str, Any], num_partitions: int,
+           batches: Any) -> Any:
+    return run_aggregate(steps, layout, txid, conf, num_partitions, batches)

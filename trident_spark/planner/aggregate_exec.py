@@ -1,0 +1,286 @@
+"""Executor side of Python aggregations, over one partition's Arrow batches.
+
+Three modes, all called inside ``mapInArrow``:
+
+* ``full``: every tuple goes through its aggregators (per group, or once for the
+  partition); ``complete`` emits; several chained aggregators emit their cross product.
+* ``partial``: CombinerAggregators only: per group, ``init`` each tuple and
+  ``combine``; emits the group values and one pickled partial value per aggregator.
+* ``final``: combines the pickled partial values per group and emits the results;
+  an ungrouped batch with no tuples emits ``zero()`` once (Trident's single emit).
+"""
+
+from __future__ import annotations
+
+import itertools
+import pickle
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from trident_spark.errors import FailedException
+from trident_spark.fields import Fields, TridentTuple
+from trident_spark.operation import (
+    Aggregator,
+    CombinerAggregator,
+    OperationContext,
+    TridentCollector,
+)
+from trident_spark.planner.python_stage import (
+    MAX_TUPLE_CHARS,
+    OperatorError,
+    partition_index,
+    to_arrow_column,
+)
+
+
+@dataclass
+class AggStep:
+    """One aggregator of an aggregation, as the executor needs it."""
+
+    label: str
+    aggregator: Any
+    input_fields: Fields
+    function_fields: Fields
+
+
+@dataclass
+class AggLayout:
+    """What a stage reads and writes: group fields, Arrow types of the output fields."""
+
+    mode: str  # "full", "partial" or "final"
+    group_fields: list[str]
+    output_fields: list[str]
+    output_types: dict[str, pa.DataType]  # Arrow types of the non-group output fields
+    single_emit: bool  # ungrouped: init/complete (or zero) run even when no tuple came
+
+
+def run_aggregate(steps: Sequence[AggStep], layout: AggLayout, txid: int, conf: dict[str, Any],
+                  num_partitions: int, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Run one aggregation stage over a partition (the ``mapInArrow`` function body)."""
+    context = OperationContext(partition_index(), num_partitions, txid)
+    for step in steps:
+        step.aggregator.prepare(dict(conf), OperationContext(context.partition_index, num_partitions, txid,
+                                                             step.label))
+    try:
+        if layout.mode == "final":
+            rows = _final(steps, layout, batches)
+        elif layout.mode == "partial":
+            rows = _partial(steps, layout, batches)
+        else:
+            rows = _full(steps, layout, txid, batches)
+        if rows:
+            yield _to_batch(rows, layout)
+    finally:
+        for step in steps:
+            step.aggregator.cleanup()
+
+
+# --- full: every aggregator kind ---------------------------------------------------------
+class _Running:
+    """One aggregator's state for one group, with what it emitted so far."""
+
+    __slots__ = ("collector", "state", "step")
+
+    def __init__(self, step: AggStep, txid: int) -> None:
+        self.step = step
+        self.collector = TridentCollector()
+        agg = step.aggregator
+        if isinstance(agg, Aggregator):
+            self.state = _guard(step, None, agg.init, txid, self.collector)
+        elif isinstance(agg, CombinerAggregator):
+            self.state = _guard(step, None, agg.zero)
+        else:
+            self.state = _guard(step, None, agg.init)
+
+    def add(self, t: TridentTuple) -> None:
+        agg = self.step.aggregator
+        if isinstance(agg, Aggregator):
+            new = _guard(self.step, t, agg.aggregate, self.state, t, self.collector)
+            if new is not None:  # Python aggregators may return the new state instead of mutating it
+                self.state = new
+        elif isinstance(agg, CombinerAggregator):
+            self.state = _guard(self.step, t, agg.combine, self.state, _guard(self.step, t, agg.init, t))
+        else:
+            self.state = _guard(self.step, t, agg.reduce, self.state, t)
+
+    def add_value(self, value: Any) -> None:
+        """A Combiner's already-combined value for several tuples (the Arrow fast path)."""
+        self.state = _guard(self.step, None, self.step.aggregator.combine, self.state, value)
+
+    def finish(self) -> list[list[Any]]:
+        agg = self.step.aggregator
+        if isinstance(agg, Aggregator):
+            _guard(self.step, None, agg.complete, self.state, self.collector)
+        else:
+            self.collector.emit([self.state])
+        emitted = self.collector.reset()
+        width = len(self.step.function_fields)
+        for values in emitted:
+            if values is None or len(values) != width:
+                raise OperatorError(
+                    f"{self.step.label}: emitted {0 if values is None else len(values)} values "
+                    f"{values!r:.100} but declared {width} fields {list(self.step.function_fields)}")
+        return emitted
+
+
+def _full(steps: Sequence[AggStep], layout: AggLayout, txid: int,
+          batches: Iterator[pa.RecordBatch]) -> list[list[Any]]:
+    groups: dict[Any, tuple[list[Any], list[_Running]]] = {}
+    if layout.single_emit:
+        groups[()] = ([], [_Running(step, txid) for step in steps])
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        keys = _group_keys(batch, layout.group_fields)
+        if not layout.group_fields and _fast_path(steps, batch, groups[()][1]):
+            continue
+        tuples = [_tuples(batch, step) for step in steps]
+        for row, key in enumerate(keys):
+            entry = groups.get(key[0])
+            if entry is None:
+                entry = groups[key[0]] = (key[1], [_Running(step, txid) for step in steps])
+            for running, spec_tuples in zip(entry[1], tuples, strict=True):
+                running.add(spec_tuples[row])
+    rows: list[list[Any]] = []
+    for group_values, runs in groups.values():
+        emitted = [run.finish() for run in runs]
+        for combo in itertools.product(*emitted):
+            rows.append([*group_values, *(v for values in combo for v in values)])
+    return rows
+
+
+def _fast_path(steps: Sequence[AggStep], batch: pa.RecordBatch, runs: list[_Running]) -> bool:
+    """Ungrouped Combiners with an Arrow form take a whole batch at once."""
+    values = []
+    for step in steps:
+        agg = step.aggregator
+        if not isinstance(agg, CombinerAggregator):
+            return False
+        value = agg.arrow_reduce([batch.column(f) for f in step.input_fields], batch.num_rows)
+        if value is None:
+            return False
+        values.append(value)
+    for run, value in zip(runs, values, strict=True):
+        run.add_value(value)
+    return True
+
+
+# --- partial / final: Combiners only -----------------------------------------------------
+def _partial(steps: Sequence[AggStep], layout: AggLayout,
+             batches: Iterator[pa.RecordBatch]) -> list[list[Any]]:
+    groups: dict[Any, list[Any]] = {}
+    combiners = [step.aggregator for step in steps]
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        keys = _group_keys(batch, layout.group_fields)
+        if not layout.group_fields:
+            reduced = [c.arrow_reduce([batch.column(f) for f in s.input_fields], batch.num_rows)
+                       for c, s in zip(combiners, steps, strict=True)]
+            if all(v is not None for v in reduced):
+                entry = groups.setdefault((), [[], None])
+                entry[1] = reduced if entry[1] is None else _combine_all(steps, entry[1], reduced)
+                continue
+        tuples = [_tuples(batch, step) for step in steps]
+        for row, key in enumerate(keys):
+            inits = [_guard(s, ts[row], c.init, ts[row]) for s, c, ts in zip(steps, combiners, tuples,
+                                                                                 strict=True)]
+            entry = groups.get(key[0])
+            if entry is None or entry[1] is None:
+                groups[key[0]] = [key[1], inits]
+            else:
+                entry[1] = _combine_all(steps, entry[1], inits)
+    return [[*values, *(_dump(v) for v in accs)] for values, accs in groups.values()]
+
+
+def _final(steps: Sequence[AggStep], layout: AggLayout,
+           batches: Iterator[pa.RecordBatch]) -> list[list[Any]]:
+    groups: dict[Any, list[Any]] = {}
+    combiners = [step.aggregator for step in steps]
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        keys = _group_keys(batch, layout.group_fields)
+        partials = [batch.column(f"__partial{i}").to_pylist() for i in range(len(steps))]
+        for row, key in enumerate(keys):
+            values = [pickle.loads(p[row]) for p in partials]
+            entry = groups.get(key[0])
+            if entry is None:
+                groups[key[0]] = [key[1], values]
+            else:
+                entry[1] = _combine_all(steps, entry[1], values)
+    if layout.single_emit and not groups:
+        groups[()] = [[], [_guard(s, None, c.zero) for s, c in zip(steps, combiners, strict=True)]]
+    return [[*values, *accs] for values, accs in groups.values()]
+
+
+# --- helpers -----------------------------------------------------------------------------
+def _combine_all(steps: Sequence[AggStep], left: list[Any], right: list[Any]) -> list[Any]:
+    return [_guard(s, None, s.aggregator.combine, a, b) for s, a, b in zip(steps, left, right, strict=True)]
+
+
+def _dump(value: Any) -> bytes:
+    try:
+        return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:
+        from pyspark import cloudpickle
+
+        return bytes(cloudpickle.dumps(value))
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
+    return value
+
+
+def _group_keys(batch: pa.RecordBatch, group_fields: list[str]) -> list[tuple[Any, list[Any]]]:
+    """Per row: (hashable key, group values)."""
+    if not group_fields:
+        return [((), [])] * batch.num_rows
+    columns = [batch.column(f).to_pylist() for f in group_fields]
+    rows = []
+    for values in zip(*columns, strict=True):
+        try:
+            key = values if all(v.__hash__ is not None for v in values) else _hashable(list(values))
+            hash(key)
+        except TypeError:
+            key = _hashable(list(values))
+        rows.append((key, list(values)))
+    return rows
+
+
+def _tuples(batch: pa.RecordBatch, step: AggStep) -> list[TridentTuple]:
+    fields = step.input_fields
+    index = {name: i for i, name in enumerate(fields)}
+    columns = [batch.column(f).to_pylist() for f in fields]
+    if not columns:
+        return [TridentTuple([], fields, index)] * batch.num_rows
+    return [TridentTuple(values, fields, index) for values in zip(*columns, strict=True)]
+
+
+def _guard(step: AggStep, t: TridentTuple | None, fn: Any, *args: Any) -> Any:
+    try:
+        return fn(*args)
+    except FailedException:
+        raise
+    except OperatorError:
+        raise
+    except Exception as exc:
+        where = fn.__name__ if hasattr(fn, "__name__") else "call"
+        shown = "" if t is None else f" on tuple {repr(t)[:MAX_TUPLE_CHARS]}"
+        raise OperatorError(f"{step.label}.{where} failed{shown}: {type(exc).__name__}: {exc}") from exc
+
+
+def _to_batch(rows: list[list[Any]], layout: AggLayout) -> pa.RecordBatch:
+    names = layout.output_fields
+    arrays = []
+    for j, name in enumerate(names):
+        values = [row[j] for row in rows]
+        arrays.append(to_arrow_column(name, values, layout.output_types[name]))
+    return pa.RecordBatch.from_arrays(arrays, names=names)

@@ -1,0 +1,71 @@
+"""``merge`` and ``join`` of streams within one batch."""
+
+from __future__ import annotations
+
+from functools import reduce
+from typing import TYPE_CHECKING
+
+from trident_spark.graph import JoinNode, MergeNode
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+
+def merge(dfs: list[DataFrame], node: MergeNode, partitions: int | None) -> DataFrame:
+    """The union of the inputs, by position; fields are the first input's."""
+    names = list(node.fields)
+    renamed = [df.toDF(*names) for df in dfs]
+    union = reduce(lambda a, b: a.union(b), renamed)
+    return union.repartition(partitions) if partitions else union
+
+
+def _how(left_required: bool, right_required: bool) -> str:
+    if left_required and right_required:
+        return "inner"
+    if left_required:
+        return "left_outer"
+    if right_required:
+        return "right_outer"
+    return "full_outer"
+
+
+def join(dfs: list[DataFrame], node: JoinNode, partitions: int | None) -> DataFrame:
+    """Trident's join within a batch: the join fields, then each input's other fields.
+
+    Keys compare null-safe (a null key joins a null key, as in Trident). For an
+    outer input with no match, its fields are null.
+    """
+    from pyspark.sql import functions as F
+
+    width = len(node.join_fields[0])
+    parts: list[DataFrame] = []
+    rest_columns: list[list[str]] = []
+    for i, (df, keys) in enumerate(zip(dfs, node.join_fields, strict=True)):
+        others = [f for f in df.columns if f not in keys]
+        columns = [F.col(k).alias(f"__k{j}_{i}") for j, k in enumerate(keys)]
+        columns += [F.col(f).alias(f"__s{i}_{f}") for f in others]
+        part = df.select(*columns)
+        if partitions:
+            part = part.repartition(partitions, *(f"__k{j}_{i}" for j in range(width)))
+        parts.append(part)
+        rest_columns.append([f"__s{i}_{f}" for f in others])
+    result = parts[0]
+    keys: list[Column] = [F.col(f"__k{j}_0") for j in range(width)]
+    required = node.join_types[0] == "inner"
+    for i in range(1, len(parts)):
+        right = parts[i]
+        condition = reduce(lambda a, b: a & b,
+                           [keys[j].eqNullSafe(F.col(f"__k{j}_{i}")) for j in range(width)])
+        right_required = node.join_types[i] == "inner"
+        how = _how(required, right_required)
+        result = result.join(right, condition, how)
+        keys = [F.coalesce(keys[j], F.col(f"__k{j}_{i}")) for j in range(width)]
+        required = required or right_required
+    out = list(node.fields)
+    selected = [k.alias(out[j]) for j, k in enumerate(keys)]
+    position = width
+    for names in rest_columns:
+        for name in names:
+            selected.append(F.col(name).alias(out[position]))
+            position += 1
+    return result.select(*selected)

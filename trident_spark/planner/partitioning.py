@@ -1,0 +1,52 @@
+"""Trident's repartitioning operations as Spark repartitions of the batch DataFrame.
+
+| Trident          | Spark                                                        |
+|------------------|--------------------------------------------------------------|
+| shuffle          | ``repartition(n)`` (round-robin)                             |
+| partitionBy(f)   | ``repartition(n, f)`` (hash)                                 |
+| global, batchGlobal | ``repartition(1)``                                        |
+| broadcast        | every tuple copied to each of ``n`` partitions               |
+| localOrShuffle   | nothing (``repartition(n)`` if a parallelism hint asks)      |
+
+``n`` is the ``parallelismHint`` of the stage that follows, else Spark's default.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trident_spark.errors import TopologyError
+from trident_spark.graph import RepartitionNode
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+def default_parallelism(df: DataFrame) -> int:
+    return int(df.sparkSession.sparkContext.defaultParallelism)
+
+
+def repartition(df: DataFrame, node: RepartitionNode, partitions: int | None) -> DataFrame:
+    """``df`` repartitioned as ``node`` says, into ``partitions`` when given."""
+    kind = node.kind
+    if kind == "shuffle":
+        return df.repartition(partitions or default_parallelism(df))
+    if kind == "partitionBy":
+        keys = list(node.key_fields)
+        return df.repartition(partitions, *keys) if partitions else df.repartition(*keys)
+    if kind in ("global", "batchGlobal"):
+        return df.repartition(1)
+    if kind == "broadcast":
+        return broadcast(df, partitions or default_parallelism(df))
+    if kind == "localOrShuffle":
+        return df.repartition(partitions) if partitions else df
+    raise TopologyError(f"{node.label}: unknown repartitioning {kind!r}")
+
+
+def broadcast(df: DataFrame, partitions: int) -> DataFrame:
+    """Every row in each of ``partitions`` partitions (one copy per partition)."""
+    from pyspark.sql import functions as F
+
+    replicas = df.sparkSession.range(partitions).select(F.col("id").cast("int").alias("__replica"))
+    copied = df.crossJoin(replicas)
+    return copied.repartitionByRange(partitions, "__replica").drop("__replica")

@@ -1,0 +1,95 @@
+"""Driver side of fused Python operators: which nodes they are, and the ``mapInArrow`` call."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from trident_spark.fields import Fields
+from trident_spark.graph import EachNode, FilterNode, MapNode, Node, PeekNode
+from trident_spark.operation import overrides_prepare
+from trident_spark.planner.python_stage import PythonStep, run_stage
+from trident_spark.planner.types import arrow_type, spark_type
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame
+
+
+def python_step(node: Node) -> PythonStep | None:
+    """The executor-side description of ``node``, if it is a per-tuple Python operator."""
+    if isinstance(node, EachNode):
+        return PythonStep(node.label, node.function, node.input_fields, node.function_fields)
+    if isinstance(node, FilterNode):
+        return PythonStep(node.label, node.filter, node.input_fields, Fields())
+    if isinstance(node, PeekNode):
+        return PythonStep(node.label, node.consumer, node.fields, Fields())
+    if isinstance(node, MapNode):
+        parent = node.inputs[0]
+        return PythonStep(node.label, node.function, parent.fields, node.fields,
+                          kind="flatMap" if node.flat else "map", keeps_types=node.keeps_fields)
+    return None
+
+
+def num_partitions(df: DataFrame, steps: list[PythonStep], known: int | None) -> int:
+    """The stage's partition count for ``prepare``: the hint, else asked of Spark when an
+    operation's ``prepare`` may use it (-1 when nothing needs it)."""
+    if known is not None:
+        return known
+    if any(overrides_prepare(step.operation) for step in steps):
+        return int(df.rdd.getNumPartitions())
+    return -1
+
+
+def python_stage(df: DataFrame, steps: list[PythonStep], last: Node, txid: int, conf: dict[str, Any],
+                 partitions: int | None) -> DataFrame:
+    """One ``mapInArrow`` running ``steps`` per partition; output fields are ``last.fields``."""
+    from pyspark.sql.types import StructField, StructType
+
+    input_types = {f.name: f for f in df.schema.fields}
+    produced: dict[str, str] = {}
+    for step in steps:
+        for name in step.function_fields:
+            produced[name] = step.function_fields.types[name]
+    keep_types = _kept_types(steps, input_types)
+    struct_fields = []
+    arrow_types: dict[str, pa.DataType] = {}
+    for name in last.fields:
+        if name in keep_types:
+            struct_fields.append(keep_types[name])
+            arrow_types[name] = arrow_type(keep_types[name].dataType)
+        elif name in produced:
+            dtype = spark_type(produced[name])
+            struct_fields.append(StructField(name, dtype, True))
+            arrow_types[name] = arrow_type(dtype)
+        else:
+            struct_fields.append(input_types[name])
+    n = num_partitions(df, steps, partitions)
+    fn = partial(_stage_entry, steps, list(last.fields), arrow_types, txid, conf, n)
+    return df.mapInArrow(named(fn, "_".join(step.label for step in steps)), StructType(struct_fields))
+
+
+def named(fn: Any, label: str) -> Any:
+    """Give a stage function the operators' names: Spark shows it in plans and its UI."""
+    import re
+
+    fn.__name__ = re.sub(r"\W+", "_", label).strip("_")[:80] or "trident_stage"
+    return fn
+
+
+def _kept_types(steps: list[PythonStep], input_types: dict[str, Any]) -> dict[str, Any]:
+    """Fields a ``map``/``flatMap`` without output fields rewrites keep their input type."""
+    kept: dict[str, Any] = {}
+    for step in steps:
+        if step.kind in ("map", "flatMap") and step.keeps_types:
+            for name in step.function_fields:
+                if name in input_types:
+                    kept[name] = input_types[name]
+    return kept
+
+
+def _stage_entry(steps: list[PythonStep], fields: list[str], types: dict[str, pa.DataType], txid: int,
+                 conf: dict[str, Any], partitions: int,
+                 batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    return run_stage(steps, fields, types, txid, batches, conf=conf, num_partitions=partitions)

@@ -1,0 +1,111 @@
+"""The static plan of one Spark query: which nodes it runs, what it outputs, where stages begin.
+
+One query runs per set of spouts connected through ``merge``/``join`` (so merged
+streams share one batch id). Built once on the driver when the topology starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trident_spark.graph import (
+    AggregateNode,
+    JoinNode,
+    MergeNode,
+    Node,
+    PersistNode,
+    RepartitionNode,
+    SpoutNode,
+    ancestors,
+    spouts_of,
+)
+from trident_spark.sink import CollectSink
+
+
+@dataclass
+class Output:
+    """A node whose result is needed: a leaf (run for side effects), or one with sinks."""
+
+    node: Node
+    sinks: list[CollectSink] = field(default_factory=list)
+
+
+def is_stage_boundary(node: Node) -> bool:
+    """Nodes that start a new stage (Trident: the operations after a repartitioning)."""
+    if isinstance(node, SpoutNode | RepartitionNode | MergeNode | JoinNode | PersistNode):
+        return True
+    return isinstance(node, AggregateNode) and node.scope == "batch"
+
+
+@dataclass
+class QueryPlan:
+    """Everything one Spark query runs.
+
+    ``name`` is the query name (the stream name, or ``a+b`` for connected spouts) and
+    names its checkpoint directory.
+    """
+
+    spouts: list[SpoutNode]
+    outputs: list[Output]
+    nodes: list[Node]
+    consumers: dict[int, int]
+    stage_partitions: dict[int, int]
+
+    @property
+    def name(self) -> str:
+        return "+".join(s.stream_name for s in self.spouts)
+
+    def consumer_count(self, node: Node) -> int:
+        return self.consumers.get(id(node), 0)
+
+    def partitions_of(self, boundary: Node) -> int | None:
+        """The partition count ``parallelismHint`` asked for the stage ``boundary`` begins."""
+        return self.stage_partitions.get(id(boundary))
+
+
+def stage_boundary(node: Node) -> Node:
+    """The node that begins ``node``'s stage."""
+    current = node
+    while not is_stage_boundary(current) and current.parent is not None:
+        current = current.parent
+    return current
+
+
+def plan_queries(nodes: list[Node], sinks: list[tuple[Node, CollectSink]]) -> list[QueryPlan]:
+    """Split the topology's graph into queries: one per connected set of spouts."""
+    children: dict[int, int] = {}
+    for node in nodes:
+        for parent in node.inputs:
+            children[id(parent)] = children.get(id(parent), 0) + 1
+    groups: list[list[SpoutNode]] = []
+    for node in nodes:
+        spouts = spouts_of(node) if node.inputs else ([node] if isinstance(node, SpoutNode) else [])
+        touching = [g for g in groups if any(s in g for s in spouts)]
+        merged: list[SpoutNode] = []
+        for group in touching:
+            groups.remove(group)
+            merged.extend(s for s in group if s not in merged)
+        merged.extend(s for s in spouts if s not in merged)
+        if merged:
+            groups.append(merged)
+    plans = []
+    for spouts in groups:
+        members = [n for n in nodes if any(s in spouts for s in spouts_of(n))]
+        outputs: dict[int, Output] = {}
+        for node in members:
+            if children.get(id(node), 0) == 0:
+                outputs[id(node)] = Output(node)
+        for node, sink in sinks:
+            if any(s in spouts for s in spouts_of(node)):
+                outputs.setdefault(id(node), Output(node)).sinks.append(sink)
+        needed = ancestors([o.node for o in outputs.values()])
+        consumers = {id(n): children.get(id(n), 0) for n in needed}
+        for output in outputs.values():
+            consumers[id(output.node)] = consumers.get(id(output.node), 0) + (1 if output.sinks else 0)
+        hints: dict[int, int] = {}
+        for node in needed:
+            if node.parallelism is not None:
+                hints[id(stage_boundary(node))] = node.parallelism
+        ordered = sorted(spouts, key=lambda s: nodes.index(s))
+        plans.append(QueryPlan(ordered, list(outputs.values()), needed, consumers, hints))
+    return plans

@@ -1,0 +1,53 @@
+"""TridentState: a handle on state a topology writes (persistentAggregate) or only reads."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from trident_spark.graph import PersistNode
+from trident_spark.validation import check_parallelism
+
+if TYPE_CHECKING:
+    from trident_spark.stream import Stream
+    from trident_spark.topology import TridentTopology
+
+
+class TridentState:
+    """State of a topology: what ``persistentAggregate``/``partitionPersist`` return, or
+    ``topology.newStaticState(factory)`` for a state this topology only reads.
+
+    Examples
+    --------
+    >>> counts = words.groupBy(["word"]).persistentAggregate(
+    ...     MemoryState.opaque(name="wc"), Count(), ["count"])           # doctest: +SKIP
+    >>> stream.stateQuery(counts, ["word"], MapGet(), ["count"])         # doctest: +SKIP
+    """
+
+    def __init__(self, topology: TridentTopology, factory: Any, node: PersistNode | None = None) -> None:
+        self.topology = topology
+        self.factory = factory
+        self.node = node
+
+    def describe(self) -> str:
+        """How messages name this state: its URL when it has one."""
+        url = getattr(self.factory, "url", None)
+        return str(url) if url else repr(self.factory)
+
+    def __repr__(self) -> str:
+        return f"TridentState({self.describe()})"
+
+    def newValuesStream(self) -> Stream:
+        """Every key updated in a batch with its new value (group fields + output field)."""
+        from trident_spark.errors import TopologyError
+        from trident_spark.stream import Stream
+
+        if self.node is None:
+            raise TopologyError(f"newValuesStream: {self.describe()} is a static state; only state this "
+                                "topology writes has new values")
+        return Stream(self.topology, self.node)
+
+    def parallelismHint(self, n: int) -> TridentState:
+        """Write the state from ``n`` partitions."""
+        if self.node is not None:
+            self.node.parallelism = check_parallelism(n)
+        return self
