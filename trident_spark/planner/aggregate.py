@@ -118,8 +118,8 @@ def _stage(df: DataFrame, node: AggregateNode, mode: str, txid: int, conf: dict[
 
     source_schema = (input_df if input_df is not None else df).schema
     group = list(node.group_fields)
-    steps = [AggStep(spec.label, spec.aggregator, spec.input_fields, spec.function_fields)
-             for spec in node.specs]
+    steps = [AggStep(node.label if len(node.specs) == 1 else f"{node.label}: {spec.label}", spec.aggregator,
+                     spec.input_fields, spec.function_fields) for spec in node.specs]
     group_struct = [source_schema[f] for f in group]
     if mode == "partial":
         value_struct = [StructField(f"__partial{i}", BinaryType(), False) for i in range(len(steps))]

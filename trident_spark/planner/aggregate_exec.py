@@ -182,17 +182,17 @@ def _partial(steps: Sequence[AggStep], layout: AggLayout,
                        for c, s in zip(combiners, steps, strict=True)]
             if all(v is not None for v in reduced):
                 entry = groups.setdefault((), [[], None])
-                entry[1] = reduced if entry[1] is None else _combine_all(steps, entry[1], reduced)
+                entry[1] = reduced if entry[1] is None else _combine_all(steps, entry[1], list(reduced))
                 continue
         tuples = [_tuples(batch, step) for step in steps]
         for row, key in enumerate(keys):
             inits = [_guard(s, ts[row], c.init, ts[row]) for s, c, ts in zip(steps, combiners, tuples,
                                                                                  strict=True)]
-            entry = groups.get(key[0])
-            if entry is None or entry[1] is None:
+            found = groups.get(key[0])
+            if found is None or found[1] is None:
                 groups[key[0]] = [key[1], inits]
             else:
-                entry[1] = _combine_all(steps, entry[1], inits)
+                found[1] = _combine_all(steps, found[1], inits)
     return [[*values, *(_dump(v) for v in accs)] for values, accs in groups.values()]
 
 
@@ -228,7 +228,7 @@ def _dump(value: Any) -> bytes:
     except Exception:
         from pyspark import cloudpickle
 
-        return bytes(cloudpickle.dumps(value))
+        return bytes(cloudpickle.dumps(value))  # type: ignore[no-untyped-call]
 
 
 def _hashable(value: Any) -> Any:

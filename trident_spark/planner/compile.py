@@ -125,6 +125,7 @@ class BatchPlan:
         df = self.dataframe(node.inputs[0])
         form = self._sql_form(node)
         if isinstance(node, FilterNode):
+            assert form is not None and not isinstance(form, list)
             return df.where(form)
         assert isinstance(form, list)
         if len(form) != len(node.function_fields):

@@ -40,9 +40,9 @@ def join(dfs: list[DataFrame], node: JoinNode, partitions: int | None) -> DataFr
     width = len(node.join_fields[0])
     parts: list[DataFrame] = []
     rest_columns: list[list[str]] = []
-    for i, (df, keys) in enumerate(zip(dfs, node.join_fields, strict=True)):
-        others = [f for f in df.columns if f not in keys]
-        columns = [F.col(k).alias(f"__k{j}_{i}") for j, k in enumerate(keys)]
+    for i, (df, on) in enumerate(zip(dfs, node.join_fields, strict=True)):
+        others = [f for f in df.columns if f not in on]
+        columns = [F.col(k).alias(f"__k{j}_{i}") for j, k in enumerate(on)]
         columns += [F.col(f).alias(f"__s{i}_{f}") for f in others]
         part = df.select(*columns)
         if partitions:
