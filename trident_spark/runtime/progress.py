@@ -40,6 +40,8 @@ class BatchProgress:
             end = json.loads(end)
         end = end or {}
         sizing = end.get("batch", {}) if isinstance(end, dict) else {}
+        if not isinstance(sizing, dict):  # the Kafka spout's batch sizing; other spouts differ
+            sizing = {}
         observed = progress.get("observedMetrics") or {}
         malformed = sum(int(row.get("malformed_records", 0) or 0) for row in observed.values())
         durations = progress.get("durationMs") or {}

@@ -1,5 +1,6 @@
 """Spouts: where a stream's batches come from."""
 
+from trident_spark.spout.feeder import FeederBatchSpout
 from trident_spark.spout.kafka import KafkaSpout
 
-__all__ = ["KafkaSpout"]
+__all__ = ["FeederBatchSpout", "KafkaSpout"]

@@ -1,0 +1,329 @@
+"""FeederBatchSpout: Trident's test spout. You hand it batches; each becomes one txid.
+
+Every ``feed()`` call is stored at once as an Arrow file in the spout's
+directory (:mod:`trident_spark.spout.feeder_files`); the Spark data source
+(:mod:`trident_spark.spout.feeder_source`) serves one stored batch per
+micro-batch. Field types are declared (``"n:bigint"``) or inferred from the
+values fed before the stream starts (:mod:`trident_spark.spout.feeder_types`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from trident_spark.fields import DEFAULT_TYPE, Fields
+from trident_spark.spout.feeder_files import batch_path, count_batches, write_batch
+from trident_spark.spout.feeder_types import (
+    ColumnType,
+    InferenceError,
+    infer_type,
+    merge_inferred,
+    parse_type,
+    quote_name,
+    spark_type_of_arrow,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+class FeederBatchSpout:
+    """A spout you feed by hand, for tests and docs: each ``feed()`` is one Trident batch.
+
+    Parameters
+    ----------
+    fields : list of str, or Fields
+        The tuples' fields. A name may declare its Spark SQL type, ``"n:bigint"``
+        (also double, boolean, binary, date, timestamp, decimal(p,s), array<T>,
+        map<K,V>, struct<...>). A field without one takes its type from the values
+        fed before the stream starts (str: string, int: bigint, float: double,
+        int and float: double, bool: boolean, bytes: binary, datetime: timestamp,
+        date: date; lists and dicts must be declared), or string when nothing
+        tells. The topology reads the types at ``newStream``: declare them, or feed
+        before building it.
+    num_partitions : int
+        Spark partitions per batch. A batch's rows are cut, in order, into this many
+        contiguous chunks; partition ``i`` gets chunk ``i`` and the first
+        ``rows % num_partitions`` chunks have one row more (7 rows, 3 partitions:
+        3, 2, 2; fewer rows than partitions leaves some empty).
+    directory : str, optional
+        Where batches are stored, one Arrow file each, never rewritten: a batch
+        Spark replays reads the same rows. Default: a fresh temporary directory,
+        removed when the Python process exits. Give a directory to keep batches
+        across a driver restart: a spout opened on it goes on after the batches
+        already there. It must be visible to Spark's executors (local mode, or a
+        shared file system).
+
+    Examples
+    --------
+    >>> spout = FeederBatchSpout(["word", "n:bigint"])
+    >>> spout.feed([["the", 1], ["cat", 2]])          # batch 0, txid 0 of a fresh query
+    0
+    >>> spout.feed([])                                 # an empty batch is a batch too
+    1
+    >>> spout
+    FeederBatchSpout(fields=['word:string', 'n:bigint'], batches=2)
+    """
+
+    def __init__(self, fields: Fields | Sequence[str], num_partitions: int = 2,
+                 directory: str | os.PathLike[str] | None = None) -> None:
+        names, declared = _parse_fields(fields)
+        self._names = names
+        self._declared: dict[str, ColumnType] = declared
+        self._inferred: dict[str, str | None] = {n: None for n in names if n not in declared}
+        self._frozen = False
+        if isinstance(num_partitions, bool) or not isinstance(num_partitions, int) or num_partitions < 1:
+            raise ValueError(f"FeederBatchSpout(num_partitions={num_partitions!r}): give an int >= 1")
+        self._num_partitions = num_partitions
+        if directory is None:
+            self._directory = tempfile.mkdtemp(prefix="trident-feeder-")
+            atexit.register(shutil.rmtree, self._directory, True)
+        else:
+            self._directory = os.path.abspath(os.fspath(directory))
+            os.makedirs(self._directory, exist_ok=True)
+        self._lock = threading.Lock()
+        self._batches = count_batches(self._directory)
+        self._adopt_existing_batches()
+
+    def _adopt_existing_batches(self) -> None:
+        """Take the field names and inferred types of batches already in the directory."""
+        for index in range(self._batches):
+            with pa.memory_map(batch_path(self._directory, index)) as source:
+                schema = pa.ipc.open_file(source).schema
+            if schema.names != self._names:
+                raise ValueError(
+                    f"FeederBatchSpout: {self._directory} holds batches with fields {schema.names}, "
+                    f"not {self._names}; give this spout another directory")
+            for name in self._inferred:
+                stored = spark_type_of_arrow(schema.field(name).type)
+                if stored is not None:
+                    where = f"batch {index} in {self._directory}"
+                    self._inferred[name] = merge_inferred(name, self._inferred[name], stored, where)
+
+    # --- what the topology and the runner read ----------------------------------------------
+    @property
+    def fields(self) -> Fields:
+        """The fields with their types: declared, inferred from the batches fed so far, or string.
+
+        Inferred types are final once :meth:`to_dataframe` has run.
+        """
+        return Fields(*(f"{n}:{self._type_of(n)}" for n in self._names))
+
+    def _type_of(self, name: str) -> str:
+        if name in self._declared:
+            return self._declared[name].ddl
+        return self._inferred[name] or DEFAULT_TYPE
+
+    @property
+    def directory(self) -> str:
+        """The directory holding the batch files."""
+        return self._directory
+
+    @property
+    def num_partitions(self) -> int:
+        """Spark partitions per batch."""
+        return self._num_partitions
+
+    @property
+    def batches(self) -> int:
+        """How many batches were fed (including those already in ``directory`` at construction)."""
+        return self._batches
+
+    def __repr__(self) -> str:
+        shown = [f"{n}:{self._type_of(n)}" for n in self._names]
+        return f"FeederBatchSpout(fields={shown}, batches={self._batches})"
+
+    # --- feeding -----------------------------------------------------------------------------
+    def feed(self, tuples: Iterable[Sequence[Any]]) -> int:
+        """Store ``tuples`` as the next batch: one Spark micro-batch (one txid), rows in this order.
+
+        ``feed([])`` makes an empty batch: the stream still runs a micro-batch for it,
+        with no rows, and the txid advances. Batches fed between two triggers still
+        run one micro-batch each.
+
+        Parameters
+        ----------
+        tuples : list of lists
+            One list of values per tuple, in the order of the spout's fields.
+
+        Returns
+        -------
+        int
+            The batch's number: 0 for the first fed to this directory. It is the
+            txid the batch gets in a query that reads this spout from the start.
+
+        Raises
+        ------
+        ValueError
+            A tuple with the wrong number of values (the message names the tuple's
+            index and the fields), or an integer too large for its type.
+        TypeError
+            A value that does not fit its field's type (declared, or inferred from
+            earlier batches once the stream has started), or an undeclared field
+            whose values do not tell a type.
+
+        Examples
+        --------
+        >>> spout = FeederBatchSpout(["word", "n"])
+        >>> spout.feed([["a", 1], ["b", 2.5]])
+        0
+        >>> spout.fields.types
+        {'word': 'string', 'n': 'double'}
+        >>> spout.feed([["c", "three"]])
+        Traceback (most recent call last):
+        ...
+        TypeError: FeederBatchSpout.feed: field 'n' has no declared type and holds both double and ...
+        """
+        rows = self._checked_rows(tuples)
+        columns = [[row[i] for row in rows] for i in range(len(self._names))]
+        with self._lock:
+            index = self._batches
+            inferred = dict(self._inferred)
+            arrays = [self._column(name, values, inferred, index)
+                      for name, values in zip(self._names, columns, strict=True)]
+            table = pa.Table.from_arrays(arrays, names=self._names)
+            write_batch(self._directory, index, table)
+            self._inferred = inferred
+            self._batches = index + 1
+        return index
+
+    def _checked_rows(self, tuples: Iterable[Sequence[Any]]) -> list[Sequence[Any]]:
+        if isinstance(tuples, str | bytes) or not isinstance(tuples, Iterable):
+            raise TypeError(f"FeederBatchSpout.feed takes a list of tuples, e.g. feed([{self._example()}]); "
+                            f"got {type(tuples).__name__}")
+        rows = list(tuples)
+        for i, row in enumerate(rows):
+            if isinstance(row, str | bytes) or not isinstance(row, Sequence):
+                raise TypeError(
+                    f"FeederBatchSpout.feed: tuple {i} is {row!r} ({type(row).__name__}), not a list of "
+                    f"values; feed takes a list of tuples, e.g. feed([{self._example()}])")
+            if len(row) != len(self._names):
+                raise ValueError(
+                    f"FeederBatchSpout.feed: tuple {i} has {len(row)} values {list(row)!r}, expected "
+                    f"{len(self._names)} for fields {self._names}")
+        return rows
+
+    def _example(self) -> str:
+        return "[" + ", ".join(f"<{n}>" for n in self._names) + "]"
+
+    def _column(self, name: str, values: list[Any], inferred: dict[str, str | None], batch: int) -> pa.Array:
+        """Check one field's values in a batch and make them an Arrow column."""
+        if name in self._declared:
+            column_type = self._declared[name]
+        elif self._frozen:  # the stream has started: the type is fixed, values are checked below
+            column_type = parse_type(inferred[name] or DEFAULT_TYPE)
+        else:
+            try:
+                found = infer_type(name, values, inferred[name], batch)
+            except InferenceError as exc:
+                raise TypeError(f"FeederBatchSpout.feed: {exc}") from None
+            if found is None:
+                return pa.nulls(len(values))
+            inferred[name] = found
+            column_type = parse_type(found)
+        for i, value in enumerate(values):
+            problem = column_type.problem(value)
+            if problem is not None:
+                error = ValueError if "does not fit in" in problem else TypeError
+                where = f"tuple {i}, field {name!r} ({self._why(name)})"
+                raise error(f"FeederBatchSpout.feed: {where}: {problem}")
+        if column_type.has_struct:
+            values = [column_type.normalized(v) for v in values]
+        try:
+            return pa.array(values, type=column_type.arrow)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+            at = _first_bad_index(values, column_type.arrow)
+            what = f"tuple {at}, field {name!r}" if at is not None else f"field {name!r}"
+            shown = f"{values[at]!r} cannot" if at is not None else "the values cannot"
+            raise ValueError(f"FeederBatchSpout.feed: {what} ({self._why(name)}): {shown} be stored as "
+                             f"{column_type.ddl}: {exc}") from None
+
+    def _why(self, name: str) -> str:
+        if name in self._declared:
+            return f"declared {self._declared[name].ddl}"
+        if self._frozen:
+            return f"{self._inferred[name] or DEFAULT_TYPE}, fixed when the stream started; declare "\
+                   f"'{name}:<type>' to choose another"
+        return "inferred"
+
+    # --- Spark ---------------------------------------------------------------------------------
+    def check(self) -> None:
+        """Fail fast if the batch directory is gone (e.g. a temporary directory that was cleaned up)."""
+        if not os.path.isdir(self._directory):
+            from trident_spark.errors import SpoutError
+
+            raise SpoutError(f"FeederBatchSpout: its directory {self._directory} does not exist any more")
+
+    def schema_ddl(self) -> str:
+        """The stream's schema as Spark DDL (``"`word` string, `n` bigint"``)."""
+        return ", ".join(f"{quote_name(n)} {self._type_of(n)}" for n in self._names)
+
+    def to_dataframe(self, spark: SparkSession) -> DataFrame:
+        """The spout as a streaming DataFrame: its fields, in order, with their types.
+
+        Undeclared types are fixed here (from the batches fed so far, else string);
+        later batches must fit them.
+
+        Examples
+        --------
+        >>> FeederBatchSpout(["word", "n:bigint"]).to_dataframe(spark).columns  # doctest: +SKIP
+        ['word', 'n']
+        """
+        from trident_spark.spout.feeder_source import FORMAT_NAME, FeederDataSource
+
+        with self._lock:
+            self._frozen = True
+            self._inferred = {n: t or DEFAULT_TYPE for n, t in self._inferred.items()}
+            ddl = self.schema_ddl()
+        if not getattr(spark, "_trident_feeder_registered", False):
+            spark.dataSource.register(FeederDataSource)
+            spark._trident_feeder_registered = True  # type: ignore[attr-defined]
+        return (spark.readStream.format(FORMAT_NAME)
+                .option("directory", self._directory)
+                .option("num_partitions", str(self._num_partitions))
+                .option("schema", ddl)
+                .load())
+
+
+def _parse_fields(fields: Fields | Sequence[str]) -> tuple[list[str], dict[str, ColumnType]]:
+    """Field names and the declared types (a bare name in a list declares none)."""
+    if isinstance(fields, str):
+        fields = [fields]
+    if isinstance(fields, Fields):
+        declared_types = fields.declared_types
+        specs = [(n, declared_types.get(n, "")) for n in fields]
+        names = list(fields)
+    else:
+        parsed = Fields(*fields)  # validates the names
+        names = list(parsed)
+        specs = [(name, spec.partition(":")[2].strip()) for name, spec in zip(names, fields, strict=True)]
+    if not names:
+        raise ValueError("FeederBatchSpout: give at least one field, e.g. FeederBatchSpout(['word'])")
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"FeederBatchSpout: duplicate fields {duplicates} in {names}")
+    declared: dict[str, ColumnType] = {}
+    for name, type_text in specs:
+        if type_text:
+            try:
+                declared[name] = parse_type(type_text)
+            except ValueError as exc:
+                raise ValueError(f"FeederBatchSpout: field {name!r} has type {type_text!r}: {exc}") from None
+    return names, declared
+
+
+def _first_bad_index(values: list[Any], arrow_type: pa.DataType) -> int | None:
+    for i, value in enumerate(values):
+        try:
+            pa.array([value], type=arrow_type)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            return i
+    return None
