@@ -9,7 +9,8 @@ Run it three ways:
   the topic, then prints the top words and writes the counts);
 * from Python: ``build_topology(...)``.
 
-Until state lands, counts are summed on the driver from the collected words.
+Each batch is counted on Spark (``groupBy(["word"]).aggregate(Count(), ["count"])``);
+until state lands, the per-batch counts are added up on the driver.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections import Counter
 from pathlib import Path
 
 from trident_spark import TridentTopology
+from trident_spark.builtin import Count
 from trident_spark.operation import BaseFunction
 from trident_spark.sink import CollectSink
 from trident_spark.spout import KafkaSpout
@@ -39,15 +41,22 @@ class Split(BaseFunction):
 
 def build_topology(bootstrap: str, topic: str, max_fetch_bytes: int | None = 100_000
                    ) -> tuple[TridentTopology, CollectSink]:
-    """The word-count topology and the sink that gathers its words."""
+    """The word-count topology and the sink that gathers each batch's counts."""
     topology = TridentTopology()
     spout = KafkaSpout(bootstrap_servers=bootstrap, topics=[topic], max_fetch_bytes=max_fetch_bytes)
-    words = topology.newStream("wordcount", spout).each(["value"], Split(), ["word"]).name("split")
-    return topology, words.project(["word"]).collect()
+    counts = (topology.newStream("wordcount", spout)
+              .each(["value"], Split(), ["word"]).name("split")
+              .groupBy(["word"])
+              .aggregate(Count(), ["count"]).name("count"))
+    return topology, counts.collect()
 
 
 def word_counts(sink: CollectSink) -> Counter[str]:
-    return Counter(t["word"] for t in sink.tuples)
+    """The counts of every batch so far, added up."""
+    total: Counter[str] = Counter()
+    for t in sink.tuples:
+        total[t["word"]] += t["count"]
+    return total
 
 
 topology, words = build_topology(os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092"),

@@ -11,8 +11,8 @@ import logging
 
 from trident_spark.errors import FailedException, TopologyError
 from trident_spark.fields import Fields, TridentTuple
-from trident_spark.operation import TridentCollector
 from trident_spark.grouped import ChainedAggregatorDeclarer, GroupedStream
+from trident_spark.operation import TridentCollector
 from trident_spark.stream import Stream
 from trident_spark.topology import TridentTopology
 from trident_spark.trident_state import TridentState

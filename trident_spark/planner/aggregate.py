@@ -90,13 +90,20 @@ def _sql_aggregate(df: DataFrame, node: AggregateNode, partitions: int | None) -
         return None
     aliased: list[Column] = []
     outputs: list[Column] = []
-    for spec, form in zip(node.specs, forms, strict=True):
+    having: list[Column] = []
+    for i, (spec, form) in enumerate(zip(node.specs, forms, strict=True)):
         assert form is not None
         declared = spec.function_fields.declared_types
+        condition = getattr(spec.aggregator, "spark_having", None)
+        condition = condition([F.col(f) for f in spec.input_fields]) if condition else None
+        if condition is not None:  # a group for which the aggregator emits nothing
+            aliased.append(condition.alias(f"__having{i}"))
+            having.append(F.col(f"__having{i}"))
         for column, name in zip(form, spec.function_fields, strict=True):
             aliased.append(column.alias(name))
             out = F.col(name)
-            if isinstance(spec.aggregator, CombinerAggregator) and not node.group_fields:
+            if isinstance(spec.aggregator, CombinerAggregator):
+                # Trident combines from zero(): a group of nulls is zero, not null
                 out = F.coalesce(out, F.lit(spec.aggregator.zero()))
             if name in declared:
                 out = out.cast(declared[name])
@@ -104,11 +111,14 @@ def _sql_aggregate(df: DataFrame, node: AggregateNode, partitions: int | None) -
     group = list(node.group_fields)
     if group:
         source = df.repartition(partitions, *group) if partitions else df
-        return source.groupBy(*group).agg(*aliased).select(*group, *outputs)
-    result = df.agg(*aliased, F.count(F.lit(1)).alias("__rows"))
-    if any(isinstance(s.aggregator, Aggregator) for s in node.specs):
-        result = result.where(F.col("__rows") > 0)  # an empty batch: nothing to emit
-    return result.select(*outputs)
+        result = source.groupBy(*group).agg(*aliased)
+    else:
+        result = df.agg(*aliased, F.count(F.lit(1)).alias("__rows"))
+        if any(isinstance(s.aggregator, Aggregator) for s in node.specs):
+            result = result.where(F.col("__rows") > 0)  # an empty batch: nothing to emit
+    for condition in having:
+        result = result.where(condition)
+    return result.select(*group, *outputs)
 
 
 # --- Python stages -----------------------------------------------------------------------

@@ -199,7 +199,6 @@ def _partial(steps: Sequence[AggStep], layout: AggLayout,
 def _final(steps: Sequence[AggStep], layout: AggLayout,
            batches: Iterator[pa.RecordBatch]) -> list[list[Any]]:
     groups: dict[Any, list[Any]] = {}
-    combiners = [step.aggregator for step in steps]
     for batch in batches:
         if batch.num_rows == 0:
             continue
@@ -209,12 +208,17 @@ def _final(steps: Sequence[AggStep], layout: AggLayout,
             values = [pickle.loads(p[row]) for p in partials]
             entry = groups.get(key[0])
             if entry is None:
-                groups[key[0]] = [key[1], values]
+                # Trident combines from zero() (CombinerAggregatorCombineImpl)
+                groups[key[0]] = [key[1], _combine_all(steps, _zeros(steps), values)]
             else:
                 entry[1] = _combine_all(steps, entry[1], values)
     if layout.single_emit and not groups:
-        groups[()] = [[], [_guard(s, None, c.zero) for s, c in zip(steps, combiners, strict=True)]]
+        groups[()] = [[], _zeros(steps)]
     return [[*values, *accs] for values, accs in groups.values()]
+
+
+def _zeros(steps: Sequence[AggStep]) -> list[Any]:
+    return [_guard(s, None, s.aggregator.zero) for s in steps]
 
 
 # --- helpers -----------------------------------------------------------------------------

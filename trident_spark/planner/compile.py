@@ -79,7 +79,7 @@ class BatchPlan:
             df = self.sources[id(node)].select(*node.fields)
             n = self.query.partitions_of(node)
             return df.repartition(n) if n else df
-        if python_step(node) is not None and not self._sql_form(node):
+        if python_step(node) is not None and self._sql_form(node) is None:
             return self._python_run(node)
         if isinstance(node, EachNode | FilterNode):
             return self._sql_each(node)
@@ -141,7 +141,8 @@ class BatchPlan:
         while True:
             parent = current.parent
             if (parent is None or len(current.inputs) != 1 or self.query.consumer_count(parent) != 1
-                    or python_step(parent) is None or self._sql_form(parent) or id(parent) in self._memo):
+                    or python_step(parent) is None or self._sql_form(parent) is not None
+                    or id(parent) in self._memo):
                 break
             run.append(parent)
             current = parent

@@ -1,0 +1,177 @@
+"""Built-in filters: Debug, Equals, FilterNull and Negate (Trident's builtins).
+
+Equals, FilterNull and Negate (of a filter that has one) also offer a Spark SQL
+form (``spark_condition``) that keeps exactly the tuples the Python form keeps.
+Nothing here imports pyspark until a ``spark_*`` method is called.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from functools import reduce
+from typing import TYPE_CHECKING, Any
+
+from trident_spark.fields import TridentTuple
+from trident_spark.operation import BaseFilter, CallableFilter, OperationContext
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
+
+class Debug(BaseFilter):
+    """Print every tuple as ``"<prefix>: <tuple>"`` and keep it: Trident's ``Debug``.
+
+    The print happens where the stream runs: on Spark executors, in their
+    stdout (the driver's console in local mode). Python only (no SQL form).
+
+    Parameters
+    ----------
+    prefix : str, default "DEBUG"
+        Starts each printed line; name the stream being printed.
+
+    Examples
+    --------
+    >>> from trident_spark.fields import TridentTuple
+    >>> Debug("words").isKeep(TridentTuple(["cat", 3], ["word", "count"]))
+    words: {'word': 'cat', 'count': 3}
+    True
+    """
+
+    def __init__(self, prefix: str = "DEBUG") -> None:
+        self.prefix = prefix
+
+    def isKeep(self, tuple: TridentTuple) -> bool:
+        print(f"{self.prefix}: {tuple}", flush=True)
+        return True
+
+    def __repr__(self) -> str:
+        return "Debug()" if self.prefix == "DEBUG" else f"Debug({self.prefix!r})"
+
+
+def _same(value1: Any, value2: Any) -> bool:
+    if value1 is None or value2 is None:
+        return value1 is value2
+    if isinstance(value1, float) and isinstance(value2, float) and math.isnan(value1) and math.isnan(value2):
+        return True
+    return bool(value1 == value2)
+
+
+class Equals(BaseFilter):
+    """Keep the tuples whose input fields all hold equal values: Trident's ``Equals``.
+
+    None equals only None (SQL ``<=>``): a None next to a value is unequal, as
+    in Storm, and two Nones are equal (where Storm's code fails with a
+    NullPointerException). NaN equals NaN, as Java's ``Double.equals`` and
+    Spark SQL have it. Values compare with Python's ``==`` (so ``1 == 1.0``;
+    Spark compares columns of different types after widening them alike).
+    With fewer than two input fields every tuple is kept.
+
+    Examples
+    --------
+    >>> from trident_spark.fields import TridentTuple
+    >>> keep = Equals().isKeep
+    >>> keep(TridentTuple(["cat", "cat"], ["a", "b"])), keep(TridentTuple(["cat", None], ["a", "b"]))
+    (True, False)
+    """
+
+    def isKeep(self, tuple: TridentTuple) -> bool:
+        values = tuple.getValues()
+        return all(_same(values[i], values[i + 1]) for i in range(len(values) - 1))
+
+    def spark_condition(self, columns: list[Column]) -> Column | None:
+        """Each column ``<=>`` the next (null-safe equality); true for fewer than two columns."""
+        from pyspark.sql import functions as F
+
+        if len(columns) < 2:
+            return F.lit(True)
+        return reduce(lambda a, b: a & b,
+                      [columns[i].eqNullSafe(columns[i + 1]) for i in range(len(columns) - 1)])
+
+    def __repr__(self) -> str:
+        return "Equals()"
+
+
+class FilterNull(BaseFilter):
+    """Keep the tuples with no None among their input fields: Trident's ``FilterNull``.
+
+    Examples
+    --------
+    >>> from trident_spark.fields import TridentTuple
+    >>> keep = FilterNull().isKeep
+    >>> keep(TridentTuple(["cat", 3], ["word", "n"])), keep(TridentTuple(["cat", None], ["word", "n"]))
+    (True, False)
+    """
+
+    def isKeep(self, tuple: TridentTuple) -> bool:
+        return all(value is not None for value in tuple.getValues())
+
+    def spark_condition(self, columns: list[Column]) -> Column | None:
+        """Every column ``IS NOT NULL`` (NaN is not null); true for no columns."""
+        from pyspark.sql import functions as F
+
+        if not columns:
+            return F.lit(True)
+        return reduce(lambda a, b: a & b, [column.isNotNull() for column in columns])
+
+    def __repr__(self) -> str:
+        return "FilterNull()"
+
+
+class Negate(BaseFilter):
+    """Keep exactly the tuples another filter drops: Trident's ``Negate``.
+
+    ``prepare`` and ``cleanup`` are passed on to the inner filter. Splitting a
+    stream in two with a filter and its negation puts every tuple in exactly one.
+
+    Parameters
+    ----------
+    filter : BaseFilter or callable
+        The filter to invert; a plain predicate ``fn(tuple) -> bool`` is accepted.
+
+    Examples
+    --------
+    >>> from trident_spark.fields import TridentTuple
+    >>> has_null = Negate(FilterNull())
+    >>> has_null.isKeep(TridentTuple(["cat", None], ["word", "n"]))
+    True
+    >>> Negate(lambda t: t["n"] > 2).isKeep(TridentTuple(["cat", 3], ["word", "n"]))
+    False
+    """
+
+    def __init__(self, filter: BaseFilter | Callable[[TridentTuple], Any]) -> None:
+        if isinstance(filter, BaseFilter):
+            self.filter: BaseFilter = filter
+        elif callable(filter):
+            self.filter = CallableFilter(filter)
+        else:
+            raise TypeError(f"Negate needs a filter (a BaseFilter or a function of the tuple), "
+                            f"got {filter!r}")
+
+    def prepare(self, conf: dict[str, Any], context: OperationContext) -> None:
+        self.filter.prepare(conf, context)
+
+    def cleanup(self) -> None:
+        self.filter.cleanup()
+
+    def isKeep(self, tuple: TridentTuple) -> bool:
+        return not self.filter.isKeep(tuple)
+
+    def spark_condition(self, columns: list[Column]) -> Column | None:
+        """``NOT coalesce(inner, false)`` if the inner filter has a SQL form, else None.
+
+        A row where the inner condition is NULL is one the inner filter drops
+        (SQL ``WHERE`` keeps only true), so its negation keeps it.
+        """
+        inner = self.filter.spark_condition(columns)
+        if inner is None:
+            return None
+        from pyspark.sql import functions as F
+
+        return ~F.coalesce(inner, F.lit(False))
+
+    def __repr__(self) -> str:
+        return f"Negate({self.filter!r})"
+
+
+__all__ = ["Debug", "Equals", "FilterNull", "Negate"]

@@ -1,0 +1,118 @@
+"""Built-in function Split: one tuple per word of a text field, in Python or in Spark SQL.
+
+Nothing here imports pyspark until a ``spark_*`` method is called.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from trident_spark.errors import TopologyError
+from trident_spark.fields import TridentTuple
+from trident_spark.operation import BaseFunction, TridentCollector
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
+#: Every character for which Python's ``str.isspace()`` is true, as a Java regex class.
+#: Java's ``\s`` (even with ``(?U)``) differs from ``str.split()`` (it lacks U+001C..U+001F),
+#: so the set is spelt out: the SQL form splits exactly where ``str.split()`` does.
+PYTHON_WHITESPACE_REGEX = (
+    r"[\t\n\u000B\f\r\u001C-\u0020\u0085\u00A0\u1680\u2000-\u200A"
+    r"\u2028\u2029\u202F\u205F\u3000]+"
+)
+
+
+class Split(BaseFunction):
+    """Emit one tuple per word of the (first) input field; a None value emits nothing.
+
+    Parameters
+    ----------
+    pattern : str, optional
+        None (default): split as ``str.split()`` does, on runs of whitespace
+        (Unicode whitespace included), without empty words. Otherwise a regular
+        expression separating words (``re.split``), empty pieces dropped. The
+        SQL form hands the pattern to Java's regex engine: use syntax both
+        engines read alike (character classes, ``+``, ``*``, ``|``, escapes),
+        and no capturing groups (``re.split`` would emit what they capture).
+
+    Notes
+    -----
+    The emitted field is a string: :meth:`function_types` tells the planner.
+    The SQL form is ``explode(array_remove(split(value, regex), ''))``, which
+    emits the same words, in the same order, as the Python form.
+
+    Examples
+    --------
+    >>> from trident_spark.fields import TridentTuple
+    >>> from trident_spark.operation import TridentCollector
+    >>> out = TridentCollector()
+    >>> Split().execute(TridentTuple(["  the cat\\tsat \\n"], ["value"]), out)
+    >>> Split(",").execute(TridentTuple(["a,,b,"], ["value"]), out)
+    >>> out.emitted
+    [['the'], ['cat'], ['sat'], ['a'], ['b']]
+    """
+
+    def __init__(self, pattern: str | None = None) -> None:
+        if pattern is not None:
+            if not isinstance(pattern, str):
+                raise TypeError(f"Split: pattern must be a regular expression (str) or None, "
+                                f"got {pattern!r}")
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"Split: {pattern!r} is not a valid regular expression: {exc}") from None
+        self.pattern = pattern
+
+    def words(self, text: str) -> list[str]:
+        """The words of ``text``, as :meth:`execute` emits them.
+
+        Examples
+        --------
+        >>> Split(r"\\s*;\\s*").words("a ; b;;c ")
+        ['a', 'b', 'c ']
+        """
+        if self.pattern is None:
+            return text.split()
+        return [piece for piece in re.split(self.pattern, text) if piece]
+
+    def execute(self, tuple: TridentTuple, collector: TridentCollector) -> None:
+        value = tuple.getValue(0)
+        if value is None:
+            return
+        if not isinstance(value, str):
+            field = tuple.getFields()[0]
+            raise TypeError(f"Split() splits text, but field {field!r} holds {type(value).__name__} "
+                            f"{value!r}; convert it to str first")
+        for word in self.words(value):
+            collector.emit([word])
+
+    def spark_columns(self, columns: list[Column]) -> list[Column] | None:
+        """``[explode(array_remove(split(first column, regex), ''))]``: 0..n rows per input row."""
+        from pyspark.sql import functions as F
+
+        regex = PYTHON_WHITESPACE_REGEX if self.pattern is None else self.pattern
+        return [F.explode(F.array_remove(F.split(columns[0], regex), ""))]
+
+    def function_types(self, n_fields: int) -> list[str]:
+        """Spark SQL types of the emitted fields: ``["string"]``.
+
+        The field's name comes from the ``each`` call, so ``output_types`` (keyed
+        by name) cannot declare it; the planner asks this method instead.
+
+        Raises
+        ------
+        TopologyError
+            ``n_fields`` (the number of output fields declared) is not 1.
+        """
+        if n_fields != 1:
+            raise TopologyError(f"{self!r} emits one field (the word), but {n_fields} output fields "
+                                f"were declared; declare one, e.g. ['word']")
+        return ["string"]
+
+    def __repr__(self) -> str:
+        return "Split()" if self.pattern is None else f"Split({self.pattern!r})"
+
+
+__all__ = ["PYTHON_WHITESPACE_REGEX", "Split"]
