@@ -9,7 +9,7 @@ from trident_spark.fields import Fields
 from trident_spark.graph import AggSpec
 from trident_spark.operation import Aggregator, BaseFilter, BaseFunction, CombinerAggregator
 from trident_spark.stream import Stream, _persistent_aggregate
-from trident_spark.validation import FieldsLike, check_outputs, concat
+from trident_spark.validation import FieldsLike
 
 if TYPE_CHECKING:
     from trident_spark.trident_state import TridentState
@@ -54,11 +54,12 @@ class GroupedStream:
     def aggregate(self, *args: Any) -> Stream:
         """Aggregate each group of the batch: ``aggregate([in], aggregator, out)``; emits the
         group fields followed by ``out``."""
-        return self.chainedAgg().aggregate(*args).chainEnd()
+        return ChainedAggregatorDeclarer(self.stream, self.group_fields, "").aggregate(*args).chainEnd()
 
     def partitionAggregate(self, *args: Any) -> GroupedStream:
         """Aggregate each group within each partition; stays grouped."""
-        return GroupedStream(self.chainedAgg().partitionAggregate(*args).chainEnd(), self.group_fields)
+        declarer = ChainedAggregatorDeclarer(self.stream, self.group_fields, "")
+        return GroupedStream(declarer.partitionAggregate(*args).chainEnd(), self.group_fields)
 
     def chainedAgg(self) -> ChainedAggregatorDeclarer:
         """Several aggregators per group in one pass."""
@@ -66,11 +67,13 @@ class GroupedStream:
 
     def persistentAggregate(self, state_factory: Any, *args: Any) -> TridentState:
         """Aggregate each group of the batch and fold it into the state under the group's key."""
-        return _persistent_aggregate(self.stream, self.group_fields, state_factory, args)
+        with self.stream.topology._atomic():
+            return _persistent_aggregate(self.stream, self.group_fields, state_factory, args)
 
     def stateQuery(self, state: TridentState, *args: Any) -> Stream:
         """``Stream.stateQuery`` after partitioning by the group fields (as Trident does)."""
-        return self.stream.partitionBy(self.group_fields).stateQuery(state, *args)
+        with self.stream.topology._atomic():
+            return self.stream.partitionBy(self.group_fields).stateQuery(state, *args)
 
 
 class ChainedAggregatorDeclarer:
@@ -87,44 +90,50 @@ class ChainedAggregatorDeclarer:
     ...          .chainEnd())                                               # doctest: +SKIP
     """
 
-    def __init__(self, stream: Stream, group_fields: Fields) -> None:
+    def __init__(self, stream: Stream, group_fields: Fields, prefix: str = "chainedAgg().") -> None:
         self.stream = stream
         self.group_fields = group_fields
         self.specs: list[AggSpec] = []
-        self.scopes: set[str] = set()
+        self.scope: str | None = None
+        self._labels: list[str] = []
+        self._prefix = prefix  # how messages name the calls; "" for GroupedStream.aggregate
 
     def aggregate(self, *args: Any) -> ChainedAggregatorDeclarer:
         """Add a whole-batch aggregator: ``aggregate([in], aggregator, out)``."""
-        self.specs.append(self.stream._agg_spec("aggregate", args))
-        self.scopes.add("batch")
-        return self
+        return self._add("aggregate", "batch", args)
 
     def partitionAggregate(self, *args: Any) -> ChainedAggregatorDeclarer:
         """Add a per-partition aggregator: ``partitionAggregate([in], aggregator, out)``."""
-        self.specs.append(self.stream._agg_spec("partitionAggregate", args))
-        self.scopes.add("partition")
+        return self._add("partitionAggregate", "partition", args)
+
+    def _add(self, kind: str, scope: str, args: tuple[Any, ...]) -> ChainedAggregatorDeclarer:
+        spec = self.stream._agg_spec(kind, args, self._prefix)
+        if self.scope is not None and self.scope != scope:
+            raise TopologyError(
+                f"chainedAgg: {kind}({spec.label}) cannot follow {self._labels[0]} in one chain; chain "
+                "either aggregate() calls (the whole batch) or partitionAggregate() calls (each "
+                "partition), not both")
+        self.scope = scope
+        self.specs.append(spec)
+        self._labels.append(f"{kind}({spec.label})")
         return self
 
     def chainEnd(self) -> Stream:
         """The stream of (group fields +) every aggregator's output fields."""
-        if not self.specs:
-            raise TopologyError("chainEnd: add at least one aggregate(...) before chainEnd()")
-        if len(self.scopes) > 1:
-            raise TopologyError("chainedAgg: mixes aggregate and partitionAggregate; chain one kind")
-        owner: dict[str, str] = {}
-        for spec in self.specs:
+        if self.scope is None:
+            raise TopologyError("chainEnd: nothing was chained; add aggregate(...) or "
+                                "partitionAggregate(...) after chainedAgg(), then call chainEnd()")
+        owner: dict[str, int] = {}
+        for i, spec in enumerate(self.specs):
             for name in spec.function_fields:
                 if name in owner:
+                    first = owner[name]
                     raise TopologyError(
-                        f"chainedAgg: output fields of chained aggregators must be distinct; {name!r} is "
-                        f"declared by {owner[name]} and {spec.label}")
-                owner[name] = spec.label
-        scope = self.scopes.pop()
-        outputs = concat(*(s.function_fields for s in self.specs))
-        if self.group_fields:
-            kind = "partitionAggregate" if scope == "partition" else "aggregate"
-            check_outputs(f"{kind}({', '.join(s.label for s in self.specs)})", outputs, self.group_fields)
-        return self.stream._aggregate(self.specs, self.group_fields, scope)
+                        f"chainedAgg: output field {name!r} is declared by both {self._labels[first]} "
+                        f"(aggregator {first + 1}) and {self._labels[i]} (aggregator {i + 1}); chained "
+                        "aggregators emit side by side, so give each output field its own name")
+                owner[name] = i
+        return self.stream._aggregate(self.specs, self.group_fields, self.scope)
 
 
 def all_combiners(specs: list[AggSpec]) -> bool:

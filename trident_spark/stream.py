@@ -41,9 +41,11 @@ from trident_spark.operation import (
 from trident_spark.sink import CollectSink
 from trident_spark.validation import (
     FieldsLike,
+    as_fields,
     check_outputs,
     check_parallelism,
     concat,
+    describe,
     output_fields,
     resolve_inputs,
 )
@@ -94,12 +96,15 @@ class Stream:
     # --- naming and parallelism --------------------------------------------------------
     def name(self, name: str) -> Stream:
         """Name the last operation: shown in Spark's UI, in metrics and in errors."""
+        if not isinstance(name, str) or not name.strip():
+            raise TopologyError(f"name({name!r}) on {self.node.label}: give a non-empty string, "
+                                "e.g. name('split')")
         self.node.label = name
         return self
 
     def parallelismHint(self, n: int) -> Stream:
         """Run the operations since the last repartitioning in ``n`` partitions (Spark tasks)."""
-        self.node.parallelism = check_parallelism(n)
+        self.node.parallelism = check_parallelism(n, self.node.label)
         return self
 
     def toStream(self) -> Stream:
@@ -108,11 +113,14 @@ class Stream:
 
     def applyAssembly(self, assembly: Assembly) -> Stream:
         """``assembly.apply(self)``: a reusable piece of topology, e.g. ``FirstN``."""
-        if not hasattr(assembly, "apply"):
-            raise TopologyError(f"applyAssembly: {assembly!r} is not an Assembly (it has no apply(stream))")
-        result = assembly.apply(self)
-        if not isinstance(result, Stream):
-            raise TopologyError(f"applyAssembly({type(assembly).__name__}): apply() must return a Stream")
+        if isinstance(assembly, type) or not callable(getattr(assembly, "apply", None)):
+            raise TopologyError(f"applyAssembly: expected an Assembly (an object with apply(stream)), got "
+                                f"{describe(assembly)}; e.g. applyAssembly(FirstN(3, 'score'))")
+        with self.topology._atomic():
+            result = assembly.apply(self)
+            if not isinstance(result, Stream):
+                raise TopologyError(f"applyAssembly({type(assembly).__name__}): apply(stream) returned "
+                                    f"{describe(result)}; it must return the Stream it built")
         return result
 
     # --- per-tuple operations ----------------------------------------------------------
@@ -125,17 +133,33 @@ class Stream:
         >>> stream.each(["value"], Split(), ["word"])        # doctest: +SKIP
         >>> stream.each(["word"], FilterNull())              # doctest: +SKIP
         """
-        label = f"each({type(operation).__name__})"
-        inputs = self._resolve(label, input_fields)
+        return self._each("each", input_fields, operation, function_fields)
+
+    def _each(self, kind: str, input_fields: FieldsLike | None, operation: Any,
+              function_fields: FieldsLike | None) -> Stream:
+        shown = repr(operation) if isinstance(operation, CallableFilter) else type(operation).__name__
+        label = f"{kind}({shown})"
         if isinstance(operation, BaseFilter):
+            inputs = self._resolve(label, input_fields)
             if function_fields:
                 raise TopologyError(
-                    f"{label}: a Filter emits no fields; drop {list(Fields.of(function_fields))}")
+                    f"{label}: a Filter emits no fields; drop {list(as_fields(label, function_fields))}")
             return self._child(FilterNode(self.node.fields, label, [self.node], input_fields=inputs,
                                           filter=operation))
         if not isinstance(operation, BaseFunction):
-            raise TopologyError(f"{label}: expected a BaseFunction or BaseFilter, got {operation!r}")
-        out = Fields.of(function_fields)
+            if isinstance(operation, AGGREGATOR_KINDS):
+                hint = "aggregators go to aggregate(), partitionAggregate() or persistentAggregate()"
+            elif isinstance(operation, QueryFunction):
+                hint = "a QueryFunction goes to stateQuery(state, inputs, function, outputs)"
+            elif callable(operation) and not isinstance(operation, type):
+                hint = "for a plain callable use map(), flatMap() or filter()"
+            else:
+                hint = ("subclass BaseFunction (execute(tuple, collector)) or BaseFilter "
+                        "(isKeep(tuple))")
+            raise TopologyError(f"{label}: expected a BaseFunction or BaseFilter, got "
+                                f"{describe(operation)}; {hint}")
+        inputs = self._resolve(label, input_fields)
+        out = as_fields(label, function_fields, "output field")
         if not out:
             raise TopologyError(
                 f"{label}: a Function needs output fields, e.g. each(['value'], Split(), ['word'])")
@@ -157,10 +181,11 @@ class Stream:
         else:
             raise TopologyError("filter: use filter(Filter) or filter(input_fields, Filter)")
         if not isinstance(operation, BaseFilter):
-            if not callable(operation):
-                raise TopologyError(f"filter: expected a BaseFilter or a callable, got {operation!r}")
+            if not callable(operation) or isinstance(operation, type | Operation):
+                raise TopologyError(f"filter: expected a BaseFilter or a predicate (a callable taking the "
+                                    f"tuple), got {describe(operation)}")
             operation = CallableFilter(operation)
-        return self.each(fields, operation)
+        return self._each("filter", fields, operation, None)
 
     def map(self, function: MapFunction | Callable[[TridentTuple], Any],
             function_fields: FieldsLike | None = None) -> Stream:
@@ -179,14 +204,15 @@ class Stream:
     def _map(self, kind: str, function: Any, function_fields: FieldsLike | None, flat: bool) -> Stream:
         expected: type[Operation] = FlatMapFunction if flat else MapFunction
         if not isinstance(function, expected):
-            if not callable(function):
-                raise TopologyError(f"{kind}: expected a {expected.__name__} or a callable, got {function!r}")
+            if not callable(function) or isinstance(function, type | Operation):
+                raise TopologyError(f"{kind}: expected a {expected.__name__} or a callable taking the tuple, "
+                                    f"got {describe(function)}")
             function = (CallableFlatMapFunction if flat else CallableMapFunction)(function)
         label = f"{kind}({type(function).__name__ if not hasattr(function, 'fn') else repr(function)})"
         if function_fields is None:
             fields, keeps = self.node.fields, True
         else:
-            out = Fields.of(function_fields)
+            out = as_fields(label, function_fields, "output field")
             check_outputs(label, out)
             fields, keeps = output_fields(out, function), False
         return self._child(MapNode(fields, label, [self.node], function=function, flat=flat,
@@ -194,13 +220,21 @@ class Stream:
 
     def peek(self, action: Consumer | Callable[[TridentTuple], Any]) -> Stream:
         """Call ``action`` on every tuple, on the executors; the stream passes on unchanged."""
-        consumer = action if isinstance(action, Consumer) else CallableConsumer(action)
+        if not isinstance(action, Consumer):
+            if not callable(action) or isinstance(action, type | Operation):
+                raise TopologyError(f"peek: expected a Consumer or a callable taking the tuple, got "
+                                    f"{describe(action)}")
+            action = CallableConsumer(action)
+        consumer = action
         return self._child(PeekNode(self.node.fields, f"peek({consumer!r})", [self.node],
                                     consumer=consumer))
 
     def project(self, fields: FieldsLike) -> Stream:
         """Keep only ``fields``, in that order."""
         kept = self._resolve("project", fields)
+        if not kept:
+            raise TopologyError(
+                f"project: name at least one field to keep; the stream has {list(self.node.fields)}")
         return self._child(ProjectNode(kept, "project", [self.node]))
 
     # --- aggregations ------------------------------------------------------------------
@@ -247,6 +281,11 @@ class Stream:
     def _compare_by(self, kind: str, field: str, key: Callable[[Any], Any] | None) -> Stream:
         from trident_spark.builtin import Max, Min
 
+        if not isinstance(field, str):
+            raise TopologyError(f"{kind}: give one field name, e.g. {kind}('n'); got {field!r}")
+        if key is not None and not callable(key):
+            raise TopologyError(f"{kind}({field!r}): key must be a callable that orders values, "
+                                f"got {describe(key)}")
         self._resolve(f"{kind}({field!r})", [field])
         aggregator = (Min if kind == "minBy" else Max)(field, key=key) if key else (
             (Min if kind == "minBy" else Max)(field))
@@ -256,19 +295,22 @@ class Stream:
         stream.node.label = f"{kind}({field!r})"
         return stream
 
-    def _agg_spec(self, kind: str, args: tuple[Any, ...]) -> AggSpec:
+    def _agg_spec(self, kind: str, args: tuple[Any, ...], prefix: str = "") -> AggSpec:
+        """One aggregator's spec; ``prefix`` ("chainedAgg().") says where it was declared."""
         if len(args) == 2:
             inputs, aggregator, outputs = None, *args
         elif len(args) == 3:
             inputs, aggregator, outputs = args
         else:
-            raise TopologyError(f"{kind}: use {kind}([input_fields], aggregator, output_fields)")
-        label = f"{kind}({type(aggregator).__name__})"
+            raise TopologyError(f"{prefix}{kind}: use {kind}([input_fields], aggregator, output_fields)")
+        label = f"{prefix}{kind}({type(aggregator).__name__})"
         if not isinstance(aggregator, AGGREGATOR_KINDS):
+            hint = ("; a Function goes to each()" if isinstance(aggregator, BaseFunction)
+                    else "; e.g. Count(), Sum() or a subclass of CombinerAggregator")
             raise TopologyError(f"{label}: expected an Aggregator, CombinerAggregator or "
-                                f"ReducerAggregator, got {aggregator!r}")
+                                f"ReducerAggregator, got {describe(aggregator)}{hint}")
         fields = self._resolve(label, inputs)
-        out = Fields.of(outputs)
+        out = as_fields(label, outputs, "output field")
         check_outputs(label, out)
         return AggSpec(fields, aggregator, output_fields(out, aggregator))
 
@@ -277,7 +319,7 @@ class Stream:
         label = f"{kind}({', '.join(s.label for s in specs)})"
         outputs = concat(*(s.function_fields for s in specs))
         if check:
-            check_outputs(label, outputs, group if group else None)
+            check_outputs(label, outputs, group if group else None, existing_are_group=True)
         node = AggregateNode(concat(group, outputs), label, [self.node], group_fields=group,
                              specs=specs, scope=scope)
         return self._child(node)
@@ -329,16 +371,20 @@ class Stream:
                 "stateQuery: use stateQuery(state, [input_fields], QueryFunction, output_fields)")
         label = f"stateQuery({type(function).__name__})"
         if not isinstance(state, TridentState):
-            raise TopologyError(f"{label}: {state!r} is not a TridentState; make one with "
-                                "persistentAggregate, partitionPersist or topology.newStaticState")
+            raise TopologyError(
+                f"{label}: expected a TridentState, got {describe(state)}; pass what persistentAggregate "
+                "or partitionPersist returned, or topology.newStaticState(factory) for a state this "
+                "topology only reads")
         if state.topology is not self.topology:
             raise TopologyError(
                 f"{label}: state {state.describe()} belongs to another TridentTopology; "
                 "query a state of this topology (persistentAggregate, partitionPersist or newStaticState)")
         if not isinstance(function, QueryFunction):
-            raise TopologyError(f"{label}: expected a QueryFunction, got {function!r}")
+            raise TopologyError(
+                f"{label}: expected a QueryFunction such as MapGet(), got {describe(function)}; subclass "
+                "QueryFunction (batchRetrieve(state, tuples), execute(tuple, result, collector))")
         fields = self._resolve(label, inputs)
-        out = Fields.of(outputs)
+        out = as_fields(label, outputs, "output field")
         check_outputs(label, out, self.node.fields)
         typed = output_fields(out, function)
         node = StateQueryNode(concat(self.node.fields, typed), label, [self.node], state=state,
@@ -361,10 +407,14 @@ class Stream:
             raise TopologyError("partitionPersist: use partitionPersist(state, [input_fields], StateUpdater"
                                 "[, output_fields])")
         label = f"partitionPersist({type(updater).__name__})"
+        check_state_factory(label, state_factory)
         if not isinstance(updater, StateUpdater):
-            raise TopologyError(f"{label}: expected a StateUpdater, got {updater!r}")
+            hint = ("; to fold an aggregator into a map state use persistentAggregate"
+                    if isinstance(updater, AGGREGATOR_KINDS) else "")
+            raise TopologyError(f"{label}: expected a StateUpdater, got {describe(updater)}; subclass "
+                                f"StateUpdater (updateState(state, tuples, collector)){hint}")
         fields = self._resolve(label, inputs)
-        out = Fields.of(outputs)
+        out = as_fields(label, outputs, "output field")
         check_outputs(label, out, required=False)
         node = PersistNode(output_fields(out, updater), label, [self.node], state=state_factory,
                            input_fields=fields, updater=updater)
@@ -376,7 +426,8 @@ class Stream:
         ``persistentAggregate(state, [in], CombinerAggregator | ReducerAggregator, out)``;
         ungrouped, the value is kept under one global key.
         """
-        return _persistent_aggregate(self, Fields(), state_factory, args)
+        with self.topology._atomic():
+            return _persistent_aggregate(self, Fields(), state_factory, args)
 
     # --- results -----------------------------------------------------------------------
     def collect(self) -> CollectSink:
@@ -396,12 +447,19 @@ def _persistent_aggregate(stream: Stream, group: Fields, state_factory: Any,
         raise TopologyError("persistentAggregate: use persistentAggregate(state, [input_fields], "
                             "aggregator, output_fields)")
     label = f"persistentAggregate({type(aggregator).__name__})"
+    check_state_factory(label, state_factory)
     if not isinstance(aggregator, CombinerAggregator | ReducerAggregator):
+        if isinstance(aggregator, Aggregator):
+            hint = ("; a map state keeps one value per key, which only a CombinerAggregator or "
+                    "ReducerAggregator can update: implement one of those, or aggregate() first and "
+                    "partitionPersist() the result")
+        else:
+            hint = "; e.g. Count() or Sum()"
         raise TopologyError(
-            f"{label}: expected a CombinerAggregator or ReducerAggregator, got {aggregator!r}")
+            f"{label}: expected a CombinerAggregator or ReducerAggregator, got {describe(aggregator)}{hint}")
     fields = stream._resolve(label, inputs)
-    out = Fields.of(outputs)
-    check_outputs(label, out, group if group else None)
+    out = as_fields(label, outputs, "output field")
+    check_outputs(label, out, group if group else None, existing_are_group=True)
     if len(out) != 1:
         raise TopologyError(f"{label}: a map state keeps one value per key; declare one output field, "
                             f"got {list(out)}")
@@ -416,3 +474,21 @@ def _persistent_aggregate(stream: Stream, group: Fields, state_factory: Any,
     node = PersistNode(concat(group, typed), label, [source.node], state=state_factory,
                        input_fields=persisted, group_fields=group, aggregator=aggregator)
     return stream.topology._persist(node)
+
+
+def check_state_factory(operator: str, factory: Any) -> None:
+    """``factory`` must be a state factory (``MemoryState.opaque(...)``, ``open_state(url)``)."""
+    from trident_spark.trident_state import TridentState
+
+    if isinstance(factory, TridentState):
+        raise TopologyError(
+            f"{operator}: got the TridentState {factory.describe()}; persisting takes a state factory "
+            "such as MemoryState.opaque(name='wc') (to read a TridentState use stateQuery)")
+    if isinstance(factory, str):
+        raise TopologyError(
+            f"{operator}: got the string {factory!r}; pass a state factory: open_state({factory!r}) from "
+            "trident_spark.state, or e.g. MemoryState.opaque(name='wc')")
+    if isinstance(factory, type) or not callable(getattr(factory, "open", None)):
+        raise TopologyError(
+            f"{operator}: expected a state factory (with open()), got {describe(factory)}; e.g. "
+            "MemoryState.opaque(name='wc') or open_state('sqlite:///counts.db?table=wc')")

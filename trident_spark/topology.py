@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,9 +13,9 @@ from trident_spark.fields import Fields
 from trident_spark.graph import JoinNode, MergeNode, Node, PersistNode, SpoutNode, spouts_of
 from trident_spark.runtime.progress import ProgressCallback
 from trident_spark.sink import CollectSink
-from trident_spark.stream import Stream
+from trident_spark.stream import Stream, check_state_factory
 from trident_spark.trident_state import TridentState
-from trident_spark.validation import FieldsLike, check_outputs, resolve_inputs
+from trident_spark.validation import FieldsLike, as_fields, check_outputs, describe, resolve_inputs
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -71,9 +72,10 @@ class TridentTopology:
         for i, stream in enumerate(inputs[1:], start=1):
             if len(stream.getOutputFields()) != len(first):
                 raise TopologyError(
-                    f"merge: stream {i} has {len(stream.getOutputFields())} fields "
-                    f"{list(stream.getOutputFields())} but stream 0 has {len(first)} {list(first)}; "
-                    "project them to the same number of fields first")
+                    f"merge: stream {i}{_origin(stream)} has {len(stream.getOutputFields())} fields "
+                    f"{list(stream.getOutputFields())} but stream 0{_origin(inputs[0])} has {len(first)} "
+                    f"{list(first)}; project them to the same number of fields first (the merged stream "
+                    "takes stream 0's field names)")
         node = MergeNode(first, "merge", [s.node for s in inputs])
         self._add(node)
         return Stream(self, node)
@@ -88,24 +90,26 @@ class TridentTopology:
         """
         streams, join_fields, out, how = _join_args(args, how)
         inputs = self._streams("join", streams)
-        resolved = [resolve_inputs("join", s.getOutputFields(), f) for s, f in zip(inputs, join_fields,
-                                                                                    strict=True)]
+        types = _join_types(how, len(inputs))
+        resolved = [resolve_inputs("join", s.getOutputFields(), f, what="join field",
+                                   owner=f"stream {i}{_origin(s)}")
+                    for i, (s, f) in enumerate(zip(inputs, join_fields, strict=True))]
         counts = {len(f) for f in resolved}
         if len(counts) != 1 or 0 in counts:
             desc = ", ".join(f"{len(f)} {list(f)} for stream {i}" for i, f in enumerate(resolved))
             raise TopologyError(f"join: every stream must join on the same number of fields (at least one); "
-                                f"got {desc}")
-        produced = len(resolved[0]) + sum(len(s.getOutputFields()) - len(f) for s, f in zip(inputs, resolved,
-                                                                                             strict=True))
-        out_fields = Fields.of(out)
+                                f"got {desc}; give each stream its join fields in matching order")
+        others = [[x for x in s.getOutputFields() if x not in f]
+                  for s, f in zip(inputs, resolved, strict=True)]
+        produced = len(resolved[0]) + sum(len(o) for o in others)
+        out_fields = as_fields("join", out, "output field")
         if len(out_fields) != produced:
             parts = [f"join fields {list(resolved[0])}"] + [
-                f"stream {i}'s other fields {[x for x in s.getOutputFields() if x not in f]}"
-                for i, (s, f) in enumerate(zip(inputs, resolved, strict=True))]
+                f"stream {i}'s other fields {o}" for i, o in enumerate(others)]
             raise TopologyError(f"join: {len(out_fields)} output fields {list(out_fields)} declared but the "
-                                f"join produces {produced}: {', then '.join(parts)}")
+                                f"join produces {produced}: {', then '.join(parts)}; declare {produced} "
+                                "names in that order")
         check_outputs("join", out_fields)
-        types = _join_types(how, len(inputs))
         field_types = _join_output_types(inputs, resolved, out_fields)
         node = JoinNode(Fields(*out_fields, types=field_types), "join", [s.node for s in inputs],
                         join_fields=resolved, join_types=types)
@@ -114,6 +118,7 @@ class TridentTopology:
 
     def newStaticState(self, state_factory: Any) -> TridentState:
         """A state this topology reads (``stateQuery``) but does not write."""
+        check_state_factory("newStaticState", state_factory)
         state = TridentState(self, state_factory)
         self._states.append(state)
         return state
@@ -124,15 +129,30 @@ class TridentTopology:
             flat.extend(item if isinstance(item, list | tuple) else [item])
         if len(flat) < 2:
             raise TopologyError(f"{operator}: give at least two streams")
-        for stream in flat:
+        for i, stream in enumerate(flat):
             if not isinstance(stream, Stream):
-                raise TopologyError(f"{operator}: {stream!r} is not a Stream")
+                hint = ("; call toStream() on a GroupedStream first" if hasattr(stream, "toStream")
+                        else "; give the Streams newStream() and its operations return")
+                raise TopologyError(f"{operator}: stream {i} is not a Stream but {describe(stream)}{hint}")
             if stream.topology is not self:
-                raise TopologyError(f"{operator}: a stream of another TridentTopology was given")
+                raise TopologyError(
+                    f"{operator}: stream {i}{_origin(stream)} belongs to another TridentTopology; build "
+                    f"every stream of a {operator} with this topology's newStream()")
         return flat
 
     def _add(self, node: Node) -> None:
         self._nodes.append(node)
+
+    @contextmanager
+    def _atomic(self) -> Iterator[None]:
+        """A builder call that adds several nodes: if it fails, the topology is left as it was
+        (no half-built branch becomes an output when the caller catches the error)."""
+        nodes, sinks, states = len(self._nodes), len(self._sinks), len(self._states)
+        try:
+            yield
+        except BaseException:
+            del self._nodes[nodes:], self._sinks[sinks:], self._states[states:]
+            raise
 
     def _add_sink(self, node: Node, sink: CollectSink) -> None:
         self._sinks.append((node, sink))
@@ -141,15 +161,23 @@ class TridentTopology:
         """Register a state write; one state must not be written from two independent streams."""
         identity = _state_identity(node.state)
         writers = spouts_of(node)
+        here = "+".join(s.stream_name for s in writers)
         for state in self._states:
             if state.node is None or _state_identity(state.factory) != identity:
                 continue
             other = spouts_of(state.node)
+            there = "+".join(s.stream_name for s in other)
+            if any(s in other for s in writers):
+                raise TopologyError(
+                    f"{node.label} on stream {here!r}: state {state.describe()} is already persisted by "
+                    f"{state.node.label} on the same stream; two writes of one state in one batch would "
+                    "overwrite each other (the second looks like a replay of the txid). Persist it once "
+                    "(chainedAgg() computes several values in one pass), or use a separate state")
             raise TopologyError(
-                f"{node.label}: state {state.describe()} is already persisted by {state.node.label} of "
-                f"stream {other[0].stream_name!r}; persisting one state from two independent streams "
-                f"(here {writers[0].stream_name!r}) would mix their txids. Merge the streams first "
-                "(topology.merge) and persist once, or use a separate state")
+                f"{node.label} on stream {here!r}: state {state.describe()} is already persisted by "
+                f"{state.node.label} on stream {there!r}; persisting one state from two independent "
+                "streams would mix their txids (each stream numbers its own batches). Merge the streams "
+                "first (topology.merge) and persist once, or use a separate state")
         self._add(node)
         state = TridentState(self, node.state, node)
         self._states.append(state)
@@ -209,8 +237,23 @@ class TridentTopology:
 
 
 def _state_identity(factory: Any) -> str:
+    """What the factory stores into: its location (``memory://wc``, a SQLite path and table, a
+    Redis prefix...), whatever its kind or cache settings; else its URL; else the object."""
+    location = getattr(factory, "url_location", None)
+    if callable(location):
+        try:
+            where, params = location()
+            return f"{where}?{sorted(params.items())}"
+        except Exception:  # a custom factory: fall back to its URL
+            pass
     url = getattr(factory, "url", None)
     return str(url) if url else f"object-{id(factory)}"
+
+
+def _origin(stream: Stream) -> str:
+    """`` (from 'a')``: the spouts a stream reads, for messages naming stream i of a merge or join."""
+    names = [s.stream_name for s in spouts_of(stream.node)]
+    return f" (from {'+'.join(names)!r})" if names else ""
 
 
 def _join_args(args: Sequence[Any], how: str | Sequence[str]) -> tuple[list[Any], list[FieldsLike], Any,
@@ -243,6 +286,9 @@ def _join_types(how: str | Sequence[str], n: int) -> list[str]:
         if key in ("inner", "outer", "full"):
             return [pair[0]] * n
         raise TopologyError(f"join: {how!r} needs two streams; give a list of 'inner'/'outer' per stream")
+    if not isinstance(how, list | tuple):
+        raise TopologyError(f"join: how must be a join type such as 'inner' or a list of 'inner'/'outer' per "
+                            f"stream, got {describe(how)}")
     kinds = [str(h).lower() for h in how]
     if len(kinds) != n or any(k not in ("inner", "outer") for k in kinds):
         raise TopologyError(f"join: give one of 'inner'/'outer' for each of the {n} streams, got {list(how)}")

@@ -42,12 +42,17 @@ class TridentState:
         from trident_spark.stream import Stream
 
         if self.node is None:
-            raise TopologyError(f"newValuesStream: {self.describe()} is a static state; only state this "
-                                "topology writes has new values")
+            raise TopologyError(
+                f"newValuesStream: {self.describe()} is a static state (newStaticState); only a state this "
+                "topology writes has new values: call newValuesStream() on the TridentState that "
+                "persistentAggregate or partitionPersist returned")
         return Stream(self.topology, self.node)
 
     def parallelismHint(self, n: int) -> TridentState:
-        """Write the state from ``n`` partitions."""
+        """Write the state from ``n`` partitions (a static state is only read: the hint is checked,
+        then ignored)."""
+        where = self.node.label if self.node is not None else f"the static state {self.describe()}"
+        parallelism = check_parallelism(n, where)
         if self.node is not None:
-            self.node.parallelism = check_parallelism(n)
+            self.node.parallelism = parallelism
         return self

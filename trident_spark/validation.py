@@ -1,46 +1,153 @@
-"""Build-time checks shared by the stream builders: every message names the operator and field."""
+"""Build-time checks shared by the stream builders: every message names the operator and field,
+and says what to do."""
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 
 from trident_spark.errors import TopologyError
 from trident_spark.fields import Fields
+from trident_spark.operation import (
+    Aggregator,
+    Assembly,
+    BaseFilter,
+    BaseFunction,
+    CombinerAggregator,
+    Consumer,
+    FlatMapFunction,
+    MapFunction,
+    QueryFunction,
+    ReducerAggregator,
+    StateUpdater,
+)
 
 FieldsLike = Fields | str | Sequence[str]
 
+_KINDS: tuple[tuple[type, str], ...] = (
+    (BaseFunction, "a Function"),
+    (BaseFilter, "a Filter"),
+    (Aggregator, "an Aggregator"),
+    (CombinerAggregator, "a CombinerAggregator"),
+    (ReducerAggregator, "a ReducerAggregator"),
+    (QueryFunction, "a QueryFunction"),
+    (StateUpdater, "a StateUpdater"),
+    (MapFunction, "a MapFunction"),
+    (FlatMapFunction, "a FlatMapFunction"),
+    (Consumer, "a Consumer"),
+    (Assembly, "an Assembly"),
+)
+_MAX_SHOWN = 80
 
-def resolve_inputs(operator: str, available: Fields, wanted: FieldsLike | None) -> Fields:
-    """``wanted`` as Fields (all of ``available`` when None), each one known to the stream."""
+
+def describe(value: object) -> str:
+    """How messages show an object users passed: ``Count() (a CombinerAggregator)``,
+    ``memory://wc?type=opaque (a MemoryState)``, ``<lambda> (a plain function)``, ``42 (an int)``.
+
+    Examples
+    --------
+    >>> describe(42)
+    '42 (an int)'
+    >>> describe(lambda t: t)
+    '<lambda> (a plain function)'
+    """
+    if isinstance(value, type):
+        return f"the class {value.__name__} (pass an instance: {value.__name__}(...))"
+    kind = next((k for cls, k in _KINDS if isinstance(value, cls)), None)
+    url = getattr(value, "url", None)
+    if isinstance(url, str) and url:
+        shown = url
+    elif callable(value) and hasattr(value, "__name__") and not isinstance(value, type):
+        shown = str(value.__name__)
+        kind = kind or "a plain function"
+    elif type(value).__repr__ is object.__repr__:
+        shown = type(value).__name__
+    else:
+        shown = repr(value)
+    if len(shown) > _MAX_SHOWN:
+        shown = shown[:_MAX_SHOWN] + "..."
+    if kind is None:
+        name = type(value).__name__
+        kind = f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+    return f"{shown} ({kind})"
+
+
+def as_fields(operator: str, value: FieldsLike | None, what: str = "field") -> Fields:
+    """What users pass where fields are expected, as Fields, or a TopologyError naming ``operator``."""
+    if value is None or isinstance(value, Fields):
+        return Fields.of(value)
+    if not isinstance(value, str):
+        if not isinstance(value, Sequence):
+            raise TopologyError(f"{operator}: {what}s must be a list of field names such as ['word'], "
+                                f"got {describe(value)}")
+        bad = [item for item in value if not isinstance(item, str)]
+        if bad:
+            raise TopologyError(f"{operator}: {what} names must be strings, got {bad[0]!r} in "
+                                f"{list(value)!r}; write them as ['word', 'count']")
+    try:
+        return Fields.of(value)
+    except ValueError as exc:
+        raise TopologyError(f"{operator}: {exc}; give every {what} a name") from None
+
+
+def _names(fields: Sequence[str]) -> str:
+    return ", ".join(map(repr, fields))
+
+
+def resolve_inputs(operator: str, available: Fields, wanted: FieldsLike | None,
+                   what: str = "input field", owner: str = "the stream") -> Fields:
+    """``wanted`` as Fields (all of ``available`` when None), each one known to the stream.
+
+    ``what`` names the kind of field in messages ("join field"), ``owner`` the stream that
+    lacks it ("stream 1 (from 'b')").
+    """
     if wanted is None:
         return available
-    fields = Fields.of(wanted)
+    fields = as_fields(operator, wanted, what)
     unknown = [f for f in fields if f not in available]
     if unknown:
+        close = {u: m[0] for u in unknown
+                 if (m := difflib.get_close_matches(u, list(available), n=1, cutoff=0.75))}
+        if len(unknown) == 1 and close:
+            hint = f"; did you mean {close[unknown[0]]!r}?"
+        elif close:
+            hint = f"; did you mean {', '.join(f'{m!r} for {u!r}' for u, m in close.items())}?"
+        else:
+            hint = ""
         raise TopologyError(
-            f"{operator}: unknown input field {', '.join(map(repr, unknown))}; "
-            f"the stream has {list(available)}"
+            f"{operator}: unknown {what} {_names(unknown)}; {owner} has {list(available)}{hint}"
         )
     dups = fields.duplicates()
     if dups:
-        raise TopologyError(f"{operator}: input field {', '.join(map(repr, dups))} is listed twice")
+        raise TopologyError(f"{operator}: {what} {_names(dups)} is listed twice in {list(fields)}; "
+                            "list each field once")
     return Fields(*fields, types={f: available.types[f] for f in fields})
 
 
 def check_outputs(operator: str, outputs: Fields, existing: Fields | None = None,
-                  required: bool = True) -> None:
-    """Output field names: present when ``required``, distinct, and new to ``existing``."""
+                  required: bool = True, existing_are_group: bool = False) -> None:
+    """Output field names: present when ``required``, distinct, and new to ``existing``.
+
+    ``existing`` are the stream's fields (a Function appends to them) or, with
+    ``existing_are_group``, the group fields an aggregation emits first.
+    """
     if required and not outputs:
         raise TopologyError(f"{operator}: declare the output fields, e.g. ['word']")
     dups = outputs.duplicates()
     if dups:
-        raise TopologyError(f"{operator}: duplicate output field {', '.join(map(repr, dups))} "
-                            f"in {list(outputs)}")
+        raise TopologyError(f"{operator}: duplicate output field {_names(dups)} in {list(outputs)}; "
+                            "give each output field its own name")
     clash = [f for f in outputs if existing is not None and f in existing]
     if clash:
+        if existing_are_group:
+            raise TopologyError(
+                f"{operator}: output field {_names(clash)} is also a group field; a grouped aggregation "
+                f"emits the group fields {list(existing or [])} followed by its output fields, so name "
+                "the output something else"
+            )
         raise TopologyError(
-            f"{operator}: duplicate output field {', '.join(map(repr, clash))}; "
-            f"the stream already has {list(existing or [])}"
+            f"{operator}: duplicate output field {_names(clash)}; the stream already has "
+            f"{list(existing or [])}; choose another name (or project() the old field away first)"
         )
 
 
@@ -60,7 +167,10 @@ def concat(*parts: Fields) -> Fields:
     return Fields(*names, types=types)
 
 
-def check_parallelism(n: object) -> int:
+def check_parallelism(n: object, where: str = "") -> int:
+    """``n`` if it is a valid ``parallelismHint``; ``where`` names the operation it applies to."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise TopologyError(f"parallelismHint({n!r}): the partition count must be an int >= 1")
+        on = f" on {where}" if where else ""
+        raise TopologyError(f"parallelismHint({n!r}){on}: the partition count must be an int >= 1, "
+                            "e.g. parallelismHint(4)")
     return n

@@ -85,7 +85,8 @@ def test_each_output_field_already_in_the_stream():
     with pytest.raises(TopologyError) as info:
         s.each(["value"], Split(), ["value"])
     assert str(info.value) == (
-        f"each(Split): duplicate output field 'value'; the stream already has {SPOUT_FIELDS}")
+        f"each(Split): duplicate output field 'value'; the stream already has {SPOUT_FIELDS}; "
+        "choose another name (or project() the old field away first)")
 
 
 def test_each_output_field_twice():

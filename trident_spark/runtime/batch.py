@@ -44,9 +44,11 @@ class BatchRunner:
                 if not isinstance(cause, FailedException):
                     raise
                 if attempt >= self.max_retries:
+                    times = "1 time" if attempt == 0 else f"{attempt + 1} times"
+                    reason = str(cause).removesuffix(f" (stream {self.query.name!r})")
                     raise FailedException(
-                        f"batch {batch_id} of stream {self.query.name!r} failed {attempt + 1} times "
-                        f"(max_batch_retries={self.max_retries}); last cause: {cause}") from exc
+                        f"batch {batch_id} of stream {self.query.name!r} failed {times} "
+                        f"(max_batch_retries={self.max_retries}); last cause: {reason}") from exc
                 delay = self.retry_delay * (2 ** attempt)
                 attempt += 1
                 log.warning("stream %s: batch %d asked to be replayed (%s); retry %d of %d in %.1f s",

@@ -28,9 +28,12 @@ def translate(stream: str, exc: BaseException) -> BaseException:
     matches = list(_OUR_ERROR.finditer(text))
     if matches:
         found = matches[-1]
-        cls = getattr(errors, found.group("cls"), None) or (
+        cls: type[Exception] = getattr(errors, found.group("cls"), None) or (
             OperatorError if found.group("cls") == "OperatorError" else StreamFailedError)
-        return cls(f"{found.group('msg').strip()} (stream {stream!r})")  # type: ignore[no-any-return]
+        message = found.group("msg").strip()
+        if f"stream {stream!r}" not in message:
+            message = f"{message} (stream {stream!r})"
+        return cls(message)
     missing = _MISSING_MODULE.search(text)
     if missing:
         module = missing.group("module")
@@ -40,5 +43,25 @@ def translate(stream: str, exc: BaseException) -> BaseException:
             "`spark-submit --py-files`, or start the topology with `trident-spark run FILE` (it ships "
             "the file's code with the operations)."
         )
-    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-    return StreamFailedError(f"stream {stream!r} failed: {first}")
+    cause = _python_cause(text)
+    if cause is None:
+        cause = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    return StreamFailedError(f"stream {stream!r} failed: {cause}")
+
+
+_PYTHON_ERROR_LINE = re.compile(
+    r"^(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Za-z_]\w*(?:Error|Exception)): (?P<msg>.*)$", re.MULTILINE)
+
+
+def _python_cause(text: str) -> str | None:
+    """The user's exception in a Python traceback Spark wrapped (its last ``Class: message`` line)."""
+    if "Traceback (most recent call last)" not in text:
+        return None
+    body = text.split("Traceback (most recent call last)", 1)[1]
+    for marker in ("SQLSTATE", "=== Streaming Query ==="):
+        body = body.split(marker, 1)[0]
+    found = list(_PYTHON_ERROR_LINE.finditer(body))
+    if not found:
+        return None
+    last = found[-1]
+    return f"{last.group('cls')}: {last.group('msg').strip()}"
