@@ -470,7 +470,8 @@ def _persistent_aggregate(stream: Stream, group: Fields, state_factory: Any,
         persisted = concat(group, typed)
     else:
         source = stream.partitionBy(group) if group else stream.global_()
-        persisted = concat(group, fields)
+        # Trident's fieldsUnion: the group fields, then the inputs not already among them
+        persisted = concat(group, Fields(*(f for f in fields if f not in group), types=fields.types))
     node = PersistNode(concat(group, typed), label, [source.node], state=state_factory,
                        input_fields=persisted, group_fields=group, aggregator=aggregator)
     return stream.topology._persist(node)
