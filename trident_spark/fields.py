@@ -23,7 +23,8 @@ class Fields(Sequence[str]):
     (['word', 'count'], {'word': 'string', 'count': 'bigint'})
     """
 
-    def __init__(self, *names: str | Iterable[str], types: Mapping[str, str] | None = None) -> None:
+    def __init__(self, *names: str | Iterable[str], types: Mapping[str, str] | None = None,
+                 declared: Iterable[str] | None = None) -> None:
         flat: list[str] = []
         for item in names:
             if isinstance(item, str):
@@ -39,9 +40,9 @@ class Fields(Sequence[str]):
             if not name:
                 raise ValueError(f"Fields: empty field name in {spec!r}")
             self._names.append(name)
-            declared = type_.strip() or (types or {}).get(name)
-            self._types[name] = declared or DEFAULT_TYPE
-            if declared:
+            given = type_.strip() or (types or {}).get(name)
+            self._types[name] = given or DEFAULT_TYPE
+            if given and (declared is None or name in declared or type_.strip()):
                 self._declared.add(name)
 
     @classmethod

@@ -41,6 +41,7 @@ from trident_spark.operation import (
 from trident_spark.sink import CollectSink
 from trident_spark.validation import (
     FieldsLike,
+    aggregator_fields,
     as_fields,
     check_outputs,
     check_parallelism,
@@ -312,7 +313,7 @@ class Stream:
         fields = self._resolve(label, inputs)
         out = as_fields(label, outputs, "output field")
         check_outputs(label, out)
-        return AggSpec(fields, aggregator, output_fields(out, aggregator))
+        return AggSpec(fields, aggregator, aggregator_fields(out, aggregator, fields))
 
     def _aggregate(self, specs: list[AggSpec], group: Fields, scope: str, check: bool = True) -> Stream:
         kind = "partitionAggregate" if scope == "partition" else "aggregate"
@@ -463,7 +464,7 @@ def _persistent_aggregate(stream: Stream, group: Fields, state_factory: Any,
     if len(out) != 1:
         raise TopologyError(f"{label}: a map state keeps one value per key; declare one output field, "
                             f"got {list(out)}")
-    typed = output_fields(out, aggregator)
+    typed = aggregator_fields(out, aggregator, fields)
     if isinstance(aggregator, CombinerAggregator):
         # Trident: aggregate the batch per group first, then fold into the state.
         source: Stream = stream._aggregate([AggSpec(fields, aggregator, typed)], group, "batch")

@@ -161,10 +161,36 @@ def output_fields(outputs: Fields, operation: object) -> Fields:
 def concat(*parts: Fields) -> Fields:
     """Fields side by side, keeping their types."""
     types: dict[str, str] = {}
+    declared: set[str] = set()
     for part in parts:
         types.update(part.types)
+        declared.update(part.declared_types)
     names = [f for part in parts for f in part]
-    return Fields(*names, types=types)
+    return Fields(*names, types=types, declared=declared)
+
+
+def aggregator_fields(outputs: Fields, aggregator: object, inputs: Fields) -> Fields:
+    """An aggregator's output fields, typed as far as the build can tell: declared, the
+    aggregator's ``output_types``, else what its ``spark_types`` says for these inputs (a
+    guess, not a declaration: the batch's real input types decide at run time)."""
+    typed = output_fields(outputs, aggregator)
+    guess = getattr(aggregator, "spark_types", None)
+    guessed: list[str] | None = None
+    if guess is not None:
+        try:
+            bind = getattr(aggregator, "bind", None)
+            if bind is not None:
+                bind(list(inputs))
+            guessed = guess([inputs.types[f] for f in inputs])
+        except TopologyError:
+            raise  # e.g. Max("n") over inputs without "n"
+        except Exception:  # a guess only; the planner asks again with the real types
+            guessed = None
+    types = typed.types
+    for name, type_ in zip(outputs, guessed or [], strict=False):
+        if name not in typed.declared_types and type_:
+            types[name] = type_
+    return Fields(*outputs, types=types, declared=typed.declared_types)
 
 
 def check_parallelism(n: object, where: str = "") -> int:
