@@ -19,6 +19,8 @@ EPILOG = """examples:
       call make_topology(), read everything in the topics now, then stop
   trident-spark run app.py --trigger "500 milliseconds"
       Trident's batch emit interval of 500 ms
+  trident-spark run examples/wordcount.py --explain
+      print each query's operations and the Spark plan of one batch, then exit
 """
 DEFAULT_ATTRS = ("topology", "build_topology")
 
@@ -33,6 +35,11 @@ def register(commands: Any) -> None:
     parser.add_argument("--available-now", action="store_true",
                         help="process what is available now, in limited batches, then stop")
     parser.add_argument("--master", help="Spark master URL (default: local on all cores)")
+    parser.add_argument("--retries", type=int, default=3, metavar="N",
+                        help="replays of a batch that raises FailedException before the stream fails "
+                             "(default 3)")
+    parser.add_argument("--explain", action="store_true",
+                        help="print the queries and their Spark plans instead of running")
     parser.set_defaults(handler=main)
 
 
@@ -71,11 +78,15 @@ def main(args: argparse.Namespace) -> int:
     topology = load_topology(args.target)
     checkpoint = args.checkpoint or str(Path("checkpoints") / Path(args.target.partition(":")[0]).stem)
     spark = local_session(master=args.master)
+    if args.explain:
+        print(topology.explain(spark))
+        return 0
     trigger = "available_now" if args.available_now else args.trigger
     console.print(f"[bold]running[/] {args.target} (checkpoint {checkpoint}, trigger {trigger})")
     try:
         handle = topology.run(checkpoint_location=checkpoint, trigger=trigger, spark=spark,
-                              on_progress=lambda p: console.print(p.line(), highlight=False, markup=False))
+                              on_progress=lambda p: console.print(p.line(), highlight=False, markup=False),
+                              max_batch_retries=args.retries)
         handle.awaitTermination()
     except TridentSparkError as exc:
         console.print(f"[red]error:[/] {exc}")

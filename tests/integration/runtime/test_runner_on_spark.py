@@ -112,3 +112,11 @@ def test_trident_spark_run_cli_runs_a_topology_file(kafka_bootstrap, new_topic, 
     assert done.returncode == 0, done.stderr[-3000:]
     assert "[cliapp] batch 0: 20 rows" in done.stderr
     assert "[cliapp] batch 2: 10 rows" in done.stderr
+
+    explained = subprocess.run([str(cli), "run", str(app), "--explain", "--master", "local[1]"],
+                               capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert explained.returncode == 0, explained.stderr[-3000:]
+    assert "== query 'cliapp': spouts ['cliapp'] ==" in explained.stdout
+    assert "each(Upper) -> ['key', 'value', 'topic', 'partition', 'offset', 'timestamp', 'upper']" \
+        in explained.stdout
+    assert "MapInArrow each_Upper" in explained.stdout  # the operator's name in Spark's plan

@@ -44,7 +44,8 @@ def test_every_registered_subcommand_is_listed(capsys):
 
 def test_run_help_lists_its_options(capsys):
     out = help_text(["run", "--help"], capsys)
-    for option in ("FILE[:ATTR]", "--checkpoint", "--trigger", "--available-now", "--master"):
+    for option in ("FILE[:ATTR]", "--checkpoint", "--trigger", "--available-now", "--master", "--retries",
+                   "--explain"):
         assert option in out
 
 
