@@ -29,13 +29,26 @@ if TYPE_CHECKING:
 def aggregate(df: DataFrame, node: AggregateNode, txid: int, conf: dict[str, Any],
               partitions: int | None) -> DataFrame:
     """The DataFrame of ``node``'s output for one batch."""
+    result = _aggregate(df, node, txid, conf, partitions)
+    if node.scope == "batch" and not node.group_fields and partitions and partitions > 1:
+        # A global aggregation emits in one task; with a hint, the stage still has n tasks
+        # (the others empty), as Trident's global grouping does.
+        from pyspark.sql import functions as F
+
+        return result.repartitionById(partitions, F.lit(0))
+    return result
+
+
+def _aggregate(df: DataFrame, node: AggregateNode, txid: int, conf: dict[str, Any],
+               partitions: int | None) -> DataFrame:
     group = list(node.group_fields)
     if node.scope == "batch":
         sql = _sql_aggregate(df, node, partitions)
         if sql is not None:
             return sql
         if all(isinstance(s.aggregator, CombinerAggregator) for s in node.specs):
-            partial_df = _stage(df, node, "partial", txid, conf, -1)
+            # the partial stage runs in the input's partitions: prepare sees their count
+            partial_df = _stage(df, node, "partial", txid, conf, _asked_count(df, node))
             shuffled = _shuffle(partial_df, group, partitions)
             return _stage(shuffled, node, "final", txid, conf, _count(shuffled, node, partitions, group),
                           input_df=df)
@@ -53,12 +66,17 @@ def _shuffle(df: DataFrame, group: list[str], partitions: int | None) -> DataFra
 
 def _count(df: DataFrame, node: AggregateNode, partitions: int | None, group: list[str]) -> int:
     """The partition count ``prepare`` sees: known, or asked of Spark if an aggregator needs it."""
-    from trident_spark.operation import overrides_prepare
-
     if node.scope == "batch" and not group:
         return 1
     if partitions is not None:
         return partitions
+    return _asked_count(df, node)
+
+
+def _asked_count(df: DataFrame, node: AggregateNode) -> int:
+    """``df``'s partition count if an aggregator's ``prepare`` may use it, else -1 (not asked)."""
+    from trident_spark.operation import overrides_prepare
+
     if any(overrides_prepare(s.aggregator) for s in node.specs):
         return int(df.rdd.getNumPartitions())
     return -1

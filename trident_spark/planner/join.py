@@ -12,9 +12,22 @@ if TYPE_CHECKING:
 
 
 def merge(dfs: list[DataFrame], node: MergeNode, partitions: int | None) -> DataFrame:
-    """The union of the inputs, by position; fields are the first input's."""
+    """The union of the inputs, by position; fields, and their types, are the first input's.
+
+    A field another input holds with another type is cast to the first input's type (Trident's
+    tuples are untyped: its test-split-merge merges words with their lengths). Left to Spark,
+    the union would widen the types instead, e.g. string and bigint to bigint, and fail on
+    the words.
+    """
+    from pyspark.sql import functions as F
+
     names = list(node.fields)
-    renamed = [df.toDF(*names) for df in dfs]
+    first = dfs[0].toDF(*names)
+    renamed = [first]
+    for df in dfs[1:]:
+        df = df.toDF(*names)
+        renamed.append(df.select(*(F.col(n) if df.schema[n].dataType == first.schema[n].dataType
+                                   else F.col(n).cast(first.schema[n].dataType).alias(n) for n in names)))
     union = reduce(lambda a, b: a.union(b), renamed)
     return union.repartition(partitions) if partitions else union
 

@@ -1,12 +1,12 @@
 """Trident's repartitioning operations as Spark repartitions of the batch DataFrame.
 
-| Trident          | Spark                                                        |
-|------------------|--------------------------------------------------------------|
-| shuffle          | ``repartition(n)`` (round-robin)                             |
-| partitionBy(f)   | ``repartition(n, f)`` (hash)                                 |
-| global, batchGlobal | ``repartition(1)``                                        |
-| broadcast        | every tuple copied to each of ``n`` partitions               |
-| localOrShuffle   | nothing (``repartition(n)`` if a parallelism hint asks)      |
+| Trident             | Spark                                                          |
+|---------------------|----------------------------------------------------------------|
+| shuffle             | ``repartition(n)`` (round-robin)                               |
+| partitionBy(f)      | ``repartition(n, f)`` (hash)                                   |
+| global, batchGlobal | ``repartition(1)``; with a hint, n partitions, all rows in 0   |
+| broadcast           | every tuple copied to each of ``n`` partitions (by id)         |
+| localOrShuffle      | nothing (``repartition(n)`` if a parallelism hint asks)        |
 
 ``n`` is the ``parallelismHint`` of the stage that follows, else Spark's default.
 """
@@ -35,6 +35,12 @@ def repartition(df: DataFrame, node: RepartitionNode, partitions: int | None) ->
         keys = list(node.key_fields)
         return df.repartition(partitions, *keys) if partitions else df.repartition(*keys)
     if kind in ("global", "batchGlobal"):
+        if partitions and partitions > 1:
+            # Trident's GlobalGrouping: the whole batch to one task of the stage; its other
+            # tasks (partitions) still run, with no tuples.
+            from pyspark.sql import functions as F
+
+            return df.repartitionById(partitions, F.lit(0))
         return df.repartition(1)
     if kind == "broadcast":
         return broadcast(df, partitions or default_parallelism(df))
@@ -49,4 +55,6 @@ def broadcast(df: DataFrame, partitions: int) -> DataFrame:
 
     replicas = df.sparkSession.range(partitions).select(F.col("id").cast("int").alias("__replica"))
     copied = df.crossJoin(replicas)
-    return copied.repartitionByRange(partitions, "__replica").drop("__replica")
+    # Copy i goes to partition i, and there are ``partitions`` partitions even for an empty batch
+    # (range partitioning would sample the data: no rows, one partition).
+    return copied.repartitionById(partitions, "__replica").drop("__replica")
