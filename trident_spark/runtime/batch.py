@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from trident_spark.errors import FailedException
 from trident_spark.planner.compile import BatchPlan
-from trident_spark.planner.query import QueryPlan
+from trident_spark.planner.query import Output, QueryPlan
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 log = logging.getLogger(__name__)
+
+#: Outputs of one batch computed at the same time (each is a Spark job).
+MAX_CONCURRENT_OUTPUTS = 4
 
 
 @dataclass
@@ -65,15 +69,38 @@ class BatchRunner:
             df = df.persist()  # read the spouts once for all of them
         plan = BatchPlan(self.query, split_sources(df, self.query), batch_id, self.conf)
         try:
-            for output in self.query.outputs:
-                result = plan.dataframe(output.node)
-                if output.sinks:
-                    tuples = result.toArrow().to_pylist()
-                    for sink in output.sinks:
-                        sink.record(batch_id, tuples)
-                else:
-                    result.write.format("noop").mode("overwrite").save()
+            results = [(output, plan.dataframe(output.node)) for output in self.query.outputs]
+            if len(results) == 1:
+                _finish(*results[0], batch_id)
+            else:
+                # Independent Spark jobs, run side by side; a node they share is persisted, and
+                # Spark computes each cached partition once (the others wait for it).
+                description = f"{self.query.name}: batch {batch_id}"
+                workers = min(MAX_CONCURRENT_OUTPUTS, len(results))
+                with ThreadPoolExecutor(workers, thread_name_prefix=f"trident-{self.query.name}") as pool:
+                    futures = [pool.submit(_finish_described, output, result, batch_id, description)
+                               for output, result in results]
+                    errors = [f.exception() for f in futures if f.exception() is not None]
+                if errors:
+                    first = errors[0]
+                    assert first is not None
+                    raise first
         finally:
             plan.release()
             if shared:
                 df.unpersist()
+
+
+def _finish(output: Output, result: DataFrame, batch_id: int) -> None:
+    """Run one output's Spark job: gather it into its sinks, or run it for its side effects."""
+    if output.sinks:
+        tuples = result.toArrow().to_pylist()
+        for sink in output.sinks:
+            sink.record(batch_id, tuples)
+    else:
+        result.write.format("noop").mode("overwrite").save()
+
+
+def _finish_described(output: Output, result: DataFrame, batch_id: int, description: str) -> None:
+    result.sparkSession.sparkContext.setJobDescription(description)  # per thread
+    _finish(output, result, batch_id)
