@@ -47,6 +47,7 @@ class Count(CombinerAggregator[int]):
     """
 
     output_types = {}
+    reads_fields = False  # counts tuples, whatever their fields: the planner need not keep any
 
     def init(self, tuple: TridentTuple) -> int:
         return 1

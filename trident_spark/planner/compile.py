@@ -24,6 +24,7 @@ from trident_spark.graph import (
     SpoutNode,
     StateQueryNode,
 )
+from trident_spark.operation import Consumer
 from trident_spark.planner.python_plan import python_stage, python_step
 from trident_spark.planner.query import QueryPlan
 
@@ -153,7 +154,16 @@ class BatchPlan:
         from trident_spark.planner.query import stage_boundary
 
         n = self.query.partitions_of(stage_boundary(source))
-        return python_stage(df, steps, run[-1], self.txid, self.conf, n)
+        from trident_spark.planner.pruning import needed_fields
+
+        needed = needed_fields(self.query, last)
+        if needed is None or any(step.kind != "each" or isinstance(step.operation, Consumer)
+                                 for step in steps):
+            return python_stage(df, steps, last, self.txid, self.conf, n)
+        # Ship to Python only what the operators read or pass on to readers; emit only that.
+        read = set(needed).union(*(step.input_fields for step in steps))
+        df = df.select(*(f for f in df.columns if f in read))
+        return python_stage(df, steps, needed, self.txid, self.conf, n)
 
 
 def describe_node(node: Node) -> str:

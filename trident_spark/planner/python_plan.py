@@ -42,9 +42,10 @@ def num_partitions(df: DataFrame, steps: list[PythonStep], known: int | None) ->
     return -1
 
 
-def python_stage(df: DataFrame, steps: list[PythonStep], last: Node, txid: int, conf: dict[str, Any],
-                 partitions: int | None) -> DataFrame:
-    """One ``mapInArrow`` running ``steps`` per partition; output fields are ``last.fields``."""
+def python_stage(df: DataFrame, steps: list[PythonStep], last: Node | list[str], txid: int,
+                 conf: dict[str, Any], partitions: int | None) -> DataFrame:
+    """One ``mapInArrow`` running ``steps`` per partition; output fields are ``last.fields``
+    (or the given list of them: those read downstream)."""
     from pyspark.sql.types import StructField, StructType
 
     input_types = {f.name: f for f in df.schema.fields}
@@ -55,7 +56,8 @@ def python_stage(df: DataFrame, steps: list[PythonStep], last: Node, txid: int, 
     keep_types = _kept_types(steps, input_types)
     struct_fields = []
     arrow_types: dict[str, pa.DataType] = {}
-    for name in last.fields:
+    output = list(last) if isinstance(last, list) else list(last.fields)
+    for name in output:
         if name in keep_types:
             struct_fields.append(keep_types[name])
             arrow_types[name] = arrow_type(keep_types[name].dataType)
@@ -66,7 +68,7 @@ def python_stage(df: DataFrame, steps: list[PythonStep], last: Node, txid: int, 
         else:
             struct_fields.append(input_types[name])
     n = num_partitions(df, steps, partitions)
-    fn = partial(_stage_entry, steps, list(last.fields), arrow_types, txid, conf, n)
+    fn = partial(_stage_entry, steps, output, arrow_types, txid, conf, n)
     return df.mapInArrow(named(fn, "_".join(step.label for step in steps)), StructType(struct_fields))
 
 

@@ -8,7 +8,9 @@ columns of the input are gathered with Arrow's ``take`` by source row.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,8 +73,8 @@ class _Batch:
         """Keep tuples ``indices`` (in that order; an index may repeat)."""
         if len(indices) == len(self.rows) and indices == list(range(len(self.rows))):
             return
+        self.rows = indices if self.identity else [self.rows[i] for i in indices]
         self.identity = False
-        self.rows = [self.rows[i] for i in indices]
         self.extra = {k: [v[i] for i in indices] for k, v in self.extra.items()}
 
 
@@ -91,18 +93,42 @@ def run_stage(steps: Sequence[PythonStep], output_fields: Sequence[str], new_typ
         for source in batches:
             if source.num_rows == 0:
                 continue
-            batch = _Batch(source)
-            for step in steps:
-                _apply(step, batch)
-                if not batch.rows:
-                    break
-            if batch.rows:
-                schema = pa.schema([pa.field(n, new_types[n]) if n in new_types
-                                    else source.schema.field(n) for n in output_fields])
-                yield _to_arrow(batch, schema)
+            out = None
+            with _gc_paused():
+                batch = _Batch(source)
+                for step in steps:
+                    _apply(step, batch)
+                    if not batch.rows:
+                        break
+                if batch.rows:
+                    schema = pa.schema([pa.field(n, new_types[n]) if n in new_types
+                                        else source.schema.field(n) for n in output_fields])
+                    out = _to_arrow(batch, schema)
+            if out is not None:
+                yield out
     finally:
         for step in steps:
             step.operation.cleanup()
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Hold off Python's cyclic garbage collector while one Arrow batch is transformed.
+
+    Operators make a tracked object or two per tuple (TridentTuple, the emitted lists),
+    all kept until the batch is converted; every few hundred allocations start a
+    collection that walks them all: half the stage's CPU in a word count. Reference
+    counting still frees everything without cycles; a cycle user code makes is collected
+    once the batch is done. Never held across a ``yield``.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def partition_index() -> int:
@@ -128,25 +154,36 @@ def _apply(step: PythonStep, batch: _Batch) -> None:
         for t in tuples:
             _call(step, op.accept, t)
     elif isinstance(op, BaseFunction):
-        collector = TridentCollector()
-        parents: list[int] = []
-        emitted: list[list[Any]] = []
-        width = len(step.function_fields)
-        for i, t in enumerate(tuples):
-            _call(step, op.execute, t, collector)
-            for values in collector.reset():
-                if len(values) != width:
-                    raise OperatorError(
-                        f"{step.label}: emitted {len(values)} values {values!r:.100} but declared "
-                        f"{width} fields {list(step.function_fields)}"
-                    )
-                parents.append(i)
-                emitted.append(values)
-        batch.keep(parents)
-        for j, name in enumerate(step.function_fields):
-            batch.extra[name] = [values[j] for values in emitted]
+        _apply_function(step, op, batch, tuples)
     else:
         raise TopologyError(f"{step.label}: unsupported operation {op!r}")
+
+
+def _apply_function(step: PythonStep, op: BaseFunction, batch: _Batch,
+                    tuples: Iterator[TridentTuple]) -> None:
+    """A Function over the batch: everything emitted goes to one list; how many values
+    each tuple emitted is read off its length (no per-emit Python work besides ``emit``)."""
+    collector = TridentCollector()
+    emitted = collector.emitted
+    execute = op.execute
+    counts: list[int] = []
+    before = 0
+    for t in tuples:
+        _call(step, execute, t, collector)
+        after = len(emitted)
+        counts.append(after - before)
+        before = after
+    width = len(step.function_fields)
+    if any(len(values) != width for values in emitted):
+        values = next(v for v in emitted if len(v) != width)
+        raise OperatorError(f"{step.label}: emitted {len(values)} values {values!r:.100} but declared "
+                            f"{width} fields {list(step.function_fields)}")
+    batch.keep([i for i, n in enumerate(counts) for _ in range(n)])
+    if width == 1:
+        batch.extra[step.function_fields[0]] = [values[0] for values in emitted]
+    else:
+        for j, name in enumerate(step.function_fields):
+            batch.extra[name] = [values[j] for values in emitted]
 
 
 def _apply_map(step: PythonStep, batch: _Batch, tuples: Iterator[TridentTuple]) -> None:
