@@ -116,8 +116,9 @@ class Sum(CombinerAggregator[Any]):
     Integers stay Python ints (no overflow in Python; the Spark column is
     ``bigint``), a float makes the sum a float, a ``Decimal`` keeps it a
     ``Decimal`` (a float added to a Decimal is converted exactly, as Storm
-    does). None values are skipped, as SQL ``sum`` skips nulls: the sum of only
-    None values is None, and ``zero()`` is 0.
+    does). None values are skipped, as SQL ``sum`` skips nulls: ``combine`` of only
+    None values is None, and ``zero()`` is 0. An aggregation starts from ``zero()``
+    (Trident's rule), so a group whose values are all None sums to 0 on every path.
 
     Examples
     --------
