@@ -8,9 +8,7 @@ columns of the input are gathered with Arrow's ``take`` by source row.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +16,7 @@ import pyarrow as pa
 
 from trident_spark.errors import FailedException, TopologyError
 from trident_spark.fields import Fields, TridentTuple
+from trident_spark.gc_pause import gc_paused
 from trident_spark.operation import (
     BaseFilter,
     BaseFunction,
@@ -94,7 +93,7 @@ def run_stage(steps: Sequence[PythonStep], output_fields: Sequence[str], new_typ
             if source.num_rows == 0:
                 continue
             out = None
-            with _gc_paused():
+            with gc_paused():
                 batch = _Batch(source)
                 for step in steps:
                     _apply(step, batch)
@@ -109,26 +108,6 @@ def run_stage(steps: Sequence[PythonStep], output_fields: Sequence[str], new_typ
     finally:
         for step in steps:
             step.operation.cleanup()
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Hold off Python's cyclic garbage collector while one Arrow batch is transformed.
-
-    Operators make a tracked object or two per tuple (TridentTuple, the emitted lists),
-    all kept until the batch is converted; every few hundred allocations start a
-    collection that walks them all: half the stage's CPU in a word count. Reference
-    counting still frees everything without cycles; a cycle user code makes is collected
-    once the batch is done. Never held across a ``yield``.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def partition_index() -> int:

@@ -20,17 +20,16 @@ Speed notes (measured in bench/spout.py, see docs/benchmarks.md):
 
 from __future__ import annotations
 
-import gc
 import logging
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from trident_spark.errors import BrokerUnavailableError, DataLossError, MalformedRecordError
+from trident_spark.gc_pause import gc_paused
 from trident_spark.spout.kafka_config import KafkaSpoutConfig
 from trident_spark.spout.kafka_decode import decode_column
 from trident_spark.spout.kafka_offsets import OffsetRange
@@ -78,7 +77,7 @@ def _read(config: KafkaSpoutConfig, schema: pa.Schema, r: OffsetRange, consumer:
     try:
         while position < r.until:
             columns = _Columns(config.include_headers)
-            with _gc_paused():
+            with gc_paused():
                 position = _fill(config, consumer, r, position, columns)
                 batch = columns.record_batch(config, schema, r) if columns.rows else None
             if batch is not None:
@@ -134,25 +133,6 @@ def _log_ends_before(consumer: Any, r: OffsetRange, position: int) -> bool:
 
     _, high = consumer.get_watermark_offsets(TopicPartition(r.topic, r.partition), cached=True)
     return bool(0 <= high < position)
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Hold off Python's cyclic garbage collector while messages are consumed.
-
-    consume() creates a tracked object per message; each few hundred of them start a
-    collection that walks every tracked object alive, which cost about a third of
-    the read's CPU time. Messages, bytes and lists form no reference cycles, so
-    reference counting frees them all anyway. Never held across a ``yield``.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _handle_events(config: KafkaSpoutConfig, consumer: Any, r: OffsetRange, position: int,
