@@ -37,7 +37,6 @@ Run: ``.venv/bin/python bench/dsl.py`` (``--quick`` for a smoke run); ``--help``
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import random
@@ -54,6 +53,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench_results import save_results
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -66,7 +66,6 @@ from trident_spark.local.kafka import create_topic, produce
 from trident_spark.local.services import start_kafka
 from trident_spark.operation import BaseFunction, TridentCollector
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
 CORPUS = Path(trident_spark.__file__).resolve().parent / "data" / "gettysburg.txt"
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 130)
 
@@ -626,13 +625,7 @@ def main(argv: list[str] | None = None) -> int:
 
     result["summary"] = summarise(result["rounds"])
     print_summary(result)
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    out = RESULTS_DIR / f"dsl-{stamp}.json"
-    out.write_text(json.dumps(result, indent=2))
-    console.print(f"results: {out}")
-    png = out.with_suffix(".png")
-    if plot(result, png):
-        console.print(f"plot:    {png}")
+    save_results(result, "dsl", stamp, plot, console)
     return 0
 
 

@@ -29,7 +29,6 @@ Run: ``.venv/bin/python bench/spout.py`` (or ``make bench``); ``--help`` for opt
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import shutil
@@ -44,6 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench_results import save_results
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from rich.console import Console
 from rich.table import Table
@@ -51,7 +51,6 @@ from rich.table import Table
 from trident_spark.local.kafka import create_topic, produce
 from trident_spark.local.services import start_kafka
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
 console = Console(highlight=False)
 
 
@@ -481,13 +480,7 @@ def main(argv: list[str] | None = None) -> int:
 
     result["summary"] = summarise(result["rounds"])
     print_summary(result)
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    out = RESULTS_DIR / f"spout-{stamp}.json"
-    out.write_text(json.dumps(result, indent=2))
-    console.print(f"results: {out}")
-    png = out.with_suffix(".png")
-    if plot(result, png):
-        console.print(f"plot:    {png}")
+    save_results(result, "spout", stamp, plot, console)
     return 0
 
 
