@@ -47,6 +47,7 @@ from trident_spark.validation import (
     check_parallelism,
     concat,
     describe,
+    inputs_operation_outputs,
     output_fields,
     resolve_inputs,
 )
@@ -298,12 +299,8 @@ class Stream:
 
     def _agg_spec(self, kind: str, args: tuple[Any, ...], prefix: str = "") -> AggSpec:
         """One aggregator's spec; ``prefix`` ("chainedAgg().") says where it was declared."""
-        if len(args) == 2:
-            inputs, aggregator, outputs = None, *args
-        elif len(args) == 3:
-            inputs, aggregator, outputs = args
-        else:
-            raise TopologyError(f"{prefix}{kind}: use {kind}([input_fields], aggregator, output_fields)")
+        inputs, aggregator, outputs = inputs_operation_outputs(
+            args, f"{prefix}{kind}: use {kind}([input_fields], aggregator, output_fields)")
         label = f"{prefix}{kind}({type(aggregator).__name__})"
         if not isinstance(aggregator, AGGREGATOR_KINDS):
             hint = ("; a Function goes to each()" if isinstance(aggregator, BaseFunction)
@@ -363,13 +360,8 @@ class Stream:
         """Read ``state`` for each tuple: ``stateQuery(state, [in], QueryFunction, out)``."""
         from trident_spark.trident_state import TridentState
 
-        if len(args) == 2:
-            inputs, function, outputs = None, *args
-        elif len(args) == 3:
-            inputs, function, outputs = args
-        else:
-            raise TopologyError(
-                "stateQuery: use stateQuery(state, [input_fields], QueryFunction, output_fields)")
+        inputs, function, outputs = inputs_operation_outputs(
+            args, "stateQuery: use stateQuery(state, [input_fields], QueryFunction, output_fields)")
         label = f"stateQuery({type(function).__name__})"
         if not isinstance(state, TridentState):
             raise TopologyError(
@@ -440,13 +432,9 @@ class Stream:
 
 def _persistent_aggregate(stream: Stream, group: Fields, state_factory: Any,
                           args: Sequence[Any]) -> TridentState:
-    if len(args) == 2:
-        inputs, aggregator, outputs = None, *args
-    elif len(args) == 3:
-        inputs, aggregator, outputs = args
-    else:
-        raise TopologyError("persistentAggregate: use persistentAggregate(state, [input_fields], "
-                            "aggregator, output_fields)")
+    inputs, aggregator, outputs = inputs_operation_outputs(
+        args, "persistentAggregate: use persistentAggregate(state, [input_fields], aggregator, "
+        "output_fields)")
     label = f"persistentAggregate({type(aggregator).__name__})"
     check_state_factory(label, state_factory)
     if not isinstance(aggregator, CombinerAggregator | ReducerAggregator):
