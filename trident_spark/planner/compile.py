@@ -54,6 +54,7 @@ class BatchPlan:
         self.txid = txid
         self.conf = dict(conf or {})
         self._memo: dict[int, DataFrame] = {}
+        self._forms: dict[int, list[Column] | Column | None] = {}
         self._persisted: list[DataFrame] = []
 
     def release(self) -> None:
@@ -111,6 +112,13 @@ class BatchPlan:
 
     # --- built-ins as Spark SQL --------------------------------------------------------
     def _sql_form(self, node: Node) -> list[Column] | Column | None:
+        """The node's Spark SQL form (None: it runs in Python), asked of the operation once."""
+        if id(node) not in self._forms:
+            self._forms[id(node)] = self._ask_sql_form(node)
+        return self._forms[id(node)]
+
+    @staticmethod
+    def _ask_sql_form(node: Node) -> list[Column] | Column | None:
         from pyspark.sql import functions as F
 
         if isinstance(node, EachNode):
