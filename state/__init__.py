@@ -11,6 +11,7 @@ Modules, one idea each:
 * ``keys``        collision-free encoding of compound keys; the global key
 * ``serializers`` JSON in Storm's formats, pluggable
 * ``map``         Trident's non-transactional / transactional / opaque rules
+* ``batch_view``  a map state with one batch's txid bound (what updaters and queries get)
 * ``cache``       the LRU cache whose writes stay conditional on what was read
 * ``batching``    store round trips bounded by ``max_multi_*_batch_size``
 * ``stats``       counters for metrics
@@ -29,6 +30,7 @@ Examples
 """
 
 from .base import BackingMap, Versioned, VersionedBackingMap
+from .batch_view import BatchState
 from .elasticsearch import ElasticsearchState
 from .errors import (
     StateAheadError,
@@ -58,6 +60,7 @@ from .values import OpaqueValue, StateType, TransactionalValue
 __all__ = [
     "GLOBAL_KEY",
     "BackingMap",
+    "BatchState",
     "ElasticsearchState",
     "JSONNonTransactionalSerializer",
     "JSONOpaqueSerializer",

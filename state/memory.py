@@ -17,7 +17,7 @@ import threading
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from .base import Key, Version, Versioned, VersionedBackingMap
 from .errors import StateConfigError, StateError
@@ -175,6 +175,8 @@ class MemoryState(StateFactory):
     """
 
     name: str
+    #: Its values live in one Python process: a topology running on Spark refuses it.
+    process_local: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -379,7 +379,7 @@ class Stream:
         fields = self._resolve(label, inputs)
         out = as_fields(label, outputs, "output field")
         check_outputs(label, out, self.node.fields)
-        typed = output_fields(out, function)
+        typed = _state_value_typed(output_fields(out, function), function, state)
         node = StateQueryNode(concat(self.node.fields, typed), label, [self.node], state=state,
                               input_fields=fields, function=function, function_fields=typed)
         return self._child(node)
@@ -453,17 +453,32 @@ def _persistent_aggregate(stream: Stream, group: Fields, state_factory: Any,
         raise TopologyError(f"{label}: a map state keeps one value per key; declare one output field, "
                             f"got {list(out)}")
     typed = aggregator_fields(out, aggregator, fields)
+    from trident_spark.builtin.updaters import MapCombinerAggStateUpdater, MapReducerAggStateUpdater
+
+    updater: StateUpdater[Any]
     if isinstance(aggregator, CombinerAggregator):
         # Trident: aggregate the batch per group first, then fold into the state.
         source: Stream = stream._aggregate([AggSpec(fields, aggregator, typed)], group, "batch")
         persisted = concat(group, typed)
+        updater = MapCombinerAggStateUpdater(aggregator, group)
     else:
         source = stream.partitionBy(group) if group else stream.global_()
         # Trident's fieldsUnion: the group fields, then the inputs not already among them
         persisted = concat(group, Fields(*(f for f in fields if f not in group), types=fields.types))
+        updater = MapReducerAggStateUpdater(aggregator, group, fields)
     node = PersistNode(concat(group, typed), label, [source.node], state=state_factory,
-                       input_fields=persisted, group_fields=group, aggregator=aggregator)
+                       input_fields=persisted, updater=updater, group_fields=group, aggregator=aggregator)
     return stream.topology._persist(node)
+
+
+def _state_value_typed(out: Fields, function: Any, state: TridentState) -> Fields:
+    """A query function that returns the state's values (MapGet, SnapshotGet) gives its one
+    output field the type of the persisted value, unless the field declares one."""
+    if (not getattr(function, "returns_state_value", False) or state.node is None or len(out) != 1
+            or out[0] in out.declared_types):
+        return out
+    persisted = state.node.fields
+    return Fields(out[0], types={out[0]: persisted.types[persisted[-1]]})
 
 
 def check_state_factory(operator: str, factory: Any) -> None:

@@ -40,6 +40,8 @@ class MapGet(QueryFunction[Any, Any]):
     """
 
     output_types = {}
+    #: The output field takes the type of the state's value (``count`` of a Count state: bigint).
+    returns_state_value = True
 
     def batchRetrieve(self, state: Any, tuples: list[TridentTuple]) -> list[Any]:
         keys = [list(t) for t in tuples]
@@ -84,6 +86,7 @@ class SnapshotGet(QueryFunction[Any, Any]):
     """
 
     output_types = {}
+    returns_state_value = True
 
     def batchRetrieve(self, state: Any, tuples: list[TridentTuple]) -> list[Any]:
         if not tuples:

@@ -29,6 +29,7 @@ from trident_spark.planner.python_plan import python_stage, python_step
 from trident_spark.planner.query import QueryPlan
 
 if TYPE_CHECKING:
+    from pyspark import Accumulator
     from pyspark.sql import Column, DataFrame
 
 
@@ -45,11 +46,15 @@ class BatchPlan:
         The batch id, passed to aggregators and operations.
     conf : dict
         The topology configuration handed to ``prepare(conf, context)``.
+    state_stats : Accumulator, optional
+        Where state tasks add their counters (store round trips, cache hits).
     """
 
     def __init__(self, query: QueryPlan, sources: dict[int, DataFrame], txid: int,
-                 conf: dict[str, Any] | None = None) -> None:
+                 conf: dict[str, Any] | None = None, state_stats: Accumulator[dict[str, int]] | None = None
+                 ) -> None:
         self.query = query
+        self.state_stats = state_stats
         self.sources = sources
         self.txid = txid
         self.conf = dict(conf or {})
@@ -104,10 +109,19 @@ class BatchPlan:
             from trident_spark.planner.join import join
 
             return join([self.dataframe(i) for i in node.inputs], node, self.query.partitions_of(node))
-        if isinstance(node, StateQueryNode | PersistNode):
-            raise TopologyError(
-                f"{node.label}: state operations run once the state wiring lands (issue 4); this build "
-                "compiles and validates them but cannot run them yet")
+        if isinstance(node, PersistNode):
+            from trident_spark.planner.state_plan import persist_dataframe
+
+            return persist_dataframe(self.dataframe(node.inputs[0]), node, self.txid, self.conf,
+                                     self.query.partitions_of(node), self.state_stats)
+        if isinstance(node, StateQueryNode):
+            from trident_spark.planner.query import stage_boundary
+            from trident_spark.planner.state_plan import query_dataframe
+
+            same_query = node.state.node is not None and any(n is node.state.node for n in self.query.nodes)
+            return query_dataframe(self.dataframe(node.inputs[0]), node, self.txid, self.conf,
+                                   self.query.partitions_of(stage_boundary(node)), same_query,
+                                   self.state_stats)
         raise TopologyError(f"{node.label}: no Spark plan for {type(node).__name__}")
 
     # --- built-ins as Spark SQL --------------------------------------------------------

@@ -9,10 +9,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from trident_spark.errors import FailedException
+from trident_spark.graph import PersistNode, StateQueryNode, ancestors
 from trident_spark.planner.compile import BatchPlan
 from trident_spark.planner.query import Output, QueryPlan
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from pyspark import Accumulator
     from pyspark.sql import DataFrame
 
 log = logging.getLogger(__name__)
@@ -34,6 +38,19 @@ class BatchRunner:
     conf: dict[str, Any] = field(default_factory=dict)
     max_retries: int = 3
     retry_delay: float = 0.5
+    #: Called with (batch id, state counters summed over the batch's tasks) after a batch.
+    on_state_stats: Callable[[int, dict[str, int]], None] | None = None
+    _stats: Accumulator[dict[str, int]] | None = field(default=None, init=False, repr=False)
+    phases: list[list[Output]] = field(default_factory=list, init=False, repr=False)
+    has_state: bool = field(default=False, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # Trident's two phases of a batch: everything that reads (stateQuery included) first,
+        # then the outputs that write state, so a query never sees its own batch half written.
+        writes = [any(isinstance(n, PersistNode) for n in ancestors([o.node])) for o in self.query.outputs]
+        self.phases = [[o for o, w in zip(self.query.outputs, writes, strict=True) if not w],
+                       [o for o, w in zip(self.query.outputs, writes, strict=True) if w]]
+        self.has_state = any(isinstance(n, PersistNode | StateQueryNode) for n in self.query.nodes)
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         from trident_spark.runtime.errors import translate
@@ -67,28 +84,46 @@ class BatchRunner:
         shared = len(self.query.spouts) > 1
         if shared:
             df = df.persist()  # read the spouts once for all of them
-        plan = BatchPlan(self.query, split_sources(df, self.query), batch_id, self.conf)
+        stats = self._state_stats(df)
+        plan = BatchPlan(self.query, split_sources(df, self.query), batch_id, self.conf, stats)
         try:
-            results = [(output, plan.dataframe(output.node)) for output in self.query.outputs]
-            if len(results) == 1:
-                _finish(*results[0], batch_id)
-            else:
-                # Independent Spark jobs, run side by side; a node they share is persisted, and
-                # Spark computes each cached partition once (the others wait for it).
-                description = f"{self.query.name}: batch {batch_id}"
-                workers = min(MAX_CONCURRENT_OUTPUTS, len(results))
-                with ThreadPoolExecutor(workers, thread_name_prefix=f"trident-{self.query.name}") as pool:
-                    futures = [pool.submit(_finish_described, output, result, batch_id, description)
-                               for output, result in results]
-                    errors = [f.exception() for f in futures if f.exception() is not None]
-                if errors:
-                    first = errors[0]
-                    assert first is not None
-                    raise first
+            for outputs in self.phases:
+                self._run_outputs(plan, outputs, batch_id)
         finally:
             plan.release()
             if shared:
                 df.unpersist()
+        if stats is not None and self.on_state_stats is not None:
+            self.on_state_stats(batch_id, dict(stats.value))
+
+    def _state_stats(self, df: DataFrame) -> Accumulator[dict[str, int]] | None:
+        """The accumulator state tasks report to, emptied for this attempt (None: no state)."""
+        if not self.has_state:
+            return None
+        if self._stats is None:
+            from trident_spark.planner.state_plan import StateStatsParam
+
+            self._stats = df.sparkSession.sparkContext.accumulator({}, StateStatsParam())
+        self._stats.value = {}
+        return self._stats
+
+    def _run_outputs(self, plan: BatchPlan, outputs: list[Output], batch_id: int) -> None:
+        results = [(output, plan.dataframe(output.node)) for output in outputs]
+        if len(results) == 1:
+            _finish(*results[0], batch_id)
+        elif results:
+            # Independent Spark jobs, run side by side; a node they share is persisted, and
+            # Spark computes each cached partition once (the others wait for it).
+            description = f"{self.query.name}: batch {batch_id}"
+            workers = min(MAX_CONCURRENT_OUTPUTS, len(results))
+            with ThreadPoolExecutor(workers, thread_name_prefix=f"trident-{self.query.name}") as pool:
+                futures = [pool.submit(_finish_described, output, result, batch_id, description)
+                           for output, result in results]
+                errors = [f.exception() for f in futures if f.exception() is not None]
+            if errors:
+                first = errors[0]
+                assert first is not None
+                raise first
 
 
 def _finish(output: Output, result: DataFrame, batch_id: int) -> None:

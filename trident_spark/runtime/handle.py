@@ -38,6 +38,7 @@ class TopologyHandle:
         self._progress: list[BatchProgress] = []
         self._callbacks = [on_progress] if on_progress else []
         self._lock = threading.Lock()
+        self._state_stats: dict[tuple[str, int], dict[str, int]] = {}
         self._listener = _ProgressListener(self)
         spark.streams.addListener(self._listener)
 
@@ -46,12 +47,18 @@ class TopologyHandle:
         self._queries[stream] = query
         self._names[str(query.id)] = stream
 
+    def _record_state_stats(self, stream: str, txid: int, stats: dict[str, int]) -> None:
+        """What a batch's state tasks counted; joins the batch's progress when Spark reports it."""
+        with self._lock:
+            self._state_stats[(stream, txid)] = stats
+
     def _on_progress(self, query_id: str, progress: dict[str, Any]) -> None:
         stream = self._names.get(query_id)
         if stream is None or "addBatch" not in (progress.get("durationMs") or {}):
             return  # another query's, or an idle trigger
         batch = BatchProgress.from_spark(stream, progress)
         with self._lock:
+            batch.state = self._state_stats.pop((stream, batch.txid), {})
             self._progress.append(batch)
         try:
             with open(self.checkpoint / stream / PROGRESS_FILE, "a", encoding="utf-8") as out:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,9 +22,13 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path, trigger: str | Non
                   spark: SparkSession | None, on_progress: ProgressCallback | None, conf: dict[str, Any],
                   max_batch_retries: int, retry_delay: float) -> TopologyHandle:
     """Check the spouts, then start every query; returns the handle over them."""
+    from trident_spark.planner.state_plan import check_shared
     from trident_spark.runtime.handle import TopologyHandle
     from trident_spark.runtime.session import local_session
 
+    for query in queries:
+        for node in query.nodes:
+            check_shared(node)  # before a session starts: a MemoryState cannot work on Spark
     spark = spark or local_session()
     for query in queries:
         for node in query.spouts:
@@ -34,7 +39,8 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path, trigger: str | Non
     try:
         for query in queries:
             (checkpoint / query.name).mkdir(parents=True, exist_ok=True)
-            runner = BatchRunner(query, conf, max_batch_retries, retry_delay)
+            runner = BatchRunner(query, conf, max_batch_retries, retry_delay,
+                                 on_state_stats=partial(handle._record_state_stats, query.name))
             writer = (query_source(spark, query).writeStream.queryName(query.name)
                       .foreachBatch(runner)
                       .option("checkpointLocation", str(checkpoint / query.name)))

@@ -13,7 +13,9 @@ class BatchProgress:
     """One finished batch of one stream.
 
     ``bytes`` and ``record_bytes`` come from the spout's sizing (sampled record
-    sizes); ``limited_by`` says which read limit cut the batch.
+    sizes); ``limited_by`` says which read limit cut the batch. ``state`` sums
+    the counters of the batch's state tasks (``StateStats``: cache hits and
+    misses, store reads and writes, keys read and written, lost races).
     """
 
     stream: str
@@ -30,6 +32,7 @@ class BatchProgress:
     timestamp: str = ""
     durations_ms: dict[str, int] = field(default_factory=dict)
     end_offsets: dict[str, Any] = field(default_factory=dict)
+    state: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def from_spark(cls, stream: str, progress: dict[str, Any]) -> BatchProgress:

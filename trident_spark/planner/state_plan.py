@@ -1,0 +1,117 @@
+"""Driver side of state operations: the ``mapInArrow`` of a persist or a ``stateQuery``.
+
+A persist runs where its input is partitioned: after ``persistentAggregate``'s
+batch aggregation each key is in exactly one partition (Spark's hash exchange
+by group), so one task per key range does multiGet -> update -> conditional
+multiPut with txid = the batch id. Its output is what the updater emitted (the
+``newValuesStream``).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from pyspark.accumulators import AccumulatorParam
+
+from trident_spark.errors import TopologyError
+from trident_spark.graph import Node, PersistNode, StateQueryNode
+from trident_spark.operation import overrides_prepare
+from trident_spark.planner.python_plan import named
+from trident_spark.planner.state_stage import StateStep, persist, query
+from trident_spark.planner.types import arrow_type, spark_type
+
+if TYPE_CHECKING:
+    from pyspark import Accumulator
+    from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructField
+
+
+class StateStatsParam(AccumulatorParam):  # type: ignore[type-arg]
+    """Sums the state counters (``StateStats.snapshot()`` deltas) the tasks of a batch report."""
+
+    def zero(self, value: dict[str, int]) -> dict[str, int]:
+        return {}
+
+    def addInPlace(self, value1: dict[str, int], value2: dict[str, int]) -> dict[str, int]:
+        for name, count in value2.items():
+            value1[name] = value1.get(name, 0) + count
+        return value1
+
+
+def state_factory(node: PersistNode | StateQueryNode) -> Any:
+    """The factory a state node opens (a persist holds it; a query reads its TridentState's)."""
+    return node.state if isinstance(node, PersistNode) else node.state.factory
+
+
+def check_shared(node: Node) -> None:
+    """Refuse a state that lives in one process's memory: Spark's tasks run in other processes."""
+    if not isinstance(node, PersistNode | StateQueryNode):
+        return
+    factory = state_factory(node)
+    if getattr(factory, "process_local", False):
+        raise TopologyError(
+            f"{node.label}: {factory.url} keeps its values in one Python process, but Spark runs state "
+            "operations in its Python worker processes, so the values would be scattered and lost; use "
+            "an embedded file instead, e.g. SqliteState.opaque(path='/tmp/wc.db'), or RedisState / "
+            "ElasticsearchState (MemoryState is for unit tests of state logic)")
+
+
+def _struct_field(name: str, df: DataFrame, types: dict[str, str]) -> StructField:
+    from pyspark.sql.types import StructField
+
+    existing = {f.name: f for f in df.schema.fields}
+    if name in existing and name not in types:
+        return existing[name]
+    return StructField(name, spark_type(types.get(name, "string")), True)
+
+
+def persist_dataframe(df: DataFrame, node: PersistNode, txid: int, conf: dict[str, Any],
+                      partitions: int | None, stats: Accumulator[dict[str, int]] | None) -> DataFrame:
+    """Run ``node``'s StateUpdater on each partition of ``df``; the result is what it emitted."""
+    from pyspark.sql.types import StructType
+
+    df = df.select(*node.input_fields)
+    if partitions is not None:  # parallelismHint: each key still in one partition
+        group = node.group_fields
+        df = df.repartition(partitions, *group) if group else df.repartition(partitions)
+    # What the updater emits keeps the input's type for a field it passes on (group fields, and a
+    # Combiner's value, which has its partial's type); other fields have their declared types.
+    declared = {name: node.fields.types[name] for name in node.fields
+                if name not in df.columns or name in node.fields.declared_types}
+    struct = [_struct_field(name, df, declared) for name in node.fields]
+    step = StateStep(node.label, node.state, node.updater, node.input_fields, list(node.fields),
+                     {f.name: arrow_type(f.dataType) for f in struct}, stats=stats)
+    n = partitions if partitions is not None else (
+        int(df.rdd.getNumPartitions()) if overrides_prepare(node.updater) else -1)
+    fn = partial(persist, step, txid, conf, n)
+    return df.mapInArrow(named(fn, node.label), StructType(struct))
+
+
+def query_dataframe(df: DataFrame, node: StateQueryNode, txid: int, conf: dict[str, Any],
+                    partitions: int | None, same_query: bool,
+                    stats: Accumulator[dict[str, int]] | None) -> DataFrame:
+    """Run ``node``'s QueryFunction on each partition of ``df``: its tuples with the fields it appends.
+
+    ``same_query``: the state is written by this query, so reads pass the batch's txid (an
+    opaque state answers keys this batch already wrote with their value from before it).
+    Queries read the store, not a cache: a cache in one worker cannot see another's writes.
+    """
+    from pyspark.sql.types import StructType
+
+    factory = node.state.factory
+    cached: Any = getattr(factory, "cache_size", 0)
+    if cached and hasattr(factory, "with_settings"):
+        factory = factory.with_settings(cache_size=0)
+    new = {name: node.function_fields.types[name] for name in node.function_fields}
+    struct = [_struct_field(name, df, new) for name in node.fields]
+    step = StateStep(node.label, factory, node.function, node.input_fields, list(node.fields),
+                     {f.name: arrow_type(f.dataType) for f in struct if f.name in new},
+                     reads_before_batch=same_query, stats=stats)
+    n = partitions if partitions is not None else (
+        int(df.rdd.getNumPartitions()) if overrides_prepare(node.function) else -1)
+    fn = partial(query, step, txid, conf, n)
+    return df.mapInArrow(named(fn, node.label), StructType(struct))
+
+
+__all__ = ["StateStatsParam", "check_shared", "persist_dataframe", "query_dataframe", "state_factory"]

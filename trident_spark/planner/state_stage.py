@@ -1,0 +1,186 @@
+"""Executor side of state operations: one partition of a batch against its state.
+
+``persist`` hands the partition's tuples to a StateUpdater (``partitionPersist``,
+and ``persistentAggregate`` through Trident's map updaters) with the state's
+txid bound to the batch; ``query`` calls a QueryFunction's ``batchRetrieve``
+once for the partition, then ``execute`` per tuple.
+
+States are opened where they are used and kept per Python worker process,
+with their LRU cache, for the next batches: Spark may give a key's partition
+to another worker next time, which is safe because every write is conditional
+on the version read (a stale cache entry loses its write, is re-read and
+recomputed; see ``trident_spark.state.cache``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from trident_spark.errors import FailedException, TridentSparkError
+from trident_spark.fields import Fields, TridentTuple
+from trident_spark.operation import Operation, OperationContext, TridentCollector
+from trident_spark.planner.python_stage import OperatorError, partition_index, to_arrow_column
+from trident_spark.state import BatchState, MapState, StateError
+
+#: States opened in this Python worker, by their settings.
+_OPENED: dict[bytes, MapState] = {}
+
+
+def opened_state(factory: Any) -> MapState:
+    """The state ``factory`` opens, opened once per Python worker process."""
+    from pyspark import cloudpickle
+
+    key: bytes = cloudpickle.dumps(factory)  # type: ignore[no-untyped-call]
+    state = _OPENED.get(key)
+    if state is None:
+        state = _OPENED[key] = factory.open()
+    return state
+
+
+def forget_opened_states() -> None:
+    """Close and drop every state this process opened (tests; a worker ends with its process)."""
+    for state in _OPENED.values():
+        with contextlib.suppress(Exception):  # best effort: the process is done with it
+            state.close()
+    _OPENED.clear()
+
+
+@dataclass(frozen=True)
+class StateStep:
+    """What a state task needs: picklable, no driver-side objects.
+
+    ``operation`` is the StateUpdater (persist) or QueryFunction (query);
+    ``output_fields`` with ``new_types`` (Arrow types of the fields the
+    operation emits) describe the rows the task returns.
+    """
+
+    label: str
+    factory: Any
+    operation: Operation
+    input_fields: Fields
+    output_fields: list[str]
+    new_types: dict[str, pa.DataType]
+    reads_before_batch: bool = True
+    stats: Any = None  # a pyspark Accumulator of StateStats counters, or None
+
+
+def _gather(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
+    parts = [b for b in batches if b.num_rows]
+    return pa.Table.from_batches(parts) if parts else None
+
+
+def _tuples(table: pa.Table, fields: Fields) -> list[TridentTuple]:
+    index = {name: i for i, name in enumerate(fields)}
+    if not fields:
+        return [TridentTuple([], fields, index) for _ in range(table.num_rows)]
+    columns = [table.column(name).to_pylist() for name in fields]
+    return [TridentTuple(list(values), fields, index) for values in zip(*columns, strict=True)]
+
+
+def _prepare(step: StateStep, conf: dict[str, Any], txid: int, num_partitions: int) -> None:
+    step.operation.prepare(dict(conf), OperationContext(partition_index(), num_partitions, txid, step.label))
+
+
+def _user_call(step: StateStep, what: str, fn: Any, *args: Any) -> Any:
+    try:
+        return fn(*args)
+    except (FailedException, StateError, TridentSparkError):
+        raise
+    except Exception as exc:
+        raise OperatorError(f"{step.label} failed in {what}: {type(exc).__name__}: {exc}") from exc
+
+
+def _count(step: StateStep, state: MapState, before: dict[str, int]) -> None:
+    if step.stats is not None:
+        after = state.stats.snapshot()
+        step.stats.add({name: after[name] - before.get(name, 0) for name in after})
+
+
+def persist(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: int,
+            batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Update the state with one partition's tuples; yield what the updater emitted.
+
+    A partition without tuples does not touch the state (as in Trident).
+    """
+    table = _gather(batches)
+    if table is None:
+        return
+    tuples = _tuples(table, step.input_fields)
+    state = opened_state(step.factory)
+    before = state.stats.snapshot()
+    view = BatchState(state, txid)
+    collector = TridentCollector()
+    _prepare(step, conf, txid, num_partitions)
+    try:
+        _user_call(step, "updateState", step.operation.updateState,  # type: ignore[attr-defined]
+                   view, tuples, collector)
+    finally:
+        step.operation.cleanup()
+        _count(step, state, before)
+    if collector.emitted:
+        yield _emitted(step, collector.emitted)
+
+
+def _emitted(step: StateStep, emitted: list[list[Any]]) -> pa.RecordBatch:
+    width = len(step.output_fields)
+    bad = next((values for values in emitted if len(values) != width), None)
+    if bad is not None:
+        raise OperatorError(f"{step.label}: emitted {len(bad)} values {bad!r:.100} but declared {width} "
+                            f"fields {step.output_fields}")
+    arrays = [to_arrow_column(name, [values[j] for values in emitted], step.new_types[name])
+              for j, name in enumerate(step.output_fields)]
+    return pa.RecordBatch.from_arrays(arrays, names=step.output_fields)
+
+
+def query(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: int,
+          batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Read the state once for the partition's tuples; yield each tuple with what ``execute`` appended."""
+    table = _gather(batches)
+    if table is None:
+        return
+    tuples = _tuples(table, step.input_fields)
+    state = opened_state(step.factory)
+    before = state.stats.snapshot()
+    view = BatchState(state, txid, reads_before_batch=step.reads_before_batch)
+    function: Any = step.operation
+    _prepare(step, conf, txid, num_partitions)
+    try:
+        results = _user_call(step, "batchRetrieve", function.batchRetrieve, view, tuples)
+        results = list(results)
+        if len(results) != len(tuples):
+            raise OperatorError(f"{step.label}: batchRetrieve returned {len(results)} results for "
+                                f"{len(tuples)} tuples; return one result per tuple, in order")
+        collector = TridentCollector()
+        emitted = collector.emitted
+        rows: list[int] = []
+        for i, (t, result) in enumerate(zip(tuples, results, strict=True)):
+            before_emit = len(emitted)
+            _user_call(step, f"execute on tuple {t!r:.200}", function.execute, t, result, collector)
+            rows.extend([i] * (len(emitted) - before_emit))
+    finally:
+        function.cleanup()
+        _count(step, state, before)
+    if not rows:
+        return
+    new = [name for name in step.output_fields if name in step.new_types]
+    bad = next((values for values in emitted if len(values) != len(new)), None)
+    if bad is not None:
+        raise OperatorError(f"{step.label}: emitted {len(bad)} values {bad!r:.100} but declared "
+                            f"{len(new)} fields {new}")
+    take = pa.array(rows, pa.int64())
+    arrays = []
+    for name in step.output_fields:
+        if name in step.new_types:
+            j = new.index(name)
+            arrays.append(to_arrow_column(name, [values[j] for values in emitted], step.new_types[name]))
+        else:
+            arrays.append(table.column(name).take(take).combine_chunks())
+    yield pa.RecordBatch.from_arrays(arrays, names=step.output_fields)
+
+
+__all__ = ["StateStep", "forget_opened_states", "opened_state", "persist", "query"]
