@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.accumulators import AccumulatorParam
 
 from trident_spark.errors import TopologyError
-from trident_spark.graph import Node, PersistNode, StateQueryNode
+from trident_spark.graph import PersistNode, StateQueryNode
 from trident_spark.operation import overrides_prepare
 from trident_spark.planner.python_plan import named
 from trident_spark.planner.state_stage import StateStep, persist, query
@@ -44,10 +44,8 @@ def state_factory(node: PersistNode | StateQueryNode) -> Any:
     return node.state if isinstance(node, PersistNode) else node.state.factory
 
 
-def check_shared(node: Node) -> None:
+def check_shared(node: PersistNode | StateQueryNode) -> None:
     """Refuse a state that lives in one process's memory: Spark's tasks run in other processes."""
-    if not isinstance(node, PersistNode | StateQueryNode):
-        return
     factory = state_factory(node)
     if getattr(factory, "process_local", False):
         raise TopologyError(
@@ -55,6 +53,21 @@ def check_shared(node: Node) -> None:
             "operations in its Python worker processes, so the values would be scattered and lost; use "
             "an embedded file instead, e.g. SqliteState.opaque(path='/tmp/wc.db'), or RedisState / "
             "ElasticsearchState (MemoryState is for unit tests of state logic)")
+
+
+def check_reachable(factories: list[Any]) -> None:
+    """Open each state once on the driver and read one key: an unreachable store (or an
+    unreadable one) fails before anything starts, naming its address."""
+    from trident_spark.state.keys import GLOBAL_KEY
+
+    seen: set[str] = set()
+    for factory in factories:
+        url = str(getattr(factory, "url", id(factory)))
+        if url in seen or not callable(getattr(factory, "open", None)):
+            continue
+        seen.add(url)
+        with factory.open() as state:
+            state.multiGet([GLOBAL_KEY])
 
 
 def _struct_field(name: str, df: DataFrame, types: dict[str, str]) -> StructField:
@@ -114,4 +127,5 @@ def query_dataframe(df: DataFrame, node: StateQueryNode, txid: int, conf: dict[s
     return df.mapInArrow(named(fn, node.label), StructType(struct))
 
 
-__all__ = ["StateStatsParam", "check_shared", "persist_dataframe", "query_dataframe", "state_factory"]
+__all__ = ["StateStatsParam", "check_reachable", "check_shared", "persist_dataframe", "query_dataframe",
+           "state_factory"]

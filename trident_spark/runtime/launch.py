@@ -6,6 +6,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trident_spark.graph import PersistNode, StateQueryNode
 from trident_spark.planner.query import QueryPlan
 from trident_spark.runtime.batch import BatchRunner
 from trident_spark.runtime.progress import ProgressCallback
@@ -22,13 +23,17 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path, trigger: str | Non
                   spark: SparkSession | None, on_progress: ProgressCallback | None, conf: dict[str, Any],
                   max_batch_retries: int, retry_delay: float) -> TopologyHandle:
     """Check the spouts, then start every query; returns the handle over them."""
-    from trident_spark.planner.state_plan import check_shared
+    from trident_spark.planner.state_plan import check_reachable, check_shared, state_factory
     from trident_spark.runtime.handle import TopologyHandle
     from trident_spark.runtime.session import local_session
 
+    states = []
     for query in queries:
         for node in query.nodes:
-            check_shared(node)  # before a session starts: a MemoryState cannot work on Spark
+            if isinstance(node, PersistNode | StateQueryNode):
+                check_shared(node)  # before a session starts: a MemoryState cannot work on Spark
+                states.append(state_factory(node))
+    check_reachable(states)  # fail fast, naming the store's address
     spark = spark or local_session()
     for query in queries:
         for node in query.spouts:
