@@ -1,6 +1,22 @@
-"""Error classes. Every message names what failed, where, and what to do."""
+"""Error classes. Every message names what failed, where, and what to do.
+
+The state layer's errors (``StateError`` and its subclasses) are defined in
+``trident_spark.state.errors`` and importable from here too. The state layer
+imports nothing from trident_spark, so they derive from :class:`Exception`,
+not :class:`TridentSparkError`: catch ``(TridentSparkError, StateError)`` for both.
+"""
 
 from __future__ import annotations
+
+from trident_spark.state.errors import (
+    StateAheadError,
+    StateConfigError,
+    StateConflictError,
+    StateError,
+    StateTypeMismatchError,
+    StateUnavailableError,
+    UnreadableValueError,
+)
 
 
 class TridentSparkError(Exception):
@@ -49,3 +65,22 @@ class DataLossError(SpoutError):
 
 class MalformedRecordError(SpoutError):
     """A record cannot be decoded with the spout's value format."""
+
+
+__all__ = [
+    "BrokerUnavailableError",
+    "DataLossError",
+    "FailedException",
+    "MalformedRecordError",
+    "SpoutError",
+    "StateAheadError",
+    "StateConfigError",
+    "StateConflictError",
+    "StateError",
+    "StateTypeMismatchError",
+    "StateUnavailableError",
+    "TopologyError",
+    "TridentSparkError",
+    "UnknownTopicError",
+    "UnreadableValueError",
+]
