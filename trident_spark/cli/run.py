@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from trident_spark.errors import TridentSparkError
+from trident_spark.errors import StateError, TridentSparkError
 
 HELP = "run a topology defined in a Python file"
 EPILOG = """examples:
@@ -71,6 +71,7 @@ def load_topology(target: str) -> Any:
 
 def main(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.markup import escape
 
     from trident_spark.runtime.session import local_session
 
@@ -88,8 +89,8 @@ def main(args: argparse.Namespace) -> int:
                               on_progress=lambda p: console.print(p.line(), highlight=False, markup=False),
                               max_batch_retries=args.retries)
         handle.awaitTermination()
-    except TridentSparkError as exc:
-        console.print(f"[red]error:[/] {exc}")
+    except (TridentSparkError, StateError) as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}")  # messages show lists: [txid, val]
         return 1
     except KeyboardInterrupt:
         console.print("stopping (the running batch will be replayed on restart)")
