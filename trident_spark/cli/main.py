@@ -5,17 +5,39 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
-from trident_spark.cli import demo, run
+from trident_spark.cli import demo, query, run
 
-SUBCOMMANDS = (run, demo)
+SUBCOMMANDS = (run, demo, query)
 
 EPILOG = """examples:
   trident-spark demo                                  word count on a local broker, start to end
   trident-spark run examples/wordcount.py             run the module's `topology`
   trident-spark run app.py:build --available-now      call build() and read what is there, then stop
+  trident-spark query "sqlite:///tmp/wc.db?table=counts" cat dog
+                                                      current values of two keys of a state
   trident-spark run --help                            options of one subcommand
 """
+
+
+class SubcommandParser(argparse.ArgumentParser):
+    """A subcommand's parser: options may come between positionals (``query URL --format json k1 k2``).
+
+    Plain argparse fills a ``nargs="*"`` positional once, before the first option,
+    and rejects the positionals after it.
+    """
+
+    _parsing = False
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        if self._parsing:  # parse_known_intermixed_args calls back in: parse plainly
+            return super().parse_known_args(args, namespace)
+        self._parsing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._parsing = False
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=SubcommandParser)
     for module in SUBCOMMANDS:
         module.register(commands)
     return parser

@@ -23,7 +23,7 @@ def test_top_level_help_has_examples(capsys):
     assert "trident-spark demo" in out
 
 
-@pytest.mark.parametrize("command", ["run", "demo"])
+@pytest.mark.parametrize("command", ["run", "demo", "query"])
 def test_subcommand_help_has_examples(command, capsys):
     out = help_text([command, "--help"], capsys)
     assert out.startswith(f"usage: trident-spark {command}")
@@ -47,6 +47,14 @@ def test_run_help_lists_its_options(capsys):
     for option in ("FILE[:ATTR]", "--checkpoint", "--trigger", "--available-now", "--master", "--retries",
                    "--explain"):
         assert option in out
+
+
+def test_query_help_explains_keys_and_lists_its_options(capsys):
+    out = help_text(["query", "--help"], capsys)
+    for option in ("STATE_URL", "KEY", "--global", "--json-keys", "--format {table,json}"):
+        assert option in out
+    assert "  cat,en           a compound key (two group fields): \"cat\" and \"en\"\n" in out
+    assert "Keys keep types apart (1, \"1\" and true are three keys)" in out
 
 
 def test_no_command_prints_help_and_returns_2(capsys):

@@ -1,0 +1,197 @@
+"""``trident-spark query STATE_URL KEY...``: read a state's current values, DRPC-style, outside Spark."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import sys
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any
+
+HELP = "read current values of a state (Trident's DRPC-style reads)"
+DESCRIPTION = """\
+Read the current values of keys of a state, as Trident's DRPC queries did:
+`curr` of an opaque state, `val` of a transactional one, the value of a
+non-transactional one; a key that is not in the state is shown as (missing)
+(null with --format json). Nothing is written: a SQLite file or table, or an
+Elasticsearch index, that does not exist is an error, not created.
+
+STATE_URL is what open_state() takes: memory://NAME, sqlite:///path.db?table=T,
+redis://host:6379/0?prefix=P, es://host:9200/INDEX; add type=transactional or
+type=non_transactional to read a state of that kind (default: opaque).
+
+KEY is one key, written as the group values of the state's groupBy fields:
+  cat              one group value, the string "cat"
+  cat,en           a compound key (two group fields): "cat" and "en"
+  '["cat", "en"]'  the same as a JSON list; JSON gives typed values: '["us", 2024]'
+                   is "us" and the integer 2024
+Keys keep types apart (1, "1" and true are three keys), and without JSON every
+group value is a string. With --json-keys every KEY is one JSON value (a list
+for a compound key): 42, true, '"42"', '[1, 2]'. A string with a comma, or one
+that starts with "[", is written as JSON: '["a,b"]'.
+"""
+EPILOG = """examples:
+  trident-spark query "sqlite:///tmp/wc.db?table=counts" cat dog
+      the counts of "cat" and "dog" in an opaque SQLite state
+  trident-spark query "redis://127.0.0.1:6379/0?prefix=wc&type=transactional" cat,en '["dog", "fr"]'
+      two compound keys (word, language) of a transactional Redis state
+  trident-spark query es://127.0.0.1:9200/clicks --json-keys 2024 '["us", 7]'
+      typed keys: the integer 2024, and "us" with the integer 7
+  trident-spark query "sqlite:///tmp/total.db" --global --format json
+      the value of an ungrouped persistentAggregate, as JSON
+
+output: a table, or with --format json one line per key: {"key": [...], "value": ...}
+exit status: 0 values read (missing keys included), 1 the state cannot be read, 2 bad arguments
+"""
+MISSING = "(missing)"
+GLOBAL = "(global)"
+
+
+class KeySyntaxError(ValueError):
+    """A KEY argument cannot be read."""
+
+
+@dataclass(frozen=True)
+class Query:
+    """One key to read: the group values, and how the user wrote it (shown in the table)."""
+
+    key: list[Any]
+    shown: str
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser("query", help=HELP, description=DESCRIPTION, epilog=EPILOG,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("url", metavar="STATE_URL", help="the state, as open_state() takes it")
+    parser.add_argument("keys", metavar="KEY", nargs="*",
+                        help="a key: cat, cat,en (compound) or a JSON list '[\"us\", 2024]'")
+    parser.add_argument("--global", dest="global_key", action="store_true",
+                        help="read the single value of an ungrouped state (Trident's global key)")
+    parser.add_argument("--json-keys", action="store_true",
+                        help="read every KEY as one JSON value (typed: 42, true, '\"42\"', '[\"us\", 7]')")
+    parser.add_argument("--format", choices=("table", "json"), default="table",
+                        help="table (default), or json: one JSON object per key per line")
+    parser.set_defaults(handler=main)
+
+
+def parse_key(text: str, *, json_keys: bool = False) -> list[Any]:
+    """The group values a KEY argument names.
+
+    Examples
+    --------
+    >>> parse_key("cat"), parse_key("cat,en"), parse_key('["us", 2024]')
+    (['cat'], ['cat', 'en'], ['us', 2024])
+    >>> parse_key("1"), parse_key("1", json_keys=True), parse_key('"1"', json_keys=True)
+    (['1'], [1], ['1'])
+    """
+    if not json_keys and not text.lstrip().startswith("["):
+        return text.split(",")
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if json_keys:
+            hint = ("with --json-keys every KEY is one JSON value: a string is quoted ('\"cat\"'), "
+                    "a compound key is a list ('[\"us\", 2024]')")
+        else:
+            hint = (f"a KEY that starts with '[' is a JSON list such as '[\"us\", 2024]'; "
+                    f"to read the string {text!r}, write {json.dumps([text])!r}")
+        raise KeySyntaxError(f"KEY {text!r} is not valid JSON ({exc.msg} at character {exc.pos}); "
+                             f"{hint}") from None
+    if not isinstance(value, list):
+        return [value]
+    if not value:
+        raise KeySyntaxError(f"KEY {text!r} has no group values; the key of an ungrouped state is --global")
+    return value
+
+
+def queries(args: argparse.Namespace) -> list[Query]:
+    """The keys to read, in the order given (the global key first)."""
+    found = [Query([], GLOBAL)] if args.global_key else []
+    found += [Query(parse_key(text, json_keys=args.json_keys), text) for text in args.keys]
+    if not found:
+        raise KeySyntaxError("give at least one KEY, or --global for the value of an ungrouped state")
+    return found
+
+
+def check_exists(factory: Any) -> None:
+    """Refuse a SQLite file or table, or an Elasticsearch index, that is not there (opening creates it)."""
+    from trident_spark.state import ElasticsearchState, SqliteState, StateUnavailableError
+
+    if isinstance(factory, SqliteState):
+        path = factory.path
+        if not os.path.isfile(path):
+            raise StateUnavailableError(path, "no such file; check the path (a stream creates the file "
+                                              "with its first batch)")
+        try:
+            with sqlite3.connect(f"file:{urllib.parse.quote(path)}?mode=ro", uri=True) as db:
+                tables = [row[0] for row in db.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        except sqlite3.Error:
+            return  # not readable as SQLite: opening the state says why
+        if factory.table not in tables:
+            there = ", ".join(tables[:20]) if tables else "none"
+            raise StateUnavailableError(path, f"no table {factory.table!r} in it (tables: {there}); "
+                                              f"name the state's table with ?table=NAME")
+    elif isinstance(factory, ElasticsearchState):
+        # A probe that gives up after connect_timeout, like the state's own first request.
+        probe = factory.with_settings(request_timeout=factory.connect_timeout).open_backing_map()
+        try:
+            status, _ = probe.request("HEAD", f"/{urllib.parse.quote(factory.index, safe='')}")
+        finally:
+            probe.close()
+        if status == 404:
+            raise StateUnavailableError(probe.address, f"no index {factory.index!r}; check the index "
+                                                       f"name (a stream creates it with its first batch)")
+
+
+def read(url: str, wanted: list[Query]) -> tuple[str, str, list[Any]]:
+    """``(address, state type, values)`` of the keys, read from the state at ``url``."""
+    from trident_spark.state import MemoryState, parse_state_url
+
+    factory = parse_state_url(url)
+    check_exists(factory)
+    if isinstance(factory, MemoryState) and len(MemoryState.store(factory.name)) == 0:
+        print(f"note: {url} is empty in this process: a memory state lives in the process that writes it; "
+              f"query a sqlite://, redis:// or es:// state from another process", file=sys.stderr)
+    with factory.open() as state:
+        values = state.multiGet([q.key for q in wanted])
+        return state.address, factory.state_type.value, values
+
+
+def as_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def main(args: argparse.Namespace) -> int:
+    from trident_spark.state import StateError
+
+    try:
+        wanted = queries(args)
+    except KeySyntaxError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        address, kind, values = read(args.url, wanted)
+    except StateError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if args.format == "json":
+        for q, value in zip(wanted, values, strict=True):
+            print(as_json({"key": q.key, "value": value}))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console(highlight=False)
+    console.print(Text(f"{address} ({kind})"), soft_wrap=True)  # a long URL stays one line
+    table = Table()
+    table.add_column("key")
+    table.add_column("value")
+    for q, value in zip(wanted, values, strict=True):
+        table.add_row(Text(q.shown), Text(MISSING, style="dim") if value is None else Text(as_json(value)))
+    console.print(table)
+    return 0
