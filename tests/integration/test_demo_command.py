@@ -22,4 +22,10 @@ def test_demo_runs_end_to_end_and_prints_batches_and_top_words():
     assert "loaded 1,000 sentences" in out
     assert "[wordcount] batch 0:" in out and "limited by max_fetch_bytes" in out
     assert "1,000 sentences" in out.split("batches,")[1]
-    assert "top 10 words" in out and "that" in out
+    assert "; state: " in out and "keys written" in out
+    # DRPC-style questions answered on Spark by stateQuery(MapGet) from the SQLite state
+    assert "stateQuery(MapGet) answers" in out
+    assert "│ nation liberty │ nation      │   500 │" in out
+    assert "│ unknownword    │ unknownword │     - │" in out
+    assert "top 10 words (open_state)" in out and "│ that │ 1,300 │" in out
+    assert "exact: all 138 words in the state match a count of the corpus (27,100 words)" in out

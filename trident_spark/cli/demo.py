@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.resources
 import re
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-HELP = "run the word-count demo on embedded defaults (local broker, local Spark)"
+HELP = "run the word-count demo on embedded defaults (local broker, local Spark, SQLite state)"
 EPILOG = """examples:
   trident-spark demo                          5,000 sentences over 4 partitions, ~100 KB batches
   trident-spark demo --sentences 50000 --max-fetch-bytes 200000
+  trident-spark demo --workdir /tmp/wc        keep the state and checkpoint, then:
+  trident-spark query 'sqlite:////tmp/wc/wordcount.db?table=counts' nation people
   KAFKA_BOOTSTRAP_SERVERS=host:9092 trident-spark demo     use your broker instead of a local one
 """
 TOPIC = "sentences"
+QUESTIONS = ("nation liberty", "people", "the dead", "unknownword")
 WORD = re.compile(r"[a-z]+(?:['-][a-z]+)*")
 
 
@@ -28,6 +34,8 @@ def register(commands: Any) -> None:
     parser.add_argument("--max-fetch-bytes", type=int, default=25_000,
                         help="Trident's per-partition fetch size per batch (default 25000)")
     parser.add_argument("--top", type=int, default=10, help="how many top words to show")
+    parser.add_argument("--workdir", help="keep the state (wordcount.db) and the checkpoint here "
+                        "(default: a temporary directory, removed at the end)")
     parser.set_defaults(handler=main)
 
 
@@ -43,11 +51,12 @@ def main(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from trident_spark import TridentTopology
-    from trident_spark.builtin import Count
+    from trident_spark.builtin import Count, MapGet
     from trident_spark.local.kafka import create_topic, produce
     from trident_spark.local.services import start_kafka
     from trident_spark.operation import BaseFunction
     from trident_spark.spout import KafkaSpout
+    from trident_spark.state import SqliteState, open_state
 
     console = Console()
 
@@ -56,51 +65,87 @@ def main(args: argparse.Namespace) -> int:
             for word in WORD.findall(tuple.getString(0).lower()):
                 collector.emit([word])
 
-    console.rule("trident-spark demo: word count")
-    with start_kafka() as kafka, tempfile.TemporaryDirectory(prefix="trident-demo-") as work:
+    def show(progress: Any) -> None:
+        console.print("  " + progress.line(), highlight=False, markup=False)
+
+    console.rule("trident-spark demo: word count into exactly-once state")
+    with start_kafka() as kafka, _workdir(args.workdir) as work:
         console.print(f"Kafka broker: {kafka.address} ({kafka.provider})")
-        topic = f"{TOPIC}-{int(time.time())}"
+        topic, questions = f"{TOPIC}-{int(time.time())}", f"questions-{int(time.time())}"
         create_topic(kafka.address, topic, partitions=args.partitions)
+        create_topic(kafka.address, questions, partitions=1)
         sentences = corpus(args.sentences)
-        records = [(None, s.encode(), i % args.partitions) for i, s in enumerate(sentences)]
-        produce(kafka.address, topic, records)
+        produce(kafka.address, topic,
+                [(None, s.encode(), i % args.partitions) for i, s in enumerate(sentences)])
         console.print(f"loaded {len(sentences):,} sentences into topic {topic!r} "
                       f"({args.partitions} partitions); max_fetch_bytes={args.max_fetch_bytes:,}")
 
+        state = SqliteState.opaque(path=str(work / "wordcount.db"), table="counts")
         topology = TridentTopology()
-        spout = KafkaSpout(bootstrap_servers=kafka.address, topics=[topic],
-                           max_fetch_bytes=args.max_fetch_bytes)
-        per_batch = (topology.newStream("wordcount", spout)
-                     .each(["value"], Split(), ["word"]).name("split")
-                     .groupBy(["word"])
-                     .aggregate(Count(), ["count"]).name("count"))
-        sink = per_batch.collect()
-        console.print("starting Spark (local mode)...")
+        counts = (topology.newStream("wordcount", KafkaSpout(bootstrap_servers=kafka.address, topics=[topic],
+                                                             max_fetch_bytes=args.max_fetch_bytes))
+                  .each(["value"], Split(), ["word"]).name("split")
+                  .groupBy(["word"])
+                  .persistentAggregate(state, Count(), ["count"]))
+        answers = (topology.newStream("questions", KafkaSpout(bootstrap_servers=kafka.address,
+                                                              topics=[questions]))
+                   .each(["value"], Split(), ["word"])
+                   .stateQuery(counts, ["word"], MapGet(), ["count"])
+                   .project(["value", "word", "count"])
+                   .collect())
+        checkpoint = str(work / "checkpoint")
+        console.print(f"state: {state.url}\nstarting Spark (local mode)...")
         started = time.monotonic()
-        def show(progress: Any) -> None:
-            console.print("  " + progress.line(), highlight=False, markup=False)
-
-        handle = topology.run(checkpoint_location=f"{work}/checkpoint", trigger="available_now",
-                              on_progress=show)
+        handle = topology.run(checkpoint_location=checkpoint, trigger="available_now", on_progress=show)
         try:
+            handle.awaitTermination()
+            elapsed = time.monotonic() - started
+            batches = [p for p in handle.progress if p.stream == "wordcount"]
+            rows = sum(p.rows for p in batches)
+            console.print(f"{len(batches)} batches, {rows:,} sentences in {elapsed:.1f} s "
+                          "(including Spark start-up)")
+            # DRPC-style questions: a second stream reads the state the first one wrote.
+            produce(kafka.address, questions, [(None, q.encode(), 0) for q in QUESTIONS])
+            console.print(f"asking {len(QUESTIONS)} questions on topic {questions!r}; the topology restarts "
+                          "from its checkpoint, so the word count has nothing new to read")
+            handle.stop()
+            handle = topology.run(checkpoint_location=checkpoint, trigger="available_now",
+                                  spark=handle.spark, on_progress=show)
             handle.awaitTermination()
         finally:
             handle.stop()
             handle.spark.stop()  # before the broker goes: executors hold consumers
-        elapsed = time.monotonic() - started
-        counts: Counter[str] = Counter()
-        for t in sink.tuples:  # each batch's counts, added up (until state keeps them)
-            counts[t["word"]] += t["count"]
-        rows = sum(p.rows for p in handle.progress)
-        console.print(f"{len(handle.progress)} batches, {rows:,} sentences, {sum(counts.values()):,} words "
-                      f"in {elapsed:.1f} s (including Spark start-up)")
-        table = Table(title=f"top {args.top} words")
+        table = Table(title="stateQuery(MapGet) answers", min_width=44)
+        for column in ("question", "word", "count"):
+            table.add_column(column, justify="right" if column == "count" else "left")
+        for t in answers.tuples:
+            table.add_row(t["value"], t["word"], "-" if t["count"] is None else f"{t['count']:,}")
+        console.print(table)
+        expected = Counter(w for s in sentences for w in WORD.findall(s.lower()))
+        words = sorted(expected)
+        stored = open_state(state.url).multiGet([[w] for w in words])
+        table = Table(title=f"top {args.top} words (open_state)", min_width=32)
         table.add_column("word")
         table.add_column("count", justify="right")
-        for word, count in counts.most_common(args.top):
+        for word, count in sorted(zip(words, stored, strict=True), key=lambda wc: -(wc[1] or 0))[:args.top]:
             table.add_row(word, f"{count:,}")
         console.print(table)
-        if rows != len(sentences):
-            console.print(f"[red]expected {len(sentences)} sentences, read {rows}[/]")
+        console.print(f"the same from the command line: trident-spark query '{state.url}' nation people")
+        wrong = [w for w, c in zip(words, stored, strict=True) if c != expected[w]]
+        if rows != len(sentences) or wrong:
+            console.print(f"[red]expected {len(sentences)} sentences and exact counts; read {rows}, "
+                          f"{len(wrong)} words wrong (e.g. {wrong[:5]})[/]")
             return 1
+        console.print(f"exact: all {len(words):,} words in the state match a count of the corpus "
+                      f"({sum(expected.values()):,} words)")
     return 0
+
+
+@contextlib.contextmanager
+def _workdir(path: str | None) -> Iterator[Path]:
+    if path:
+        Path(path).mkdir(parents=True, exist_ok=True)
+        yield Path(path).resolve()
+        return
+    with tempfile.TemporaryDirectory(prefix="trident-demo-") as work:
+        yield Path(work)

@@ -117,8 +117,10 @@ def query_dataframe(df: DataFrame, node: StateQueryNode, txid: int, conf: dict[s
     if cached and hasattr(factory, "with_settings"):
         factory = factory.with_settings(cache_size=0)
     new = {name: node.function_fields.types[name] for name in node.function_fields}
-    struct = [_struct_field(name, df, new) for name in node.fields]
-    step = StateStep(node.label, factory, node.function, node.input_fields, list(node.fields),
+    # Fields no one downstream reads may have been pruned from the input already.
+    fields = [name for name in node.fields if name in new or name in df.columns]
+    struct = [_struct_field(name, df, new) for name in fields]
+    step = StateStep(node.label, factory, node.function, node.input_fields, fields,
                      {f.name: arrow_type(f.dataType) for f in struct if f.name in new},
                      reads_before_batch=same_query, stats=stats)
     n = partitions if partitions is not None else (

@@ -74,7 +74,16 @@ class BatchProgress:
         extra = f", limited by {self.limited_by}" if self.limited_by not in (None, "available") else ""
         bad = f", {self.malformed_records} malformed skipped" if self.malformed_records else ""
         return (f"[{self.stream}] batch {self.txid}: {self.rows:,} rows, {size}, "
-                f"{self.duration_ms} ms{extra}{bad}")
+                f"{self.duration_ms} ms{extra}{bad}{self._state_line()}")
+
+    def _state_line(self) -> str:
+        written = self.state.get("keys_written", 0)
+        if not written:
+            return ""
+        hits, misses = self.state.get("cache_hits", 0), self.state.get("cache_misses", 0)
+        cache = f", cache hits {hits / (hits + misses):.0%}" if hits + misses else ""
+        return (f"; state: {written:,} keys written, {self.state.get('store_reads', 0)} reads, "
+                f"{self.state.get('store_writes', 0)} writes{cache}")
 
 
 def _number(value: Any) -> float | None:

@@ -117,3 +117,16 @@ def test_line():
 def test_line_limits(limited_by, suffix):
     p = BatchProgress("s", txid=0, rows=5, duration_ms=12, bytes=None, limited_by=limited_by)
     assert p.line() == f"[s] batch 0: 5 rows, ? B, 12 ms{suffix}"
+
+
+def test_line_tells_what_the_state_did():
+    p = BatchProgress("wc", txid=4, rows=5, duration_ms=12, bytes=None,
+                      state={"keys_written": 1200, "store_reads": 1, "store_writes": 2, "cache_hits": 1140,
+                             "cache_misses": 60})
+    assert p.line() == ("[wc] batch 4: 5 rows, ? B, 12 ms; state: 1,200 keys written, 1 reads, 2 writes, "
+                        "cache hits 95%")
+
+
+def test_line_without_cache_lookups_has_no_hit_rate():
+    p = BatchProgress("wc", txid=0, rows=5, duration_ms=12, state={"keys_written": 3, "store_writes": 1})
+    assert p.line().endswith("; state: 3 keys written, 0 reads, 1 writes")
