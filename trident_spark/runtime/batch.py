@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from trident_spark.errors import FailedException
+from trident_spark.errors import FailedException, StateConflictError, StateUnavailableError
 from trident_spark.graph import PersistNode, StateQueryNode, ancestors
 from trident_spark.planner.compile import BatchPlan
 from trident_spark.planner.query import Output, QueryPlan
@@ -20,6 +20,11 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 log = logging.getLogger(__name__)
+
+#: Causes that replay the batch (bounded by ``max_batch_retries``): asked for by an operation,
+#: or a state store that did not answer or kept losing conditional writes (Trident replays a
+#: batch whose state update failed).
+RETRYABLE = (FailedException, StateUnavailableError, StateConflictError)
 
 #: Outputs of one batch computed at the same time (each is a Spark job).
 MAX_CONCURRENT_OUTPUTS = 4
@@ -61,9 +66,11 @@ class BatchRunner:
                 self.run_once(df, batch_id)
                 return
             except Exception as exc:
-                cause = exc if isinstance(exc, FailedException) else translate(self.query.name, exc)
-                if not isinstance(cause, FailedException):
+                cause = exc if isinstance(exc, RETRYABLE) else translate(self.query.name, exc)
+                if not isinstance(cause, RETRYABLE):
                     raise
+                if attempt >= self.max_retries and not isinstance(cause, FailedException):
+                    raise cause from exc  # the store's own error, naming its address
                 if attempt >= self.max_retries:
                     times = "1 time" if attempt == 0 else f"{attempt + 1} times"
                     reason = str(cause).removesuffix(f" (stream {self.query.name!r})")

@@ -1,0 +1,134 @@
+"""The executor side of state operations over Arrow batches, without Spark (MemoryState)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from trident_spark.builtin import Count, MapGet
+from trident_spark.builtin.updaters import MapCombinerAggStateUpdater
+from trident_spark.fields import Fields
+from trident_spark.operation import QueryFunction, StateUpdater
+from trident_spark.planner.python_stage import OperatorError
+from trident_spark.planner.state_stage import StateStep, forget_opened_states, opened_state, persist, query
+from trident_spark.state import MemoryState, StateAheadError
+
+
+class Totals:
+    """Stands in for the Spark accumulator: sums what tasks add."""
+
+    def __init__(self) -> None:
+        self.value: dict[str, int] = {}
+
+    def add(self, counts: dict[str, int]) -> None:
+        for name, n in counts.items():
+            self.value[name] = self.value.get(name, 0) + n
+
+
+@pytest.fixture(autouse=True)
+def fresh_states():
+    yield
+    forget_opened_states()
+
+
+def batch(**columns: list[Any]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pydict(columns)
+
+
+def count_step(name: str, stats: Any = None) -> StateStep:
+    return StateStep("persistentAggregate(Count)", MemoryState.opaque(name=name),
+                     MapCombinerAggStateUpdater(Count(), Fields("word")), Fields("word", "count"),
+                     ["word", "count"], {"word": pa.string(), "count": pa.int64()}, stats=stats)
+
+
+def rows(batches: Any) -> list[dict[str, Any]]:
+    return [row for b in batches for row in b.to_pylist()]
+
+
+def test_persist_folds_partials_into_the_state_and_emits_new_values():
+    totals = Totals()
+    step = count_step("stage-persist", totals)
+    assert rows(persist(step, 0, {}, 2, iter([batch(word=["cat", "dog"], count=[2, 1])]))) == [
+        {"word": "cat", "count": 2}, {"word": "dog", "count": 1}]
+    second = persist(step, 1, {}, 2, iter([batch(word=["cat"], count=[5])]))
+    assert rows(second) == [{"word": "cat", "count": 7}]
+    assert MemoryState.opaque(name="stage-persist").open().multiGet([["cat"], ["dog"]]) == [7, 1]
+    assert totals.value["keys_written"] == 3 and totals.value["store_writes"] == 2
+
+
+def test_a_replayed_partition_leaves_the_value_of_one_run():
+    step = count_step("stage-replay")
+    for _ in range(3):  # a task retry, a speculative copy, a batch replay: same txid
+        list(persist(step, 0, {}, 1, iter([batch(word=["cat"], count=[2])])))
+    assert MemoryState.opaque(name="stage-replay").open().multiGet([["cat"]]) == [2]
+
+
+def test_an_empty_partition_does_not_touch_the_state():
+    totals = Totals()
+    step = count_step("stage-empty", totals)
+    assert rows(persist(step, 0, {}, 1, iter([batch(word=[], count=[])]))) == []
+    assert totals.value == {} and len(MemoryState.store("stage-empty")) == 0
+
+
+def test_the_state_stays_open_per_worker_with_its_cache():
+    step = count_step("stage-cache")
+    list(persist(step, 0, {}, 1, iter([batch(word=["cat"], count=[1])])))
+    state = opened_state(step.factory)
+    list(persist(step, 1, {}, 1, iter([batch(word=["cat"], count=[1])])))
+    assert opened_state(step.factory) is state and state.stats.cache_hits >= 1
+
+
+def test_a_state_ahead_of_the_stream_passes_through_as_itself():
+    step = count_step("stage-ahead")
+    list(persist(step, 5, {}, 1, iter([batch(word=["cat"], count=[1])])))
+    with pytest.raises(StateAheadError):
+        list(persist(step, 2, {}, 1, iter([batch(word=["cat"], count=[1])])))
+
+
+class Broken(StateUpdater):
+    def updateState(self, state: Any, tuples: Any, collector: Any) -> None:
+        raise KeyError("nope")
+
+
+def test_an_updater_error_names_the_operator():
+    step = StateStep("partitionPersist(Broken)", MemoryState.opaque(name="stage-broken"), Broken(),
+                     Fields("word"), [], {})
+    expected = r"^partitionPersist\(Broken\) failed in updateState: KeyError: 'nope'$"
+    with pytest.raises(OperatorError, match=expected):
+        list(persist(step, 0, {}, 1, iter([batch(word=["cat"])])))
+
+
+def query_step(name: str, function: Any, before: bool = True) -> StateStep:
+    return StateStep("stateQuery(MapGet)", MemoryState.opaque(name=name), function, Fields("word"),
+                     ["id", "word", "count"], {"count": pa.int64()}, reads_before_batch=before)
+
+
+def test_query_appends_what_execute_emits_to_each_tuple():
+    MemoryState.opaque(name="stage-query").open().multiPut(0, [["cat"]], [3])
+    out = rows(query(query_step("stage-query", MapGet()), 1, {}, 1,
+                     iter([batch(id=[1, 2, 3], word=["cat", "dog", "cat"])])))
+    assert out == [{"id": 1, "word": "cat", "count": 3}, {"id": 2, "word": "dog", "count": None},
+                   {"id": 3, "word": "cat", "count": 3}]
+
+
+def test_query_in_the_writing_query_sees_the_value_before_the_batch():
+    MemoryState.opaque(name="stage-before").open().multiUpdate(0, [["cat"]], [lambda old: 3])
+    MemoryState.opaque(name="stage-before").open().multiUpdate(1, [["cat"]], [lambda old: old + 4])
+    data = batch(id=[1], word=["cat"])
+    assert rows(query(query_step("stage-before", MapGet()), 1, {}, 1, iter([data])))[0]["count"] == 3
+    assert rows(query(query_step("stage-before", MapGet(), before=False), 1, {}, 1, iter([data])))[0][
+        "count"] == 7
+
+
+class Short(QueryFunction):
+    def batchRetrieve(self, state: Any, tuples: Any) -> list[Any]:
+        return [None]
+
+
+def test_batch_retrieve_must_answer_every_tuple():
+    with pytest.raises(OperatorError) as caught:
+        list(query(query_step("stage-short", Short()), 0, {}, 1, iter([batch(id=[1, 2], word=["a", "b"])])))
+    assert str(caught.value) == ("stateQuery(MapGet): batchRetrieve returned 1 results for 2 tuples; "
+                                 "return one result per tuple, in order")
