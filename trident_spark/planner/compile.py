@@ -110,10 +110,11 @@ class BatchPlan:
 
             return join([self.dataframe(i) for i in node.inputs], node, self.query.partitions_of(node))
         if isinstance(node, PersistNode):
+            from trident_spark.planner.query import stage_boundary
             from trident_spark.planner.state_plan import persist_dataframe
 
             return persist_dataframe(self.dataframe(node.inputs[0]), node, self.txid, self.conf,
-                                     self.query.partitions_of(node), self.state_stats)
+                                     self.query.partitions_of(stage_boundary(node)), self.state_stats)
         if isinstance(node, StateQueryNode):
             from trident_spark.planner.query import stage_boundary
             from trident_spark.planner.state_plan import query_dataframe

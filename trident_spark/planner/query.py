@@ -13,7 +13,6 @@ from trident_spark.graph import (
     JoinNode,
     MergeNode,
     Node,
-    PersistNode,
     RepartitionNode,
     SpoutNode,
     ancestors,
@@ -31,8 +30,13 @@ class Output:
 
 
 def is_stage_boundary(node: Node) -> bool:
-    """Nodes that start a new stage (Trident: the operations after a repartitioning)."""
-    if isinstance(node, SpoutNode | RepartitionNode | MergeNode | JoinNode | PersistNode):
+    """Nodes that start a new stage (Trident: the operations after a repartitioning).
+
+    A persist is not one: like Trident's partitionPersist it runs in the stage it follows,
+    so ``parallelismHint`` on a TridentState sizes that stage (after persistentAggregate's
+    batch aggregation, or its partitionBy/global for a Reducer), keeping each key in one task.
+    """
+    if isinstance(node, SpoutNode | RepartitionNode | MergeNode | JoinNode):
         return True
     return isinstance(node, AggregateNode) and node.scope == "batch"
 

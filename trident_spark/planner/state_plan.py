@@ -81,13 +81,14 @@ def _struct_field(name: str, df: DataFrame, types: dict[str, str]) -> StructFiel
 
 def persist_dataframe(df: DataFrame, node: PersistNode, txid: int, conf: dict[str, Any],
                       partitions: int | None, stats: Accumulator[dict[str, int]] | None) -> DataFrame:
-    """Run ``node``'s StateUpdater on each partition of ``df``; the result is what it emitted."""
+    """Run ``node``'s StateUpdater on each partition of ``df``; the result is what it emitted.
+
+    ``df`` is partitioned as the stage before it is (``partitions``: its size, for ``prepare``):
+    never repartitioned here, so a key a partitionBy or aggregation put in one task stays there.
+    """
     from pyspark.sql.types import StructType
 
     df = df.select(*node.input_fields)
-    if partitions is not None:  # parallelismHint: each key still in one partition
-        group = node.group_fields
-        df = df.repartition(partitions, *group) if group else df.repartition(partitions)
     # What the updater emits keeps the input's type for a field it passes on (group fields, and a
     # Combiner's value, which has its partial's type); other fields have their declared types.
     declared = {name: node.fields.types[name] for name in node.fields

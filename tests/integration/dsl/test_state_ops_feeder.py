@@ -59,6 +59,18 @@ class LastSeen(StateUpdater):
             collector.emit([w, v, self.partitions])
 
 
+class CountWords(StateUpdater):
+    """Adds each word's tuples of the partition to its count (one multiUpdate)."""
+
+    def updateState(self, state: Any, tuples: list[Any], collector: Any) -> None:
+        seen: dict[str, int] = {}
+        for t in tuples:
+            seen[t["word"]] = seen.get(t["word"], 0) + 1
+        words = sorted(seen)
+        updaters = [lambda old, k=seen[w]: (old or 0) + k for w in words]
+        state.multiUpdate([[w] for w in words], updaters)
+
+
 class FailOnceAfterWrites(BaseFunction):
     """Asks for batch 1 to be replayed once, after the state has been written (second phase)."""
 
@@ -90,6 +102,8 @@ def run(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "sums": SqliteState.opaque(path=db, table="sums"),
         "total": SqliteState.transactional(path=db, table="total"),
         "last": SqliteState.nonTransactional(path=db, table="last"),
+        "hinted_counts": SqliteState.opaque(path=db, table="hinted_counts"),
+        "hinted_total": SqliteState.opaque(path=db, table="hinted_total"),
     }
     topology = TridentTopology()
     words = FeederBatchSpout(["word", "n:bigint"], num_partitions=3)
@@ -101,6 +115,10 @@ def run(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     total = stream.persistentAggregate(states["total"], ["n"], Sum(), ["total"])
     last = stream.partitionPersist(states["last"], ["word", "n"], LastSeen(),
                                    ["word", "last:bigint", "partitions:int"]).parallelismHint(2)
+    # parallelismHint on a state sizes the stage it runs in: a key stays in one task
+    stream.partitionBy(["word"]).partitionPersist(states["hinted_counts"], ["word"], CountWords()) \
+        .parallelismHint(4)
+    stream.persistentAggregate(states["hinted_total"], ["n"], SumN(), ["sum:bigint"]).parallelismHint(3)
     sinks = {
         "new_counts": counts.newValuesStream().collect(),
         "new_sums": sums.newValuesStream().collect(),
@@ -235,3 +253,11 @@ def test_memory_state_is_refused_on_spark_with_what_to_use(tmp_path):
         "Spark runs state operations in its Python worker processes, so the values would be scattered and "
         "lost; use an embedded file instead, e.g. SqliteState.opaque(path='/tmp/wc.db'), or RedisState / "
         "ElasticsearchState (MemoryState is for unit tests of state logic)")
+
+
+def test_parallelism_hint_on_a_state_keeps_each_key_in_one_task(run):
+    counts = expected_counts(4)
+    words = sorted(counts)
+    assert open_state(run["states"]["hinted_counts"].url).multiGet([[w] for w in words]) == [
+        counts[w] for w in words]
+    assert open_state(run["states"]["hinted_total"].url).get() == 45
