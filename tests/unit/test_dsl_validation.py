@@ -376,19 +376,25 @@ def test_state_query_on_a_state_of_another_topology():
          "stateQuery-given-a-factory"),
     case(lambda t, s: s.persistentAggregate(static(t, "wc"), Count(), ["c"]),
          "persistentAggregate(Count): got the TridentState memory://wc?type=opaque; persisting takes a state "
-         "factory such as MemoryState.opaque(name='wc') (to read a TridentState use stateQuery)",
+         "factory such as SqliteState.opaque(path='/tmp/wc.db') (to read a TridentState use stateQuery)",
          "persistentAggregate-given-a-TridentState"),
     case(lambda t, s: s.partitionPersist("memory://wc", ["word"], Updater()),
          "partitionPersist(Updater): got the string 'memory://wc'; pass a state factory: "
-         "open_state('memory://wc') from trident_spark.state, or e.g. MemoryState.opaque(name='wc')",
+         "parse_state_url('memory://wc') from trident_spark.state, or e.g. "
+         "SqliteState.opaque(path='/tmp/wc.db')",
          "partitionPersist-given-a-url"),
     case(lambda t, s: t.newStaticState(MemoryState),
          "newStaticState: expected a state factory (with open()), got the class MemoryState (pass an "
-         "instance: MemoryState(...)); e.g. MemoryState.opaque(name='wc') or "
-         "open_state('sqlite:///counts.db?table=wc')", "newStaticState-given-a-class"),
+         "instance: MemoryState(...)); e.g. SqliteState.opaque(path='/tmp/wc.db') or "
+         "parse_state_url('sqlite:///tmp/wc.db?table=wc')", "newStaticState-given-a-class"),
+    case(lambda t, s: t.newStaticState(MemoryState.opaque(name="wc").open()),
+         "newStaticState: got the opened state OpaqueMap(memory://wc) (what open_state(url) returns, for "
+         "reads outside Spark); a topology takes the state's settings, which it opens on the executors: "
+         "parse_state_url(url) from trident_spark.state, or e.g. SqliteState.opaque(path='/tmp/wc.db')",
+         "newStaticState-given-an-opened-state"),
     case(lambda t, s: t.newStaticState(static(t, "ro")).newValuesStream(),
          "newStaticState: got the TridentState memory://ro?type=opaque; persisting takes a state factory "
-         "such as MemoryState.opaque(name='wc') (to read a TridentState use stateQuery)",
+         "such as SqliteState.opaque(path='/tmp/wc.db') (to read a TridentState use stateQuery)",
          "newStaticState-given-a-TridentState"),
     case(lambda t, s: static(t, "ro").newValuesStream(),
          "newValuesStream: memory://ro?type=opaque is a static state (newStaticState); only a state this "
