@@ -62,6 +62,14 @@ class BatchPlan:
         self._forms: dict[int, list[Column] | Column | None] = {}
         self._persisted: list[DataFrame] = []
 
+    def check_states_not_ahead(self) -> None:
+        """Fail, before any write, if a persisted state is ahead of this batch (run once per start)."""
+        from trident_spark.planner.state_plan import check_not_ahead_job
+
+        for node in self.query.nodes:
+            if isinstance(node, PersistNode):
+                check_not_ahead_job(self.dataframe(node.inputs[0]), node, self.txid)
+
     def release(self) -> None:
         """Unpersist what this batch cached."""
         for df in self._persisted:

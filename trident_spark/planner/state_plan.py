@@ -18,7 +18,7 @@ from trident_spark.errors import TopologyError
 from trident_spark.graph import PersistNode, StateQueryNode
 from trident_spark.operation import overrides_prepare
 from trident_spark.planner.python_plan import named
-from trident_spark.planner.state_stage import StateStep, persist, query
+from trident_spark.planner.state_stage import StateStep, check_not_ahead, persist, query
 from trident_spark.planner.types import arrow_type, spark_type
 
 if TYPE_CHECKING:
@@ -102,6 +102,20 @@ def persist_dataframe(df: DataFrame, node: PersistNode, txid: int, conf: dict[st
     return df.mapInArrow(named(fn, node.label), StructType(struct))
 
 
+def check_not_ahead_job(df: DataFrame, node: PersistNode, txid: int) -> None:
+    """Before the first writes after a start: fail if the state holds any of the batch's keys
+    with a later txid (a reset checkpoint or another writer), while nothing is written yet."""
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    if node.aggregator is None:
+        return  # a user StateUpdater's keys are its own business
+    keys = df.select(*node.group_fields) if node.group_fields else df.select()
+    step = StateStep(node.label, node.state, node.updater, node.group_fields, [], {})
+    fn = partial(check_not_ahead, step, txid)
+    keys.mapInArrow(named(fn, f"check_{node.label}"), StructType([StructField("keys", LongType())])) \
+        .write.format("noop").mode("overwrite").save()
+
+
 def query_dataframe(df: DataFrame, node: StateQueryNode, txid: int, conf: dict[str, Any],
                     partitions: int | None, same_query: bool,
                     stats: Accumulator[dict[str, int]] | None) -> DataFrame:
@@ -130,5 +144,5 @@ def query_dataframe(df: DataFrame, node: StateQueryNode, txid: int, conf: dict[s
     return df.mapInArrow(named(fn, node.label), StructType(struct))
 
 
-__all__ = ["StateStatsParam", "check_reachable", "check_shared", "persist_dataframe", "query_dataframe",
-           "state_factory"]
+__all__ = ["StateStatsParam", "check_not_ahead_job", "check_reachable", "check_shared", "persist_dataframe",
+           "query_dataframe", "state_factory"]

@@ -26,6 +26,7 @@ from trident_spark.fields import Fields, TridentTuple
 from trident_spark.operation import Operation, OperationContext, TridentCollector
 from trident_spark.planner.python_stage import OperatorError, partition_index, to_arrow_column
 from trident_spark.state import BatchState, MapState, StateError
+from trident_spark.state.keys import GLOBAL_KEY, encode_key
 
 #: States opened in this Python worker, by their settings.
 _OPENED: dict[bytes, MapState] = {}
@@ -137,6 +138,34 @@ def _emitted(step: StateStep, emitted: list[list[Any]]) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, names=step.output_fields)
 
 
+def check_not_ahead(step: StateStep, txid: int,
+                    batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Raise StateAheadError if a key of the partition is stored with a txid after ``txid``.
+
+    Run once, before the first batch after a start writes anything, so a reset checkpoint is
+    found before any task of the batch has written (a write-time check could only stop the
+    task that found it). Reads through the worker's cache, which warms it.
+    """
+    from trident_spark.state import StateAheadError, StateType
+
+    table = _gather(batches)
+    if table is None:
+        return
+    state = opened_state(step.factory)
+    if state.state_type is StateType.NON_TRANSACTIONAL:
+        return
+    group = list(step.input_fields)
+    keys = [list(t) for t in _tuples(table, step.input_fields)] if group else [list(GLOBAL_KEY)]
+    distinct = list({encode_key(key): key for key in keys}.values())
+    stored_txid = txid + state.txid_offset
+    for key, stored in zip(distinct, state.backing.multiGetVersioned(distinct), strict=True):
+        found = getattr(None if stored is None else stored.value, "txid", None)
+        if isinstance(found, int) and found > stored_txid:
+            raise StateAheadError(state.address, key, stored_txid=found, batch_txid=stored_txid,
+                                  txid_offset=state.txid_offset)
+    yield pa.RecordBatch.from_pydict({"keys": [len(distinct)]})
+
+
 def query(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: int,
           batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Read the state once for the partition's tuples; yield each tuple with what ``execute`` appended."""
@@ -183,4 +212,4 @@ def query(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: int,
     yield pa.RecordBatch.from_arrays(arrays, names=step.output_fields)
 
 
-__all__ = ["StateStep", "forget_opened_states", "opened_state", "persist", "query"]
+__all__ = ["StateStep", "check_not_ahead", "forget_opened_states", "opened_state", "persist", "query"]

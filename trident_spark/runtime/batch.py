@@ -48,6 +48,7 @@ class BatchRunner:
     _stats: Accumulator[dict[str, int]] | None = field(default=None, init=False, repr=False)
     phases: list[list[Output]] = field(default_factory=list, init=False, repr=False)
     has_state: bool = field(default=False, init=False, repr=False)
+    _checked_states: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
         # Trident's two phases of a batch: everything that reads (stateQuery included) first,
@@ -94,6 +95,9 @@ class BatchRunner:
         stats = self._state_stats(df)
         plan = BatchPlan(self.query, split_sources(df, self.query), batch_id, self.conf, stats)
         try:
+            if not self._checked_states:
+                plan.check_states_not_ahead()
+                self._checked_states = True
             for outputs in self.phases:
                 self._run_outputs(plan, outputs, batch_id)
         finally:

@@ -132,3 +132,15 @@ def test_batch_retrieve_must_answer_every_tuple():
         list(query(query_step("stage-short", Short()), 0, {}, 1, iter([batch(id=[1, 2], word=["a", "b"])])))
     assert str(caught.value) == ("stateQuery(MapGet): batchRetrieve returned 1 results for 2 tuples; "
                                  "return one result per tuple, in order")
+
+
+def test_the_first_batch_after_a_start_finds_a_state_ahead_before_anything_is_written():
+    from trident_spark.planner.state_stage import check_not_ahead
+
+    step = count_step("stage-check")
+    list(persist(step, 7, {}, 1, iter([batch(word=["cat"], count=[1])])))
+    key_step = StateStep("persistentAggregate(Count)", step.factory, step.operation, Fields("word"), [], {})
+    assert rows(check_not_ahead(key_step, 7, iter([batch(word=["cat", "dog"])]))) == [{"keys": 2}]
+    with pytest.raises(StateAheadError) as caught:
+        list(check_not_ahead(key_step, 0, iter([batch(word=["dog", "cat", "cat"])])))
+    assert caught.value.key == ["cat"] and caught.value.stored_txid == 7 and caught.value.batch_txid == 0
