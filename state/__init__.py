@@ -10,7 +10,8 @@ Modules, one idea each:
 * ``base``        the backing-map interfaces a store implements (plain and versioned)
 * ``keys``        collision-free encoding of compound keys; the global key
 * ``serializers`` JSON in Storm's formats, pluggable
-* ``map``         Trident's non-transactional / transactional / opaque rules
+* ``map``         Trident's non-transactional / transactional / opaque rules, and
+                  ``getTuples`` (every key and value, Trident's ``ITupleCollection``)
 * ``batch_view``  a map state with one batch's txid bound (what updaters and queries get)
 * ``cache``       the LRU cache whose writes stay conditional on what was read
 * ``batching``    store round trips bounded by ``max_multi_*_batch_size``
@@ -27,12 +28,15 @@ Examples
 [3]
 >>> open_state("memory://doc-package").multiGet([["cat"]])
 [3]
+>>> list(open_state("memory://doc-package").getTuples())     # every key and its value
+[['cat', 3]]
 """
 
 from .base import BackingMap, Versioned, VersionedBackingMap
 from .batch_view import BatchState
 from .elasticsearch import ElasticsearchState
 from .errors import (
+    ScanUnsupportedError,
     StateAheadError,
     StateConfigError,
     StateConflictError,
@@ -71,6 +75,7 @@ __all__ = [
     "OpaqueMap",
     "OpaqueValue",
     "RedisState",
+    "ScanUnsupportedError",
     "Serializer",
     "SqliteState",
     "StateAheadError",

@@ -16,18 +16,20 @@ Two interfaces:
   compute and write through it, and on a lost race re-read that key and
   recompute, so two writers, a speculative task or a stale cache never write
   over a newer value. Elasticsearch maps the version to ``_seq_no``/``_primary_term``,
-  Redis to a compare-and-set script, SQLite to a version column.
+  Redis to a compare-and-set script, SQLite to a version column. Optionally,
+  ``scanVersioned`` lists every stored key with its value and version: what
+  ``MapState.getTuples`` and TupleCollectionGet (Trident's ``ITupleCollection``) need.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self, TypeAlias
 
-from .errors import StateConflictError, StateError
+from .errors import ScanUnsupportedError, StateConfigError, StateConflictError, StateError
 
 #: One key: the group values, in group-field order.
 Key: TypeAlias = Sequence[Any]
@@ -36,6 +38,24 @@ Key: TypeAlias = Sequence[Any]
 Version: TypeAlias = Hashable
 
 _UNCONDITIONAL_PUT_ATTEMPTS = 100
+
+#: Keys per store round trip of a scan when the caller gives no page size.
+DEFAULT_SCAN_BATCH_SIZE = 1000
+
+
+def check_scan_batch_size(batch_size: int | None) -> int:
+    """The page size of a scan: ``batch_size``, or :data:`DEFAULT_SCAN_BATCH_SIZE` for None.
+
+    Examples
+    --------
+    >>> check_scan_batch_size(None), check_scan_batch_size(50)
+    (1000, 50)
+    """
+    if batch_size is None:
+        return DEFAULT_SCAN_BATCH_SIZE
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise StateConfigError(f"a scan's batch_size must be a positive int (or None), got {batch_size!r}")
+    return batch_size
 
 
 @dataclass(frozen=True)
@@ -167,6 +187,45 @@ class VersionedBackingMap(BackingMap):
             ``max_multi_put_batch_size``).
         """
 
+    def scanVersioned(self, batch_size: int | None = None) -> Iterator[tuple[Key, Versioned]]:
+        """Every stored key, as its group values, with its value and version. Optional.
+
+        What Trident's ``ITupleCollection.getTuples`` needs: ``MapState.getTuples``
+        and TupleCollectionGet read the whole state through it. It reads the
+        store itself (never a cache), in round trips of about ``batch_size``
+        keys, lazily: the first page is read when the iterator is first
+        advanced (an unsupported scan raises at once).
+
+        Parameters
+        ----------
+        batch_size : int, optional
+            Keys per store round trip; None: :data:`DEFAULT_SCAN_BATCH_SIZE`.
+
+        Returns
+        -------
+        iterator of (list, Versioned)
+            ``(group values, stored value and version)`` per key, in an order the
+            store chooses; the global key comes back as ``[]``. A key stored
+            during the whole scan comes back exactly once; a key written or
+            removed while the scan runs may or may not. Keys too long to keep
+            readable (``keys.is_hashed``) cannot be listed by stores that keep
+            only the encoded key: they raise :class:`~.errors.StateError`.
+
+        Raises
+        ------
+        ScanUnsupportedError
+            The store does not implement a scan (this default).
+
+        Examples
+        --------
+        >>> from trident_spark.state import MemoryState
+        >>> backing = MemoryState.nonTransactional(name="doc-scan").open_backing_map()
+        >>> backing.multiPut([["cat"], ["us", 2024], []], [3, 5, 8])
+        >>> sorted((key, stored.value) for key, stored in backing.scanVersioned(batch_size=2))
+        [([], 8), (['cat'], 3), (['us', 2024], 5)]
+        """
+        raise ScanUnsupportedError(self.address, type(self).__name__)
+
     def multiGet(self, keys: Sequence[Key]) -> list[Any]:
         return [None if stored is None else stored.value for stored in self.multiGetVersioned(keys)]
 
@@ -184,4 +243,5 @@ class VersionedBackingMap(BackingMap):
         raise StateConflictError(self.address, keys[pending[0]], attempts=_UNCONDITIONAL_PUT_ATTEMPTS)
 
 
-__all__ = ["BackingMap", "Key", "Version", "Versioned", "VersionedBackingMap"]
+__all__ = ["DEFAULT_SCAN_BATCH_SIZE", "BackingMap", "Key", "Version", "Versioned", "VersionedBackingMap",
+           "check_scan_batch_size"]

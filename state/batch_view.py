@@ -9,7 +9,7 @@ without Spark).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .base import Key
@@ -70,6 +70,30 @@ class BatchState:
     def multiGet(self, keys: Sequence[Key]) -> list[Any]:
         """Values of ``keys`` (None for missing keys): ``MapState.multiGet``."""
         return self.state.multiGet(keys, self._read_txid())
+
+    def getTuples(self) -> Iterator[list[Any]]:
+        """Every stored key's group values followed by its value: ``MapState.getTuples``.
+
+        What TupleCollectionGet reads (Trident's ``ITupleCollection``). With
+        ``reads_before_batch`` the values are those :meth:`multiGet` answers: an
+        opaque state gives keys this batch wrote their value from before the
+        batch, and leaves out keys this batch created.
+
+        Examples
+        --------
+        >>> from trident_spark.state import MemoryState
+        >>> counts = MemoryState.opaque(name="doc-batch-tuples").open()
+        >>> counts.multiUpdate(0, [["cat"]], [lambda old: 2])
+        [2]
+        >>> batch = BatchState(counts, txid=1)
+        >>> batch.multiUpdate([["cat"], ["dog"]], [lambda old: old + 1, lambda old: 5])
+        [3, 5]
+        >>> list(batch.getTuples())                # before batch 1: cat was 2, dog did not exist
+        [['cat', 2]]
+        >>> sorted(BatchState(counts, txid=2).getTuples())
+        [['cat', 3], ['dog', 5]]
+        """
+        return self.state.getTuples(self._read_txid())
 
     def multiUpdate(self, keys: Sequence[Key], updaters: Sequence[Updater]) -> list[Any]:
         """Apply one updater per key as this batch; returns the new values."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from .base import Key, Version, Versioned, VersionedBackingMap
+from .base import DEFAULT_SCAN_BATCH_SIZE, Key, Version, Versioned, VersionedBackingMap, check_scan_batch_size
 from .errors import StateConfigError
 from .stats import StateStats
 
@@ -88,6 +88,38 @@ class BatchingMap(VersionedBackingMap):
             self.stats.store_writes += 1
             self.stats.keys_written += len(part)
         return outcomes
+
+    def scanVersioned(self, batch_size: int | None = None) -> Iterator[tuple[Key, Versioned]]:
+        """The store's scan in pages of ``batch_size`` keys (default: ``max_multi_get_batch_size``).
+
+        Counts one store read per page of keys (about: a Redis ``SCAN`` page
+        varies) and every key scanned in ``keys_read``.
+
+        Examples
+        --------
+        >>> from trident_spark.state import MemoryState
+        >>> stats = StateStats()
+        >>> store = MemoryState.nonTransactional(name="doc-batching-scan").open_backing_map()
+        >>> store.multiPut([["a"], ["b"], ["c"]], [1, 2, 3])
+        >>> batching = BatchingMap(store, max_multi_get_batch_size=2, stats=stats)
+        >>> [key for key, _ in batching.scanVersioned()]
+        [['a'], ['b'], ['c']]
+        >>> stats.store_reads, stats.keys_read
+        (2, 3)
+        """
+        if batch_size is None:
+            batch_size = self.max_multi_get_batch_size or DEFAULT_SCAN_BATCH_SIZE
+        size = check_scan_batch_size(batch_size)
+        return self._counted(self.delegate.scanVersioned(size), size)
+
+    def _counted(self, entries: Iterator[tuple[Key, Versioned]],
+                 size: int) -> Iterator[tuple[Key, Versioned]]:
+        self.stats.store_reads += 1
+        for count, entry in enumerate(entries):
+            if count and count % size == 0:
+                self.stats.store_reads += 1
+            self.stats.keys_read += 1
+            yield entry
 
     def multiRemove(self, keys: Sequence[Key]) -> None:
         for part in _chunks(len(keys), self.max_multi_put_batch_size):

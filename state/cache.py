@@ -12,7 +12,7 @@ retry, never a wrong value.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .base import Key, Version, Versioned, VersionedBackingMap
@@ -106,6 +106,23 @@ class CachedMap(VersionedBackingMap):
             else:
                 self._remember(enc, Versioned(value, new_version))
         return outcomes
+
+    def scanVersioned(self, batch_size: int | None = None) -> Iterator[tuple[Key, Versioned]]:
+        """The store's scan, bypassing the cache: another task may have written any key since.
+
+        Scanned values are not cached either (a scan would evict the hot keys).
+
+        Examples
+        --------
+        >>> from trident_spark.state import MemoryState
+        >>> store = MemoryState.nonTransactional(name="doc-cache-scan").open_backing_map()
+        >>> cached = CachedMap(store, cache_size=10)
+        >>> cached.multiPut([["cat"]], [1])
+        >>> store.multiPut([["cat"]], [2])                   # another task writes
+        >>> [(key, s.value) for key, s in cached.scanVersioned()], len(cached)
+        ([(['cat'], 2)], 1)
+        """
+        return self.delegate.scanVersioned(batch_size)
 
     def multiRemove(self, keys: Sequence[Key]) -> None:
         for key in keys:

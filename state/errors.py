@@ -166,6 +166,35 @@ class StateUnavailableError(StateError):
         super().__init__(f"cannot use the state store at {address}: {reason}")
 
 
+class ScanUnsupportedError(StateError, NotImplementedError):
+    """The store cannot list its keys (``scanVersioned``), so ``getTuples`` / TupleCollectionGet cannot work.
+
+    Every backend of this package can; a custom backing map that does not
+    implement :meth:`~.base.VersionedBackingMap.scanVersioned` raises this.
+
+    Attributes
+    ----------
+    address : str
+        The state, as a URL.
+    backend : str
+        The backing map's class name.
+
+    Examples
+    --------
+    >>> err = ScanUnsupportedError("custom://wc", "MyBackingMap")
+    >>> isinstance(err, NotImplementedError), str(err).split(";")[0]
+    (True, 'custom://wc: MyBackingMap cannot list its keys (it does not implement scanVersioned)')
+    """
+
+    def __init__(self, address: str, backend: str) -> None:
+        self.address = address
+        self.backend = backend
+        super().__init__(
+            f"{address}: {backend} cannot list its keys (it does not implement scanVersioned); "
+            f"getTuples() and TupleCollectionGet need a store that can: implement "
+            f"scanVersioned(batch_size) in {backend}, or query known keys with multiGet() / MapGet()")
+
+
 class StateConflictError(StateError):
     """A key's conditional write kept losing to other writers: the retries ran out.
 
@@ -195,6 +224,7 @@ class StateConflictError(StateError):
 
 
 __all__ = [
+    "ScanUnsupportedError",
     "StateAheadError",
     "StateConfigError",
     "StateConflictError",

@@ -218,4 +218,39 @@ def decode_key(encoded: str) -> list[Any]:
         raise StateError(f"{encoded!r} is not an encoded state key: {exc}") from exc
 
 
-__all__ = ["GLOBAL_KEY", "MAX_KEY_BYTES", "check_key", "decode_key", "encode_key", "is_hashed"]
+def decode_scanned_key(encoded: str, address: str) -> list[Any]:
+    """The group values of a key a scan found in a store that keeps only the encoded key.
+
+    Parameters
+    ----------
+    encoded : str
+        The stored encoded key (SQLite row key, Redis key without its prefix).
+    address : str
+        The state, for messages.
+
+    Raises
+    ------
+    StateError
+        The key was hashed (its encoding is longer than 512 bytes) or is not an
+        encoded key (the store holds data of another program).
+
+    Examples
+    --------
+    >>> decode_scanned_key("us|~i2024", "memory://wc"), decode_scanned_key("~global", "memory://wc")
+    (['us', 2024], [])
+    """
+    if is_hashed(encoded):
+        raise StateError(
+            f"{address}: cannot list key {encoded[:80]!r}...: its encoding is longer than {MAX_KEY_BYTES} "
+            f"bytes, so it is stored hashed and its group values cannot be read back (getTuples, "
+            f"TupleCollectionGet); group by shorter values (e.g. a digest of the long one), or query "
+            f"such keys with multiGet() / MapGet()")
+    try:
+        return decode_key(encoded)
+    except StateError as exc:
+        raise StateError(f"{address}: listing the state's keys: {exc}; another program may write under "
+                         f"this state's name: give the state its own table, prefix or index") from None
+
+
+__all__ = ["GLOBAL_KEY", "MAX_KEY_BYTES", "check_key", "decode_key", "decode_scanned_key", "encode_key",
+           "is_hashed"]

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import copy
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, ClassVar, Self
@@ -150,6 +150,59 @@ class MapState(ABC):
         return [None if s is None else self._read(key, s.value, batch_txid)
                 for key, s in zip(keys, stored, strict=True)]
 
+    def getTuples(self, txid: int | None = None) -> Iterator[list[Any]]:
+        """Every stored key with its current value: Trident's ``ITupleCollection.getTuples``.
+
+        One list per stored key: the key's group values followed by the value a
+        query reads (``curr`` of an opaque state, ``val`` of the others, as
+        :meth:`multiGet` answers), so ``["cat", 3]`` for a state grouped by one
+        field. The global key of an ungrouped state has no group values and
+        yields just ``[value]`` (Trident's MemoryMapState would put its
+        ``$MAGIC_GLOBAL_KEY...`` string first; here no key value is invented).
+
+        The store is read itself, never the cache, page by page
+        (``max_multi_get_batch_size`` keys per round trip, lazily), in an order
+        the store chooses. A key written or removed while the iterator runs may
+        or may not be seen.
+
+        Parameters
+        ----------
+        txid : int, optional
+            The batch reading, as for :meth:`multiGet`: an opaque state then
+            answers ``prev`` for keys that batch already wrote, and leaves out
+            keys the batch created (they did not exist before it). Omit outside Spark.
+
+        Raises
+        ------
+        ScanUnsupportedError
+            The store cannot list its keys (a custom backing map without ``scanVersioned``).
+        StateError
+            A stored key is too long to be read back (``keys.is_hashed``; memory, SQLite and Redis).
+
+        Examples
+        --------
+        >>> from trident_spark.state import MemoryState
+        >>> counts = MemoryState.opaque(name="doc-gettuples").open()
+        >>> counts.multiUpdate(0, [["cat", "uk"], ["dog", "us"]], [lambda old: 3, lambda old: 1])
+        [3, 1]
+        >>> sorted(counts.getTuples())
+        [['cat', 'uk', 3], ['dog', 'us', 1]]
+        >>> counts.update(1, lambda old: 42)          # the global key: no group values
+        42
+        >>> sorted(counts.getTuples(), key=len)[0]
+        [42]
+        """
+        batch_txid = None if txid is None else self._stored_txid(txid)
+        return self._tuples(self.backing.scanVersioned(), batch_txid)
+
+    def _tuples(self, entries: Iterator[tuple[Key, Versioned]],
+                batch_txid: int | None) -> Iterator[list[Any]]:
+        for key, stored in entries:
+            value = self._read(key, stored.value, batch_txid)
+            if batch_txid is not None and self._created_by(stored.value, batch_txid):
+                continue
+            yield [*key, value]
+
     def multiUpdate(self, txid: int, keys: Sequence[Key], updaters: Sequence[Updater]) -> list[Any]:
         """Apply batch ``txid``'s update of each key by the state kind's rule; return the new values.
 
@@ -229,6 +282,10 @@ class MapState(ABC):
     @abstractmethod
     def _read(self, key: Key, stored: Any, batch_txid: int | None) -> Any:
         """What a query sees of a stored value."""
+
+    def _created_by(self, stored: Any, batch_txid: int) -> bool:
+        """Whether batch ``batch_txid`` created the key, as far as this kind can tell (only opaque can)."""
+        return False
 
     @abstractmethod
     def _update(self, key: Key, stored: Versioned | None, txid: int, updater: Updater) -> _Decision:
@@ -374,6 +431,10 @@ class OpaqueMap(MapState):
     def _read(self, key: Key, stored: Any, batch_txid: int | None) -> Any:
         self._expect(key, stored, OpaqueValue)
         return stored.prev if batch_txid is not None and stored.txid == batch_txid else stored.curr
+
+    def _created_by(self, stored: Any, batch_txid: int) -> bool:
+        # Written by the batch with nothing before it: the key did not exist before the batch.
+        return isinstance(stored, OpaqueValue) and stored.txid == batch_txid and stored.prev is None
 
     def _update(self, key: Key, stored: Versioned | None, txid: int, updater: Updater) -> _Decision:
         if stored is None:

@@ -15,14 +15,14 @@ from __future__ import annotations
 import itertools
 import threading
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .base import Key, Version, Versioned, VersionedBackingMap
+from .base import Key, Version, Versioned, VersionedBackingMap, check_scan_batch_size
 from .errors import StateConfigError, StateError
 from .factory import StateFactory
-from .keys import encode_key
+from .keys import decode_scanned_key, encode_key
 from .serializers import Serializer, deserialize_stored
 
 
@@ -137,6 +137,28 @@ class MemoryBackingMap(VersionedBackingMap):
                 self.store.entries[enc] = (blob, version)
                 outcomes.append(version)
         return outcomes
+
+    def scanVersioned(self, batch_size: int | None = None) -> Iterator[tuple[Key, Versioned]]:
+        """Every stored key in encoded-key order, from a snapshot taken when the scan starts.
+
+        Examples
+        --------
+        >>> backing = MemoryState.nonTransactional(name="doc-memscan").open_backing_map()
+        >>> backing.multiPut([["dog"], ["cat", 1]], [2, 5])
+        >>> [(key, stored.value) for key, stored in backing.scanVersioned()]
+        [(['cat', 1], 5), (['dog'], 2)]
+        """
+        self._check_open()
+        check_scan_batch_size(batch_size)
+        return self._scan()
+
+    def _scan(self) -> Iterator[tuple[Key, Versioned]]:
+        with self.store.lock:
+            entries = sorted(self.store.entries.items())
+        for encoded, (data, version) in entries:
+            key = decode_scanned_key(encoded, self.address)
+            yield key, Versioned(deserialize_stored(self.serializer, data, key=key, address=self.address),
+                                 version)
 
     def multiRemove(self, keys: Sequence[Key]) -> None:
         self._check_open()

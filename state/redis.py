@@ -18,6 +18,9 @@ longer ones (so the cache and the script arguments stay small).
 
 * ``multiGetVersioned``: one ``MGET`` per batch; each value's token is computed
   from the bytes read.
+* ``scanVersioned`` (every key, for ``getTuples``): ``SCAN MATCH <key_prefix>:*``
+  in pages of about ``max_multi_get_batch_size`` names, one ``MGET`` per page;
+  the versions are the tokens of the bytes read, as for ``multiGetVersioned``.
 * ``multiPutIfVersion``: ONE script call per batch (``EVALSHA``, falling back to
   ``EVAL`` when the server answers ``NOSCRIPT``, which also caches the script).
   For each key the script compares what is stored with the expected token
@@ -62,16 +65,17 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 import threading
 import urllib.parse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .base import Key, Version, Versioned, VersionedBackingMap
+from .base import Key, Version, Versioned, VersionedBackingMap, check_scan_batch_size
 from .errors import StateConfigError, StateError, StateUnavailableError
 from .factory import StateFactory
-from .keys import encode_key
+from .keys import decode_scanned_key, encode_key
 from .serializers import Serializer, deserialize_stored
 from .url import Scheme, redact, register_scheme
 
@@ -85,6 +89,7 @@ DEFAULT_PREFIX = "trident"
 INLINE_VERSION_BYTES = 40
 
 _SCHEMES = ("redis", "rediss", "unix")
+_GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")
 _RETRIES = 1
 
 #: The compare-and-set script: KEYS are the state's keys; ARGV[1] the expiry in
@@ -149,6 +154,19 @@ def redis_key(key_prefix: str, key: Key) -> str:
     ('wc:cat', 'wc:us|~i2024', '{wc}:~global')
     """
     return f"{key_prefix}:{encode_key(key)}"
+
+
+def scan_pattern(key_prefix: str) -> str:
+    """The ``SCAN MATCH`` pattern of every key of a state: the prefix (glob characters escaped) + ``:*``.
+
+    Examples
+    --------
+    >>> scan_pattern("wc"), scan_pattern("{wc}")
+    ('wc:*', '{wc}:*')
+    >>> print(scan_pattern("w*[c]"))
+    w\\*\\[c\\]:*
+    """
+    return _GLOB_SPECIAL.sub(r"\\\1", key_prefix) + ":*"
 
 
 def _check_url(url: Any) -> urllib.parse.SplitResult:
@@ -294,6 +312,52 @@ class RedisBackingMap(VersionedBackingMap):
                     deserialize_stored(self.serializer, raw, key=key, address=self.address),
                     version_token(raw))
                 for key, raw in zip(keys, data, strict=True)]
+
+    def scanVersioned(self, batch_size: int | None = None) -> Iterator[tuple[Key, Versioned]]:
+        """Every key under the prefix: ``SCAN MATCH <prefix>:* COUNT batch_size``, one ``MGET`` per page.
+
+        ``SCAN`` may return a name twice (when Redis rehashes meanwhile); each
+        key is yielded once (the names seen are remembered). A name that
+        expired or was deleted between the ``SCAN`` and the ``MGET``, or holds
+        another Redis type, is left out. Keys of other prefixes do not match,
+        except a prefix that extends this one after a colon: ``wc:x:cat`` is
+        both key ``["x:cat"]`` of prefix ``wc`` and key ``["cat"]`` of prefix
+        ``wc:x`` (the layout cannot tell them apart, so never nest prefixes
+        that way). On Redis Cluster the scan
+        covers the node of the URL, which holds the whole state when its
+        prefix is a hash tag (see the module doc).
+        """
+        return self._scan(check_scan_batch_size(batch_size))
+
+    def _scan(self, size: int) -> Iterator[tuple[Key, Versioned]]:
+        pattern = scan_pattern(self.spec.key_prefix)
+        skip = len(self.spec.key_prefix) + 1
+        seen: set[bytes] = set()
+        cursor: int = 0
+        while True:
+            cursor, found = self._scan_page(cursor, pattern, size)
+            names = [name for name in dict.fromkeys(found) if name not in seen]
+            seen.update(names)
+            for start in range(0, len(names), size):
+                part = names[start:start + size]
+                data = self._mget(part)
+                for name, raw in zip(part, data, strict=True):
+                    if raw is None:
+                        continue
+                    key = decode_scanned_key(name.decode("utf-8", errors="replace")[skip:], self.address)
+                    value = deserialize_stored(self.serializer, raw, key=key, address=self.address)
+                    yield key, Versioned(value, version_token(raw))
+            if int(cursor) == 0:
+                return
+
+    def _scan_page(self, cursor: int, pattern: str, size: int) -> tuple[int, list[bytes]]:
+        found: tuple[int, list[bytes]] = self._call(
+            f"SCAN MATCH {pattern}", lambda client: client.scan(cursor=cursor, match=pattern, count=size))
+        return found
+
+    def _mget(self, names: list[bytes]) -> list[bytes | None]:
+        data: list[bytes | None] = self._call(f"MGET of {len(names)} keys", lambda client: client.mget(names))
+        return data
 
     def _expected(self, version: Version | None) -> bytes:
         if version is None:
@@ -537,4 +601,4 @@ def _build_redis(url: str, parts: urllib.parse.SplitResult, params: dict[str, st
 for _scheme in ("redis", "rediss"):
     register_scheme(_scheme, Scheme(_URL_PARAMS, _build_redis, "redis://127.0.0.1:6379/0?prefix=wc"))
 
-__all__ = ["CAS_SCRIPT", "RedisBackingMap", "RedisState", "redis_key", "version_token"]
+__all__ = ["CAS_SCRIPT", "RedisBackingMap", "RedisState", "redis_key", "scan_pattern", "version_token"]

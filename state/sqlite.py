@@ -28,10 +28,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .base import Key, Version, Versioned, VersionedBackingMap
+from .base import Key, Version, Versioned, VersionedBackingMap, check_scan_batch_size
 from .errors import StateConfigError, StateError, StateUnavailableError
 from .factory import StateFactory
-from .keys import encode_key
+from .keys import decode_scanned_key, encode_key
 from .serializers import Serializer, deserialize_stored
 
 DEFAULT_TABLE = "trident_state"
@@ -192,6 +192,44 @@ class SqliteBackingMap(VersionedBackingMap):
             found.append(None if row is None else Versioned(
                 deserialize_stored(self.serializer, row[0], key=key, address=self.address), row[1]))
         return found
+
+    def scanVersioned(self, batch_size: int | None = None) -> Iterator[tuple[Key, Versioned]]:
+        """Every row in key order, one ``SELECT ... WHERE k > ? ORDER BY k LIMIT ?`` per page.
+
+        Each page is its own read (no transaction stays open between pages, so
+        writers are never held up); a key is found once even if it is written
+        while the scan runs.
+
+        Examples
+        --------
+        >>> import tempfile, os
+        >>> from trident_spark.state import SqliteState
+        >>> path = os.path.join(tempfile.mkdtemp(), "scan.db")
+        >>> backing = SqliteState.nonTransactional(path=path).open_backing_map()
+        >>> backing.multiPut([["dog"], ["cat"], ["eel"]], [2, 3, 1])
+        >>> [(key, stored.value) for key, stored in backing.scanVersioned(batch_size=2)]
+        [(['cat'], 3), (['dog'], 2), (['eel'], 1)]
+        """
+        return self._scan(check_scan_batch_size(batch_size))
+
+    def _scan(self, size: int) -> Iterator[tuple[Key, Versioned]]:
+        table = self.table
+        after: str | None = None
+        while True:
+            with self._lock:
+                if after is None:
+                    rows = self._execute_read(
+                        f'SELECT k, v, version FROM "{table}" ORDER BY k LIMIT ?', (size,))
+                else:
+                    rows = self._execute_read(
+                        f'SELECT k, v, version FROM "{table}" WHERE k > ? ORDER BY k LIMIT ?', (after, size))
+            for k, v, version in rows:
+                key = decode_scanned_key(k, self.address)
+                yield key, Versioned(deserialize_stored(self.serializer, v, key=key, address=self.address),
+                                     version)
+            if len(rows) < size:
+                return
+            after = rows[-1][0]
 
     def _write(self, statements: Iterator[tuple[str, Sequence[Any]]]) -> list[int]:
         """Run statements in one immediate transaction; the rows each changed."""

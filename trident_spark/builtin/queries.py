@@ -106,18 +106,42 @@ class TupleCollectionGet(QueryFunction[Any, list[list[Any]]]):
     """Emit every tuple a state holds, once per input tuple: Trident's ``TupleCollectionGet``.
 
     For states that expose their contents as ``getTuples()`` (an iterable of
-    value lists; Trident's ``ITupleCollection``). The state is read once per
-    partition; each input tuple then emits one tuple per stored tuple.
+    value lists; Trident's ``ITupleCollection``). Every map state of
+    ``trident_spark.state`` does, on every backend (memory, SQLite, Redis,
+    Elasticsearch): one tuple per stored key, the key's group values followed
+    by its current value (``curr`` of an opaque state, ``val`` of the others),
+    so ``stateQuery(counts, TupleCollectionGet(), ["word", "count:bigint"])``
+    for a state grouped by ``word`` (declare the output types: they are not
+    taken from the state); the global key of an ungrouped state gives just
+    ``[value]``. Inside a batch the values are what ``MapGet`` would read: an
+    opaque state that this batch already wrote answers the values from before
+    the batch (and leaves out keys the batch created).
+
+    The whole state is read (the store itself, not the cache, in pages of
+    ``max_multi_get_batch_size`` keys) once per partition with input tuples, and
+    held in memory; each input tuple then emits one tuple per stored tuple,
+    in the store's order. Meant for small states; query known keys with
+    :class:`MapGet`.
 
     Examples
     --------
     >>> from trident_spark.fields import TridentTuple
     >>> from trident_spark.operation import TridentCollector
+    >>> from trident_spark.state import MemoryState
+    >>> counts = MemoryState.opaque(name="doc-tuplecollectionget").open()
+    >>> counts.multiPut(0, [["cat"], ["dog"]], [3, 1])
+    >>> query, out = TupleCollectionGet(), TridentCollector()
+    >>> q = TridentTuple(["q1"], ["id"])
+    >>> [result] = query.batchRetrieve(counts, [q])
+    >>> query.execute(q, result, out); sorted(out.emitted)
+    [['cat', 3], ['dog', 1]]
+
+    Any object with ``getTuples()`` works:
+
     >>> class Pairs:
     ...     def getTuples(self):
     ...         return iter([["cat", 3], ["dog", 1]])
     >>> query, out = TupleCollectionGet(), TridentCollector()
-    >>> q = TridentTuple(["q1"], ["id"])
     >>> [result] = query.batchRetrieve(Pairs(), [q])
     >>> query.execute(q, result, out); out.emitted
     [['cat', 3], ['dog', 1]]
@@ -131,8 +155,9 @@ class TupleCollectionGet(QueryFunction[Any, list[list[Any]]]):
         get_tuples = getattr(state, "getTuples", None)
         if not callable(get_tuples):
             raise TypeError(f"TupleCollectionGet() needs a state with getTuples() (Trident's "
-                            f"ITupleCollection); {state!r} has none. For a map state, query keys "
-                            f"with MapGet() instead")
+                            f"ITupleCollection), as every map state of trident_spark.state has; "
+                            f"{state!r} has none. Query keys with MapGet() instead, or give the "
+                            f"state a getTuples()")
         stored: Iterable[Sequence[Any]] = get_tuples()
         collection = [list(values) for values in stored]
         return [collection] * len(tuples)

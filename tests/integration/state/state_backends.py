@@ -22,7 +22,7 @@ from trident_spark.state import StateType
 
 UNIT_STATE_TESTS = Path(__file__).resolve().parents[2] / "unit" / "state"
 #: The unit test modules whose ``backend`` tests run on every backend.
-RULE_MODULES = ("test_state_map_rules", "test_state_map_api", "test_state_batching")
+RULE_MODULES = ("test_state_map_rules", "test_state_map_api", "test_state_batching", "test_state_scan")
 
 _names = itertools.count()
 

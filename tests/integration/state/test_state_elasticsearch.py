@@ -14,6 +14,7 @@ import pickle
 import socket
 import threading
 import time
+import types
 
 import pytest
 from state_backends import (
@@ -455,3 +456,127 @@ def test_a_value_json_cannot_hold_is_kept_in_state_only(backend):
     source = backend.document(["cat"])["_source"]
     assert source == {"key": ["cat"], "state": "NaN"}
     assert math.isnan(state.multiGet([["cat"]])[0])
+
+
+# -- listing every key: _refresh, then a scroll (getTuples, TupleCollectionGet) ---------------------
+# (The getTuples rules themselves run here too: test_state_scan is among the reused unit tests.)
+
+def scan_requests(monkeypatch):
+    """Record every request the backing maps send, as (method, path without query)."""
+    requests = []
+    original = ElasticsearchBackingMap._request
+
+    def recording(self, method, target, body=None, **options):
+        requests.append((method, target.split("?")[0]))
+        return original(self, method, target, body, **options)
+
+    monkeypatch.setattr(ElasticsearchBackingMap, "_request", recording)
+    return requests
+
+
+def test_getting_tuples_lists_only_this_index(backend):
+    state = backend.spec(OPAQUE, fields=["word", "n"]).open()
+    state.multiUpdate(0, [["cat", 1], ["dog", 2]], [add(1), add(2)])
+    other = ElasticsearchState.opaque(hosts=[backend.url], index=backend.index + "-2")
+    try:
+        other.open().multiUpdate(0, [["cat", 1], ["eel", 3]], [add(5)] * 2)
+        assert sorted(state.getTuples()) == [["cat", 1, 1], ["dog", 2, 2]]
+        assert sorted(other.open().getTuples()) == [["cat", 1, 5], ["eel", 3, 5]]
+    finally:
+        backend.admin.request("DELETE", f"/{backend.index}-2")
+
+
+def test_thousands_of_keys_are_listed_once_each_in_scroll_pages(backend, monkeypatch):
+    state = backend.spec(NON_TX, cache_size=0).open()
+    keys = [[f"w{i}", i] for i in range(2500)]
+    state.multiPut(0, keys, list(range(2500)))
+    state.update(0, add(7))
+    requests = scan_requests(monkeypatch)
+    state.stats.reset()
+    listed = list(state.getTuples())
+    assert len(listed) == 2501 and [7] in listed
+    assert sorted((v for v in listed if len(v) == 3), key=lambda v: v[1]) == \
+        [[*key, i] for i, key in enumerate(keys)]
+    index = backend.index
+    assert requests == [("POST", f"/{index}/_refresh"), ("POST", f"/{index}/_search"),
+                        *[("POST", "/_search/scroll")] * 3, ("DELETE", "/_search/scroll")]
+    assert state.stats.keys_read == 2501 and state.stats.store_reads == 3
+
+
+def test_the_scroll_is_cleared_when_listing_stops_early(backend, monkeypatch):
+    with backend.spec(NON_TX).open_backing_map() as backing:
+        backing.multiPut([[f"w{i}"] for i in range(5)], list(range(5)))
+        requests = scan_requests(monkeypatch)
+        entries = backing.scanVersioned(batch_size=2)
+        next(entries)
+        entries.close()
+        assert requests[-1] == ("DELETE", "/_search/scroll")
+        assert requests.count(("POST", "/_search/scroll")) == 0
+
+
+def test_a_scan_sees_writes_not_yet_refreshed(backend):
+    backend.request("PUT", f"/{backend.index}", {"settings": {"refresh_interval": "-1"}})
+    state = backend.spec(OPAQUE).open()
+    state.multiUpdate(0, [["cat"]], [add(1)])
+    assert list(backend.spec(OPAQUE).open().getTuples()) == [["cat", 1]]
+
+
+def test_scanned_versions_are_seq_no_and_primary_term(backend):
+    with backend.spec(NON_TX).open_backing_map() as backing:
+        backing.multiPut([["cat"]], [1])
+        [(key, stored)] = list(backing.scanVersioned())
+        document = backend.document(["cat"])
+        assert key == ["cat"] and stored.version == (document["_seq_no"], document["_primary_term"])
+
+
+def test_a_hashed_long_key_is_read_back_from_the_document(backend):
+    word = "w" * 700
+    state = backend.spec(OPAQUE).open()
+    state.multiUpdate(0, [[word, 3], ["cat", 1]], [add(1), add(2)])
+    assert sorted(state.getTuples(), key=repr) == [["cat", 1, 2], [word, 3, 1]]
+
+
+def test_a_hashed_document_without_its_key_field_is_explained(backend):
+    backend.spec(OPAQUE).open().multiGet([["warm-up"]])
+    backend.put_document(encode_key(["x" * 600]), {"state": "[0,1,null]"})
+    with pytest.raises(StateError, match=r"has a hashed _id and no 'key' field"):
+        list(backend.spec(OPAQUE).open().getTuples())
+
+
+def test_a_document_without_state_is_named_while_listing(backend):
+    backend.put_document("cat", {"key": ["cat"], "note": "written by hand"})
+    with pytest.raises(UnreadableValueError, match=r"key \['cat'\] .*has no 'state' field"):
+        list(backend.spec(OPAQUE).open().getTuples())
+
+
+def test_listing_an_index_deleted_meanwhile_finds_nothing(backend):
+    state = backend.spec(OPAQUE, cache_size=0).open()
+    state.multiUpdate(0, [["cat"]], [add(1)])
+    backend.request("DELETE", f"/{backend.index}")
+    assert list(state.getTuples()) == []
+
+
+def test_a_page_larger_than_the_result_window_is_capped(backend):
+    with backend.spec(NON_TX).open_backing_map() as backing:
+        backing.multiPut([["cat"]], [1])
+        assert [key for key, _ in backing.scanVersioned(batch_size=50_000)] == [["cat"]]
+
+
+def test_credentials_that_may_not_refresh_still_list(backend, monkeypatch):
+    from elastic_transport import Transport
+
+    original = Transport.perform_request
+    denied = []
+
+    def refresh_denied(self, method, target, **options):
+        if target.endswith("/_refresh"):        # the server answers 403: no maintenance privilege
+            denied.append(target)
+            body = {"error": {"type": "security_exception", "reason": "action [indices:admin/refresh] "
+                                                                        "is unauthorized"}, "status": 403}
+            return types.SimpleNamespace(meta=types.SimpleNamespace(status=403), body=body)
+        return original(self, method, target, **options)
+
+    backend.spec(OPAQUE).open().multiUpdate(0, [["cat"]], [add(1)])
+    monkeypatch.setattr(Transport, "perform_request", refresh_denied)
+    assert list(backend.spec(OPAQUE).open().getTuples()) == [["cat", 1]]
+    assert denied == [f"/{backend.index}/_refresh"]

@@ -439,3 +439,84 @@ def test_many_threads_share_one_backing_map(backend):
             thread.join()
         assert errors == []
         assert backing.multiGet([[f"k{n}-19"] for n in range(4)]) == [19] * 4
+
+
+# -- listing every key: SCAN MATCH <prefix>:* and MGET (getTuples, TupleCollectionGet) -------------
+# (The getTuples rules themselves run here too: test_state_scan is among the reused unit tests.)
+
+def test_getting_tuples_lists_only_this_prefix(backend):
+    state = backend.spec(OPAQUE).open()
+    state.multiUpdate(0, [["cat", 1], ["dog", 2]], [add(1), add(2)])
+    state.update(0, add(9))
+    neighbours = [backend.prefix + "x", backend.prefix + "-other", "x" + backend.prefix]
+    for prefix in neighbours:
+        backend.spec(OPAQUE, key_prefix=prefix).open().multiUpdate(0, [["cat", 1], ["eel", 3]], [add(5)] * 2)
+    backend.client.set(backend.prefix, b"[0,1,null]")                 # the bare prefix: not a state key
+    try:
+        assert sorted(state.getTuples(), key=repr) == sorted([[9], ["cat", 1, 1], ["dog", 2, 2]], key=repr)
+        for prefix in neighbours:
+            listed = sorted(backend.spec(OPAQUE, key_prefix=prefix).open().getTuples())
+            assert listed == [["cat", 1, 5], ["eel", 3, 5]]
+    finally:
+        names = [f"{prefix}:{key}" for prefix in neighbours for key in ("cat|~i1", "eel|~i3")]
+        backend.client.delete(backend.prefix, *names)
+
+
+def test_glob_characters_in_the_prefix_match_only_themselves(backend):
+    base = backend.prefix
+    globbed, lookalike = f"{base}[1]*?", f"{base}1xy"           # unescaped, the first would match the second
+    try:
+        backend.spec(NON_TX, key_prefix=globbed).open().multiPut(0, [["cat"]], [1])
+        backend.spec(NON_TX, key_prefix=lookalike).open().multiPut(0, [["dog"]], [2])
+        assert list(backend.spec(NON_TX, key_prefix=globbed).open().getTuples()) == [["cat", 1]]
+        assert list(backend.spec(NON_TX, key_prefix=lookalike).open().getTuples()) == [["dog", 2]]
+    finally:
+        backend.client.delete(f"{globbed}:cat", f"{lookalike}:dog")
+
+
+def test_thousands_of_keys_are_listed_once_each_in_pages(backend):
+    state = backend.spec(NON_TX, cache_size=0).open()
+    keys = [[f"w{i}", i] for i in range(2500)]
+    state.multiPut(0, keys, list(range(2500)))
+    before = command_calls(backend.client, "scan", "mget")
+    state.stats.reset()
+    listed = list(state.getTuples())
+    after = command_calls(backend.client, "scan", "mget")
+    assert len(listed) == 2500
+    assert sorted(listed, key=lambda values: values[1]) == [[*key, i] for i, key in enumerate(keys)]
+    assert after["scan"] - before["scan"] >= 3                         # SCAN COUNT 1000, the default page
+    assert 3 <= after["mget"] - before["mget"] <= after["scan"] - before["scan"] + 3
+    assert state.stats.keys_read == 2500 and state.stats.store_reads == 3
+
+
+def test_scanned_versions_are_the_tokens_of_the_stored_bytes(backend):
+    with backend.spec(NON_TX).open_backing_map() as backing:
+        backing.multiPut([["s"], ["l"]], [7, "x" * 100])
+        versions = {key[0]: stored.version for key, stored in backing.scanVersioned()}
+        assert versions == {"s": b"=7", "l": version_token(backend.raw(f"{backend.prefix}:l"))}
+
+
+def test_keys_of_another_type_or_expired_meanwhile_are_left_out(backend):
+    backend.spec(NON_TX).open().multiPut(0, [["cat"], ["dog"]], [1, 2])
+    backend.client.hset(f"{backend.prefix}:eel", "n", 1)              # another Redis type: MGET answers nil
+    backend.client.set(f"{backend.prefix}:gone", b"5", px=1)
+    time.sleep(0.05)
+    assert sorted(backend.spec(NON_TX).open().getTuples()) == [["cat", 1], ["dog", 2]]
+
+
+def test_a_hashed_long_key_cannot_be_listed(backend):
+    state = backend.spec(OPAQUE).open()
+    state.multiUpdate(0, [["x" * 600], ["cat"]], [add(1), add(2)])
+    with pytest.raises(StateError, match=r"cannot list key '~h.*stored hashed.*MapGet\(\)"):
+        list(state.getTuples())
+    assert state.multiGet([["x" * 600]]) == [1]
+
+
+def test_listing_a_closed_or_unreachable_state_fails_clearly(backend):
+    backing = backend.spec(OPAQUE).open_backing_map()
+    backing.close()
+    with pytest.raises(StateError, match="closed"):
+        list(backing.scanVersioned())
+    unreachable = RedisState.opaque(url=f"redis://127.0.0.1:{free_port()}/0", connect_timeout=0.5)
+    with pytest.raises(StateUnavailableError, match=r"SCAN MATCH trident:\*"):
+        list(unreachable.open().getTuples())

@@ -9,7 +9,9 @@ import pytest
 from trident_spark.builtin import MapGet, SnapshotGet, TupleCollectionGet
 from trident_spark.fields import Fields, TridentTuple
 from trident_spark.operation import TridentCollector
-from trident_spark.state import GLOBAL_KEY, MemoryState, StateType
+from trident_spark.state import GLOBAL_KEY, BatchState, MemoryState, ScanUnsupportedError, StateType
+from trident_spark.state.base import VersionedBackingMap
+from trident_spark.state.map import OpaqueMap
 
 
 def words(*values, fields=("word",)):
@@ -139,6 +141,63 @@ def test_tuple_collection_get_of_an_empty_collection_emits_nothing():
     assert TupleCollectionGet().batchRetrieve(Collection([]), []) == []
 
 
-def test_tuple_collection_get_needs_get_tuples(name):
-    with pytest.raises(TypeError, match=r"TupleCollectionGet\(\) needs a state with getTuples\(\)"):
-        TupleCollectionGet().batchRetrieve(MemoryState.opaque(name=name).open(), words("q"))
+def test_tuple_collection_get_needs_get_tuples():
+    class Values:
+        def multiGet(self, keys):
+            return [None] * len(keys)
+
+    with pytest.raises(TypeError, match=r"TupleCollectionGet\(\) needs a state with getTuples\(\) "
+                                        r"\(Trident's ITupleCollection\), as every map state .* has; .*"
+                                        r"Query keys with MapGet\(\) instead"):
+        TupleCollectionGet().batchRetrieve(Values(), words("q"))
+
+
+@pytest.mark.parametrize("kind", list(StateType))
+def test_tuple_collection_get_lists_a_grouped_map_state_of_every_kind(name, kind):
+    counts = MemoryState(name=name, state_type=kind).open()
+    counts.multiUpdate(0, [["cat", "uk"], ["dog", "us"]], [add(3), add(1)])
+    counts.multiUpdate(1, [["cat", "uk"]], [add(2)])
+    emitted = run_query(TupleCollectionGet(), BatchState(counts, txid=2), words("q1", "q2", fields=("id",)))
+    assert emitted == [["cat", "uk", 5], ["dog", "us", 1]] * 2
+
+
+def test_tuple_collection_get_of_an_ungrouped_state_emits_the_value_alone(name):
+    total = MemoryState.transactional(name=name).open()
+    total.update(0, add(42))
+    assert run_query(TupleCollectionGet(), BatchState(total, txid=1), words("q")) == [[42]]
+
+
+def test_tuple_collection_get_inside_a_batch_reads_what_map_get_reads(name):
+    counts = MemoryState.opaque(name=name).open()
+    counts.multiUpdate(0, [["cat"]], [add(2)])
+    batch = BatchState(counts, txid=1)
+    batch.multiUpdate([["cat"], ["dog"]], [add(1), add(5)])   # this batch's writes
+    assert run_query(TupleCollectionGet(), batch, words("q")) == [["cat", 2]]
+    assert MapGet().batchRetrieve(batch, words("cat", "dog")) == [2, None]
+    other_query = BatchState(counts, txid=1, reads_before_batch=False)
+    assert run_query(TupleCollectionGet(), other_query, words("q")) == [["cat", 3], ["dog", 5]]
+
+
+def test_tuple_collection_get_reads_the_state_once_per_partition(name):
+    counts = MemoryState.opaque(name=name, max_multi_get_batch_size=2).open()
+    counts.multiPut(0, [[w] for w in "abcde"], [1, 2, 3, 4, 5])
+    counts.stats.reset()
+    emitted = run_query(TupleCollectionGet(), counts, words("q1", "q2", "q3", fields=("id",)))
+    assert emitted == [[w, n] for w, n in zip("abcde", range(1, 6), strict=True)] * 3
+    assert counts.stats.keys_read == 5 and counts.stats.store_reads == 3   # pages of 2
+
+
+def test_tuple_collection_get_on_a_store_that_cannot_scan_says_so(name):
+    class NoScan(VersionedBackingMap):
+        @property
+        def address(self):
+            return "custom://wc"
+
+        def multiGetVersioned(self, keys):
+            return [None] * len(keys)
+
+        def multiPutIfVersion(self, keys, values, expected_versions):
+            return [None] * len(keys)
+
+    with pytest.raises(ScanUnsupportedError, match=r"custom://wc: NoScan cannot list its keys .* MapGet\(\)"):
+        TupleCollectionGet().batchRetrieve(BatchState(OpaqueMap(NoScan()), txid=0), words("q"))
