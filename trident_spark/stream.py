@@ -472,13 +472,21 @@ def _persistent_aggregate(stream: Stream, group: Fields, state_factory: Any,
 
 
 def _state_value_typed(out: Fields, function: Any, state: TridentState) -> Fields:
-    """A query function that returns the state's values (MapGet, SnapshotGet) gives its one
-    output field the type of the persisted value, unless the field declares one."""
-    if (not getattr(function, "returns_state_value", False) or state.node is None or len(out) != 1
-            or out[0] in out.declared_types):
+    """Output fields typed like what the state persists, unless they declare a type: the value's
+    type for a function returning values (MapGet, SnapshotGet: one field), the group fields'
+    and the value's for one returning stored tuples (TupleCollectionGet)."""
+    if state.node is None:
         return out
     persisted = state.node.fields
-    return Fields(out[0], types={out[0]: persisted.types[persisted[-1]]})
+    if getattr(function, "returns_state_value", False) and len(out) == 1:
+        source = [persisted[-1]]
+    elif getattr(function, "returns_state_tuples", False) and len(out) == len(persisted):
+        source = list(persisted)
+    else:
+        return out
+    types = {name: (out.types[name] if name in out.declared_types else persisted.types[origin])
+             for name, origin in zip(out, source, strict=True)}
+    return Fields(*out, types=types, declared=out.declared_types)
 
 
 def check_state_factory(operator: str, factory: Any) -> None:

@@ -148,6 +148,8 @@ class TupleCollectionGet(QueryFunction[Any, list[list[Any]]]):
     """
 
     output_types = {}
+    #: The output fields take the types of the state's group fields and value, in order.
+    returns_state_tuples = True
 
     def batchRetrieve(self, state: Any, tuples: list[TridentTuple]) -> list[list[list[Any]]]:
         if not tuples:

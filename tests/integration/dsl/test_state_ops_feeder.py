@@ -221,23 +221,29 @@ def test_state_progress_counts_reach_the_driver(run):
     assert sum(p.state.get("keys_written", 0) for p in batches) > 0
 
 
-def test_tuple_collection_get_on_a_map_state_says_what_to_use(spark, tmp_path):
+def test_tuple_collection_get_emits_every_stored_key_and_value_typed_like_the_state(spark, tmp_path):
     topology = TridentTopology()
-    counts = topology.newStream("w", FeederBatchSpout(["word"], num_partitions=1)).groupBy(
-        ["word"]).persistentAggregate(SqliteState.opaque(path=str(tmp_path / "s.db"), table="c"), Count(),
-                                      ["count"])
+    words = FeederBatchSpout(["word"], num_partitions=2)
+    counts = topology.newStream("w", words).groupBy(["word"]).persistentAggregate(
+        SqliteState.opaque(path=str(tmp_path / "s.db"), table="c"), Count(), ["count"])
     asks = FeederBatchSpout(["id"], num_partitions=1)
-    topology.newStream("q", asks).stateQuery(counts, TupleCollectionGet(), ["word", "count"])
-    asks.feed([["q1"]])
+    everything = topology.newStream("q", asks).stateQuery(counts, TupleCollectionGet(), ["word", "count"])
+    assert everything.getOutputFields().types == {"id": "string", "word": "string", "count": "bigint"}
+    sink = everything.collect()
+    words.feed([["cat"], ["dog"], ["cat"]])
     handle = topology.run(tmp_path / "ckpt", trigger="available_now", spark=spark)
     try:
-        with pytest.raises(Exception) as caught:
-            handle.awaitTermination(300)
+        handle.awaitTermination(300)
     finally:
         handle.stop()
-    assert ("stateQuery(TupleCollectionGet) failed in batchRetrieve: TypeError: TupleCollectionGet() needs "
-            "a state with getTuples() (Trident's ITupleCollection)") in str(caught.value)
-    assert "query keys with MapGet() instead" in str(caught.value)
+    asks.feed([["q1"]])  # asked once the words are in
+    handle = topology.run(tmp_path / "ckpt", trigger="available_now", spark=spark)
+    try:
+        handle.awaitTermination(300)
+    finally:
+        handle.stop()
+    answers = sorted((t["id"], t["word"], t["count"]) for t in sink.tuples)
+    assert answers == [("q1", "cat", 2), ("q1", "dog", 1)]
 
 
 def test_memory_state_is_refused_on_spark_with_what_to_use(tmp_path):
