@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .base import Key
+from .keys import GLOBAL_KEY, check_key, encode_key
 from .map import MapState, Updater
 from .stats import StateStats
 from .values import StateType
@@ -29,18 +30,20 @@ class BatchState:
         The batch id.
     reads_before_batch : bool, default True
         Reads (``multiGet``/``get``) pass the txid, so an opaque state answers keys this
-        batch already wrote with their value from before the batch (``prev``), as in a
-        replay. False for a state another query writes: its txids are not this batch's.
+        batch already wrote elsewhere (an earlier attempt, another task) with their value
+        from before the batch (``prev``), as in a replay; keys written through this view
+        read back what it wrote. False for a state another query writes: its txids are
+        not this batch's.
 
     Examples
     --------
     >>> from trident_spark.state import MemoryState
-    >>> counts = BatchState(MemoryState.opaque(name="doc-batch-view").open(), txid=0)
-    >>> counts.multiUpdate([["cat"]], [lambda old: (old or 0) + 2])
+    >>> counts = MemoryState.opaque(name="doc-batch-view").open()
+    >>> BatchState(counts, txid=0).multiUpdate([["cat"]], [lambda old: (old or 0) + 2])
     [2]
-    >>> counts.multiGet([["cat"]])      # batch 0 wrote it: the value from before batch 0
+    >>> BatchState(counts, txid=0).multiGet([["cat"]])   # batch 0 replayed: the value before it
     [None]
-    >>> BatchState(counts.state, txid=1).multiGet([["cat"]])
+    >>> BatchState(counts, txid=1).multiGet([["cat"]])
     [2]
     """
 
@@ -48,6 +51,7 @@ class BatchState:
         self.state = state
         self.txid = txid
         self.reads_before_batch = reads_before_batch
+        self._written: set[str] = set()  # encoded keys written through this view
 
     @property
     def address(self) -> str:
@@ -68,8 +72,39 @@ class BatchState:
         return self.txid if self.reads_before_batch else None
 
     def multiGet(self, keys: Sequence[Key]) -> list[Any]:
-        """Values of ``keys`` (None for missing keys): ``MapState.multiGet``."""
-        return self.state.multiGet(keys, self._read_txid())
+        """Values of ``keys`` (None for missing keys): ``MapState.multiGet``.
+
+        A key written through this view reads back what was written (Trident's
+        ``CachedBatchReadsMap``); other keys read as the batch sees them.
+
+        Examples
+        --------
+        >>> from trident_spark.state import MemoryState
+        >>> counts = BatchState(MemoryState.opaque(name="doc-batch-reads").open(), txid=0)
+        >>> counts.multiPut([["cat"]], [4])
+        >>> counts.multiGet([["cat"], ["dog"]])
+        [4, None]
+        """
+        txid = self._read_txid()
+        keys = list(keys)
+        if txid is None or not self._written:
+            return self.state.multiGet(keys, txid)
+        mine = [i for i, key in enumerate(keys) if self._encoded(key) in self._written]
+        values = self.state.multiGet(keys, txid)
+        if mine:
+            for i, value in zip(mine, self.state.multiGet([keys[i] for i in mine]), strict=True):
+                values[i] = value
+        return values
+
+    @staticmethod
+    def _encoded(key: Key) -> str | None:
+        try:
+            return encode_key(check_key(key))
+        except Exception:  # an invalid key: multiGet names what is wrong with it
+            return None
+
+    def _wrote(self, keys: Sequence[Key]) -> None:
+        self._written.update(e for e in (self._encoded(key) for key in keys) if e is not None)
 
     def getTuples(self) -> Iterator[list[Any]]:
         """Every stored key's group values followed by its value: ``MapState.getTuples``.
@@ -97,23 +132,26 @@ class BatchState:
 
     def multiUpdate(self, keys: Sequence[Key], updaters: Sequence[Updater]) -> list[Any]:
         """Apply one updater per key as this batch; returns the new values."""
-        return self.state.multiUpdate(self.txid, keys, updaters)
+        values = self.state.multiUpdate(self.txid, keys, updaters)
+        self._wrote(keys)
+        return values
 
     def multiPut(self, keys: Sequence[Key], values: Sequence[Any]) -> None:
         """Set ``keys`` to ``values`` as this batch."""
         self.state.multiPut(self.txid, keys, values)
+        self._wrote(keys)
 
     def get(self) -> Any:
         """The value under the global key (ungrouped state)."""
-        return self.state.get(self._read_txid())
+        return self.multiGet([GLOBAL_KEY])[0]
 
     def update(self, updater: Updater) -> Any:
         """Update the global key's value as this batch; returns the new value."""
-        return self.state.update(self.txid, updater)
+        return self.multiUpdate([GLOBAL_KEY], [updater])[0]
 
     def set(self, value: Any) -> None:
         """Set the global key's value as this batch."""
-        self.state.set(self.txid, value)
+        self.multiPut([GLOBAL_KEY], [value])
 
     def beginCommit(self, txid: int | None) -> None:
         """Trident's ``State.beginCommit``: the runtime bound the txid already; nothing to do."""
