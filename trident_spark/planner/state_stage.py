@@ -102,6 +102,21 @@ def _count(step: StateStep, state: MapState, before: dict[str, int]) -> None:
         step.stats.add({name: after[name] - before.get(name, 0) for name in after})
 
 
+@contextlib.contextmanager
+def _partition_state(step: StateStep, txid: int, conf: dict[str, Any],
+                     num_partitions: int) -> Iterator[BatchState]:
+    """The batch's view of the state for one partition, the operation prepared; on the way
+    out the operation is cleaned up and what the state did is counted."""
+    state = opened_state(step.factory)
+    before = state.stats.snapshot()
+    _prepare(step, conf, txid, num_partitions)
+    try:
+        yield BatchState(state, txid, reads_before_batch=step.reads_before_batch)
+    finally:
+        step.operation.cleanup()
+        _count(step, state, before)
+
+
 def persist(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: int,
             batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Update the state with one partition's tuples; yield what the updater emitted.
@@ -112,17 +127,10 @@ def persist(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: in
     if table is None:
         return
     tuples = _tuples(table, step.input_fields)
-    state = opened_state(step.factory)
-    before = state.stats.snapshot()
-    view = BatchState(state, txid)
     collector = TridentCollector()
-    _prepare(step, conf, txid, num_partitions)
-    try:
+    with _partition_state(step, txid, conf, num_partitions) as view:
         _user_call(step, "updateState", step.operation.updateState,  # type: ignore[attr-defined]
                    view, tuples, collector)
-    finally:
-        step.operation.cleanup()
-        _count(step, state, before)
     if collector.emitted:
         yield _emitted(step, collector.emitted)
 
@@ -173,12 +181,8 @@ def query(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: int,
     if table is None:
         return
     tuples = _tuples(table, step.input_fields)
-    state = opened_state(step.factory)
-    before = state.stats.snapshot()
-    view = BatchState(state, txid, reads_before_batch=step.reads_before_batch)
     function: Any = step.operation
-    _prepare(step, conf, txid, num_partitions)
-    try:
+    with _partition_state(step, txid, conf, num_partitions) as view:
         results = _user_call(step, "batchRetrieve", function.batchRetrieve, view, tuples)
         results = list(results)
         if len(results) != len(tuples):
@@ -191,9 +195,6 @@ def query(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: int,
             before_emit = len(emitted)
             _user_call(step, f"execute on tuple {t!r:.200}", function.execute, t, result, collector)
             rows.extend([i] * (len(emitted) - before_emit))
-    finally:
-        function.cleanup()
-        _count(step, state, before)
     if not rows:
         return
     new = [name for name in step.output_fields if name in step.new_types]
