@@ -1,4 +1,5 @@
-"""The word-count example with spark-submit on a standalone master + worker equals local mode."""
+"""The word-count example with spark-submit on a standalone master + worker equals local mode:
+the counts its state holds afterwards are exact in both."""
 
 from __future__ import annotations
 
@@ -17,19 +18,21 @@ ROOT = Path(__file__).parents[2]
 
 
 def test_spark_submit_on_a_standalone_cluster_equals_local_mode(spark, kafka_bootstrap, new_topic, tmp_path):
-    from examples.wordcount import WORD, build_topology, word_counts
+    from examples.wordcount import WORD, build_topology, word_counts, word_state
     from trident_spark.cli.demo import corpus
 
     topic = new_topic(partitions=4)
     sentences = corpus(2000)
     produce(kafka_bootstrap, topic, [(None, s.encode(), i % 4) for i, s in enumerate(sentences)])
 
-    # Local mode, in this process.
-    topology, sink = build_topology(kafka_bootstrap, topic, max_fetch_bytes=30_000)
+    # Local mode, in this process, into the example's default state: an opaque SQLite file.
+    state = word_state(None, tmp_path / "local")
+    topology = build_topology(kafka_bootstrap, topic, state, max_fetch_bytes=30_000)
     handle = topology.run(checkpoint_location=tmp_path / "local", trigger="available_now", spark=spark)
     handle.awaitTermination(180)
     handle.stop()
-    local_counts = dict(word_counts(sink))
+    local_counts = dict(word_counts(state))
+    local_batches = [p.txid for p in handle.progress if p.stream == "wordcount"]
 
     # The same example, submitted to a master with one worker (separate executor JVM and Python workers).
     output = tmp_path / "cluster.json"
@@ -45,5 +48,7 @@ def test_spark_submit_on_a_standalone_cluster_equals_local_mode(spark, kafka_boo
     expected = Counter(w for s in sentences for w in WORD.findall(s.lower()))
     assert local_counts == expected
     assert result["master"] == master
+    # The executors wrote the counts into the SQLite file in the cluster's checkpoint directory.
+    assert result["state"] == f"sqlite://{tmp_path / 'cluster' / 'wordcount.db'}?table=counts&type=opaque"
     assert result["counts"] == local_counts
-    assert result["batches"] == len(sink.batches) > 1
+    assert result["batches"] == len(local_batches) > 1
