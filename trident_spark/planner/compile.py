@@ -68,7 +68,13 @@ class BatchPlan:
 
         for node in self.query.nodes:
             if isinstance(node, PersistNode):
-                check_not_ahead_job(self.dataframe(node.inputs[0]), node, self.txid)
+                source = node.inputs[0]
+                df = self.dataframe(source)
+                if not df.is_cached:  # the write reads what the check computed: one read of the batch
+                    df = df.persist()
+                    self._persisted.append(df)
+                    self._memo[id(source)] = df
+                check_not_ahead_job(df, node, self.txid)
 
     def release(self) -> None:
         """Unpersist what this batch cached."""
