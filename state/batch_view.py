@@ -110,9 +110,10 @@ class BatchState:
         """Every stored key's group values followed by its value: ``MapState.getTuples``.
 
         What TupleCollectionGet reads (Trident's ``ITupleCollection``). With
-        ``reads_before_batch`` the values are those :meth:`multiGet` answers: an
+        ``reads_before_batch`` the values are the batch's view of the store: an
         opaque state gives keys this batch wrote their value from before the
-        batch, and leaves out keys this batch created.
+        batch, and leaves out keys this batch created (this view's own writes
+        included: a query function reads, it does not write).
 
         Examples
         --------

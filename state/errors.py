@@ -34,6 +34,10 @@ class StateConfigError(StateError, ValueError):
 class StateAheadError(StateError):
     """A stored txid is greater than the batch's txid: the state is ahead of the stream.
 
+    Also raised for a stored txid equal to the txid of a batch the checkpoint has
+    not written before (its first run of that batch id): that key was written by
+    another history, not by an earlier attempt of this batch.
+
     It means the checkpoint was reset (batch ids restarted) or two queries write
     this state. Writing would silently mix two histories, so the update is
     refused. The message says how to adopt the stored values or reset the state.
@@ -66,10 +70,13 @@ class StateAheadError(StateError):
         self.txid_offset = txid_offset
         offset_note = (f" (batch id {batch_txid - txid_offset} + txid_offset {txid_offset})"
                        if txid_offset else "")
+        # Equal txids are refused only for a batch this checkpoint never wrote: not a replay.
+        compared = ">" if stored_txid > batch_txid else "="
+        new_note = ", a batch this checkpoint has not written before" if stored_txid == batch_txid else ""
         super().__init__(
             f"state is ahead of the stream: {address} key {self.key!r} stored txid {stored_txid} "
-            f"> batch txid {batch_txid}{offset_note}; the checkpoint was reset or two queries write "
-            f"this state; the update was refused rather than overwrite newer values. "
+            f"{compared} batch txid {batch_txid}{offset_note}{new_note}; the checkpoint was reset or "
+            f"two queries write this state; the update was refused rather than overwrite newer values. "
             f"To adopt the stored values, restart with a txid_offset that puts this stream's txids "
             f"after every txid in the state (here at least {stored_txid - (batch_txid - txid_offset) + 1}; "
             f"the largest stored txid + 1 always works) and keep that setting from then on; "

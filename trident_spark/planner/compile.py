@@ -62,8 +62,12 @@ class BatchPlan:
         self._forms: dict[int, list[Column] | Column | None] = {}
         self._persisted: list[DataFrame] = []
 
-    def check_states_not_ahead(self) -> None:
-        """Fail, before any write, if a persisted state is ahead of this batch (run once per start)."""
+    def check_states_not_ahead(self, written_before: bool) -> None:
+        """Fail, before any write, if a persisted state is ahead of this batch (run once per start).
+
+        ``written_before``: this checkpoint began writing this batch before (a replay), so
+        keys stored with its txid are that attempt's.
+        """
         from trident_spark.planner.state_plan import check_not_ahead_job
 
         for node in self.query.nodes:
@@ -74,7 +78,7 @@ class BatchPlan:
                     df = df.persist()
                     self._persisted.append(df)
                     self._memo[id(source)] = df
-                check_not_ahead_job(df, node, self.txid)
+                check_not_ahead_job(df, node, self.txid, written_before)
 
     def release(self) -> None:
         """Unpersist what this batch cached."""

@@ -102,16 +102,17 @@ def persist_dataframe(df: DataFrame, node: PersistNode, txid: int, conf: dict[st
     return df.mapInArrow(named(fn, node.label), StructType(struct))
 
 
-def check_not_ahead_job(df: DataFrame, node: PersistNode, txid: int) -> None:
+def check_not_ahead_job(df: DataFrame, node: PersistNode, txid: int, written_before: bool) -> None:
     """Before the first writes after a start: fail if the state holds any of the batch's keys
-    with a later txid (a reset checkpoint or another writer), while nothing is written yet."""
+    with a later txid (a reset checkpoint or another writer), or with this txid when the
+    checkpoint never began writing this batch, while nothing is written yet."""
     from pyspark.sql.types import LongType, StructField, StructType
 
     if node.aggregator is None:
         return  # a user StateUpdater's keys are its own business
     keys = df.select(*node.group_fields) if node.group_fields else df.select()
     step = StateStep(node.label, node.state, node.updater, node.group_fields, [], {})
-    fn = partial(check_not_ahead, step, txid)
+    fn = partial(check_not_ahead, step, txid, written_before)
     keys.mapInArrow(named(fn, f"check_{node.label}"), StructType([StructField("keys", LongType())])) \
         .write.format("noop").mode("overwrite").save()
 

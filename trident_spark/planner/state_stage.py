@@ -146,9 +146,11 @@ def _emitted(step: StateStep, emitted: list[list[Any]]) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, names=step.output_fields)
 
 
-def check_not_ahead(step: StateStep, txid: int,
+def check_not_ahead(step: StateStep, txid: int, written_before: bool,
                     batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Raise StateAheadError if a key of the partition is stored with a txid after ``txid``.
+    """Raise StateAheadError if a key of the partition is stored with a txid after ``txid``, or
+    equal to it when this checkpoint never started writing batch ``txid`` (``written_before``
+    False): then the key belongs to another history, not to an earlier attempt of the batch.
 
     Run once, before the first batch after a start writes anything, so a reset checkpoint is
     found before any task of the batch has written (a write-time check could only stop the
@@ -168,7 +170,7 @@ def check_not_ahead(step: StateStep, txid: int,
     stored_txid = txid + state.txid_offset
     for key, stored in zip(distinct, state.backing.multiGetVersioned(distinct), strict=True):
         found = getattr(None if stored is None else stored.value, "txid", None)
-        if isinstance(found, int) and found > stored_txid:
+        if isinstance(found, int) and (found > stored_txid or (found == stored_txid and not written_before)):
             raise StateAheadError(state.address, key, stored_txid=found, batch_txid=stored_txid,
                                   txid_offset=state.txid_offset)
     yield pa.RecordBatch.from_pydict({"keys": [len(distinct)]})

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trident_spark.errors import FailedException, StateConflictError, StateUnavailableError
@@ -26,6 +28,10 @@ log = logging.getLogger(__name__)
 #: batch whose state update failed).
 RETRYABLE = (FailedException, StateUnavailableError, StateConflictError)
 
+#: In a query's checkpoint directory: the id of the last batch whose state writes began. After a
+#: restart, a stored txid equal to the first batch's is a replay's only if that batch is named here.
+WRITES_MARKER = "trident-state-writes"
+
 #: Outputs of one batch computed at the same time (each is a Spark job).
 MAX_CONCURRENT_OUTPUTS = 4
 
@@ -45,6 +51,8 @@ class BatchRunner:
     retry_delay: float = 0.5
     #: Called with (batch id, state counters summed over the batch's tasks) after a batch.
     on_state_stats: Callable[[int, dict[str, int]], None] | None = None
+    #: The query's checkpoint directory: where the batch whose state writes began is recorded.
+    checkpoint: Path | None = None
     _stats: Accumulator[dict[str, int]] | None = field(default=None, init=False, repr=False)
     phases: list[list[Output]] = field(default_factory=list, init=False, repr=False)
     has_state: bool = field(default=False, init=False, repr=False)
@@ -95,9 +103,11 @@ class BatchRunner:
         stats = self._state_stats(df)
         plan = BatchPlan(self.query, split_sources(df, self.query), batch_id, self.conf, stats)
         try:
-            if not self._checked_states:
-                plan.check_states_not_ahead()
-                self._checked_states = True
+            if self.has_state:
+                if not self._checked_states:
+                    plan.check_states_not_ahead(self._began_writing() == batch_id)
+                    self._checked_states = True
+                self._begin_writing(batch_id)
             for outputs in self.phases:
                 self._run_outputs(plan, outputs, batch_id)
         finally:
@@ -106,6 +116,26 @@ class BatchRunner:
                 df.unpersist()
         if stats is not None and self.on_state_stats is not None:
             self.on_state_stats(batch_id, dict(stats.value))
+
+    def _marker(self) -> Path | None:
+        return None if self.checkpoint is None else self.checkpoint / WRITES_MARKER
+
+    def _began_writing(self) -> int | None:
+        """The last batch whose state writes this checkpoint began (None: none, or unknown)."""
+        marker = self._marker()
+        try:
+            return int(marker.read_text()) if marker is not None else None
+        except (OSError, ValueError):
+            return None
+
+    def _begin_writing(self, batch_id: int) -> None:
+        """Record, before any write of the batch, that its writes begin (atomically)."""
+        marker = self._marker()
+        if marker is None:
+            return
+        partial = marker.with_suffix(".tmp")
+        partial.write_text(str(batch_id))
+        os.replace(partial, marker)
 
     def _state_stats(self, df: DataFrame) -> Accumulator[dict[str, int]] | None:
         """The accumulator state tasks report to, emptied for this attempt (None: no state)."""

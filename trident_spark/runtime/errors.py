@@ -104,8 +104,9 @@ def _message(text: str, found: re.Match[str]) -> str:
 _STATE_FIELDS: dict[type[Exception], re.Pattern[str]] = {
     errors.StateAheadError: re.compile(
         r"state is ahead of the stream: (?P<address>.+?) key (?P<key>\[.*?\]) stored txid "
-        r"(?P<stored_txid>-?\d+) > batch txid (?P<batch_txid>-?\d+)"
-        r"(?: \(batch id -?\d+ \+ txid_offset (?P<txid_offset>\d+)\))?;", re.DOTALL),
+        r"(?P<stored_txid>-?\d+) [>=] batch txid (?P<batch_txid>-?\d+)"
+        r"(?: \(batch id -?\d+ \+ txid_offset (?P<txid_offset>\d+)\))?"
+        r"(?:, a batch this checkpoint has not written before)?;", re.DOTALL),
     errors.StateTypeMismatchError: re.compile(
         r"(?P<address>.+?)(?: key (?P<key>\[.*?\]))?: expected an? (?P<expected>\S+) value, "
         r"found (?P<found>.*?); the state was written as another kind", re.DOTALL),

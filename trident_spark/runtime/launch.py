@@ -45,7 +45,8 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path, trigger: str | Non
         for query in queries:
             (checkpoint / query.name).mkdir(parents=True, exist_ok=True)
             runner = BatchRunner(query, conf, max_batch_retries, retry_delay,
-                                 on_state_stats=partial(handle._record_state_stats, query.name))
+                                 on_state_stats=partial(handle._record_state_stats, query.name),
+                                 checkpoint=checkpoint / query.name)
             writer = (query_source(spark, query).writeStream.queryName(query.name)
                       .foreachBatch(runner)
                       .option("checkpointLocation", str(checkpoint / query.name)))

@@ -41,7 +41,6 @@ from trident_spark.state import (
     RedisState,
     SqliteState,
     StateAheadError,
-    StateError,
     StateTypeMismatchError,
     StateUnavailableError,
     UnreadableValueError,
@@ -143,12 +142,6 @@ def test_a_deleted_checkpoint_is_refused_then_adopted_with_txid_offset(spark, ka
     assert set(expected.last_txid.values()) == {5}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "gap: after a checkpoint reset, a key stored with a txid EQUAL to the new run's batch id looks like a "
-    "replay of that batch (transactional skips it, opaque recomputes it from prev); when no key of the "
-    "first batch is ahead (the old run had as many batches as the new one has run), the start-up check "
-    "(planner/state_stage.py check_not_ahead: found > txid only) passes and the new batch is lost "
-    "silently: transactional keeps the old counts, opaque keeps only the new batch's"))
 def test_a_reset_checkpoint_whose_batch_ids_equal_the_stored_txids_is_not_taken_for_a_replay(
         spark, kafka_bootstrap, tmp_path):
     topic = f"eo-reset-{unique_tag()}"
@@ -173,17 +166,18 @@ def test_a_reset_checkpoint_whose_batch_ids_equal_the_stored_txids_is_not_taken_
     shutil.rmtree(checkpoint)
     second = make_sentences(PER_TRIGGER, seed=9, every_word_each=PER_TRIGGER)
     records = load_topic(kafka_bootstrap, topic, second, partitions=4, already=records)
-    try:
-        run_to_end(topology({topic: dict(ended_at)}), spark, checkpoint)   # its batch 0 is a new batch
-    except StateError:
-        return                                                        # refused: the user is told
-    new = Expected.from_batches(batch_sentences(checkpoint / "sentences", records, start=ended_at),
-                                start=old.counts)
-    for kind, factory in factories.items():
+    # its batch 0 is a new batch, not a replay of the old run's batch 0
+    err = run_expecting(StateAheadError, topology({topic: dict(ended_at)}), spark, checkpoint)
+    assert isinstance(err, StateAheadError) and err.stored_txid == 0 and err.batch_txid == 0
+    assert "stored txid 0 = batch txid 0, a batch this checkpoint has not written before; the checkpoint " \
+           "was reset or two queries write this state" in str(err)
+    for kind, factory in factories.items():  # nothing of the new batch was written
         with factory.open() as state:
-            words = sorted(new.counts)
-            got = dict(zip(words, state.multiGet([[w] for w in words]), strict=True))
-        assert got == new.counts, f"{kind}: the new batch was taken for a replay of the old batch 0"
+            words = sorted(old.counts)
+            assert dict(zip(words, state.multiGet([[w] for w in words]), strict=True)) == old.counts, kind
+    # refused again after a restart: the checkpoint logged batch 0 but never began writing it
+    err = run_expecting(StateAheadError, topology({topic: dict(ended_at)}), spark, checkpoint)
+    assert "stored txid 0 = batch txid 0" in str(err)
 
 
 # -- (b) opened as another kind ----------------------------------------------------------------------

@@ -170,8 +170,8 @@ def test_tuple_collection_get_of_an_ungrouped_state_emits_the_value_alone(name):
 def test_tuple_collection_get_inside_a_batch_reads_what_map_get_reads(name):
     counts = MemoryState.opaque(name=name).open()
     counts.multiUpdate(0, [["cat"]], [add(2)])
-    batch = BatchState(counts, txid=1)
-    batch.multiUpdate([["cat"], ["dog"]], [add(1), add(5)])   # this batch's writes
+    BatchState(counts, txid=1).multiUpdate([["cat"], ["dog"]], [add(1), add(5)])   # this batch's writes
+    batch = BatchState(counts, txid=1)           # a stateQuery's view of the same batch
     assert run_query(TupleCollectionGet(), batch, words("q")) == [["cat", 2]]
     assert MapGet().batchRetrieve(batch, words("cat", "dog")) == [2, None]
     other_query = BatchState(counts, txid=1, reads_before_batch=False)

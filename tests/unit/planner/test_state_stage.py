@@ -140,7 +140,23 @@ def test_the_first_batch_after_a_start_finds_a_state_ahead_before_anything_is_wr
     step = count_step("stage-check")
     list(persist(step, 7, {}, 1, iter([batch(word=["cat"], count=[1])])))
     key_step = StateStep("persistentAggregate(Count)", step.factory, step.operation, Fields("word"), [], {})
-    assert rows(check_not_ahead(key_step, 7, iter([batch(word=["cat", "dog"])]))) == [{"keys": 2}]
+    assert rows(check_not_ahead(key_step, 8, False, iter([batch(word=["cat", "dog"])]))) == [{"keys": 2}]
+    # a replay of batch 7, which this checkpoint began writing: cat's txid 7 is that attempt's
+    assert rows(check_not_ahead(key_step, 7, True, iter([batch(word=["cat", "dog"])]))) == [{"keys": 2}]
     with pytest.raises(StateAheadError) as caught:
-        list(check_not_ahead(key_step, 0, iter([batch(word=["dog", "cat", "cat"])])))
+        list(check_not_ahead(key_step, 0, False, iter([batch(word=["dog", "cat", "cat"])])))
     assert caught.value.key == ["cat"] and caught.value.stored_txid == 7 and caught.value.batch_txid == 0
+
+
+def test_a_stored_txid_equal_to_a_batch_this_checkpoint_never_wrote_is_another_history():
+    from trident_spark.planner.state_stage import check_not_ahead
+
+    step = count_step("stage-check-equal")
+    list(persist(step, 3, {}, 1, iter([batch(word=["cat"], count=[1])])))
+    key_step = StateStep("persistentAggregate(Count)", step.factory, step.operation, Fields("word"), [], {})
+    with pytest.raises(StateAheadError) as caught:
+        list(check_not_ahead(key_step, 3, False, iter([batch(word=["cat"])])))
+    assert str(caught.value).startswith(
+        "state is ahead of the stream: memory://stage-check-equal key ['cat'] stored txid 3 = "
+        "batch txid 3, a batch this checkpoint has not written before; the checkpoint was reset or two "
+        "queries write this state;")
