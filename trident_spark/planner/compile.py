@@ -48,12 +48,15 @@ class BatchPlan:
         The topology configuration handed to ``prepare(conf, context)``.
     state_stats : Accumulator, optional
         Where state tasks add their counters (store round trips, cache hits).
+    run_id : str
+        The topology run; states opened on executors keep their cache for one run.
     """
 
     def __init__(self, query: QueryPlan, sources: dict[int, DataFrame], txid: int,
-                 conf: dict[str, Any] | None = None, state_stats: Accumulator[dict[str, int]] | None = None
-                 ) -> None:
+                 conf: dict[str, Any] | None = None, state_stats: Accumulator[dict[str, int]] | None = None,
+                 run_id: str = "") -> None:
         self.query = query
+        self.run_id = run_id
         self.state_stats = state_stats
         self.sources = sources
         self.txid = txid
@@ -78,7 +81,7 @@ class BatchPlan:
                     df = df.persist()
                     self._persisted.append(df)
                     self._memo[id(source)] = df
-                check_not_ahead_job(df, node, self.txid, written_before)
+                check_not_ahead_job(df, node, self.txid, written_before, self.run_id)
 
     def release(self) -> None:
         """Unpersist what this batch cached."""
@@ -132,7 +135,8 @@ class BatchPlan:
             from trident_spark.planner.state_plan import persist_dataframe
 
             return persist_dataframe(self.dataframe(node.inputs[0]), node, self.txid, self.conf,
-                                     self.query.partitions_of(stage_boundary(node)), self.state_stats)
+                                     self.query.partitions_of(stage_boundary(node)), self.state_stats,
+                                     self.run_id)
         if isinstance(node, StateQueryNode):
             from trident_spark.planner.query import stage_boundary
             from trident_spark.planner.state_plan import query_dataframe

@@ -80,7 +80,8 @@ def _struct_field(name: str, df: DataFrame, types: dict[str, str]) -> StructFiel
 
 
 def persist_dataframe(df: DataFrame, node: PersistNode, txid: int, conf: dict[str, Any],
-                      partitions: int | None, stats: Accumulator[dict[str, int]] | None) -> DataFrame:
+                      partitions: int | None, stats: Accumulator[dict[str, int]] | None,
+                      run_id: str = "") -> DataFrame:
     """Run ``node``'s StateUpdater on each partition of ``df``; the result is what it emitted.
 
     ``df`` is partitioned as the stage before it is (``partitions``: its size, for ``prepare``):
@@ -95,14 +96,15 @@ def persist_dataframe(df: DataFrame, node: PersistNode, txid: int, conf: dict[st
                 if name not in df.columns or name in node.fields.declared_types}
     struct = [_struct_field(name, df, declared) for name in node.fields]
     step = StateStep(node.label, node.state, node.updater, node.input_fields, list(node.fields),
-                     {f.name: arrow_type(f.dataType) for f in struct}, stats=stats)
+                     {f.name: arrow_type(f.dataType) for f in struct}, stats=stats, run_id=run_id)
     n = partitions if partitions is not None else (
         int(df.rdd.getNumPartitions()) if overrides_prepare(node.updater) else -1)
     fn = partial(persist, step, txid, conf, n)
     return df.mapInArrow(named(fn, node.label), StructType(struct))
 
 
-def check_not_ahead_job(df: DataFrame, node: PersistNode, txid: int, written_before: bool) -> None:
+def check_not_ahead_job(df: DataFrame, node: PersistNode, txid: int, written_before: bool,
+                        run_id: str = "") -> None:
     """Before the first writes after a start: fail if the state holds any of the batch's keys
     with a later txid (a reset checkpoint or another writer), or with this txid when the
     checkpoint never began writing this batch, while nothing is written yet."""
@@ -111,7 +113,7 @@ def check_not_ahead_job(df: DataFrame, node: PersistNode, txid: int, written_bef
     if node.aggregator is None:
         return  # a user StateUpdater's keys are its own business
     keys = df.select(*node.group_fields) if node.group_fields else df.select()
-    step = StateStep(node.label, node.state, node.updater, node.group_fields, [], {})
+    step = StateStep(node.label, node.state, node.updater, node.group_fields, [], {}, run_id=run_id)
     fn = partial(check_not_ahead, step, txid, written_before)
     keys.mapInArrow(named(fn, f"check_{node.label}"), StructType([StructField("keys", LongType())])) \
         .write.format("noop").mode("overwrite").save()

@@ -28,24 +28,33 @@ from trident_spark.planner.python_stage import OperatorError, partition_index, t
 from trident_spark.state import BatchState, MapState, StateError
 from trident_spark.state.keys import GLOBAL_KEY, encode_key
 
-#: States opened in this Python worker, by their settings.
-_OPENED: dict[bytes, MapState] = {}
+#: States opened in this Python worker, by their settings: the run that opened each, and the state.
+_OPENED: dict[bytes, tuple[str, MapState]] = {}
 
 
-def opened_state(factory: Any) -> MapState:
-    """The state ``factory`` opens, opened once per Python worker process."""
+def opened_state(factory: Any, run_id: str = "") -> MapState:
+    """The state ``factory`` opens, opened once per Python worker process and run.
+
+    Its cache lives as long as the run (one ``topology.run``): a new run opens the state
+    afresh, so nothing cached before, say, a state was reset between runs is trusted.
+    """
     from pyspark import cloudpickle
 
     key: bytes = cloudpickle.dumps(factory)  # type: ignore[no-untyped-call]
-    state = _OPENED.get(key)
-    if state is None:
-        state = _OPENED[key] = factory.open()
+    found = _OPENED.get(key)
+    if found is not None and found[0] == run_id:
+        return found[1]
+    if found is not None:
+        with contextlib.suppress(Exception):  # best effort: another run's connections
+            found[1].close()
+    state = factory.open()
+    _OPENED[key] = (run_id, state)
     return state
 
 
 def forget_opened_states() -> None:
     """Close and drop every state this process opened (tests; a worker ends with its process)."""
-    for state in _OPENED.values():
+    for _, state in _OPENED.values():
         with contextlib.suppress(Exception):  # best effort: the process is done with it
             state.close()
     _OPENED.clear()
@@ -68,6 +77,7 @@ class StateStep:
     new_types: dict[str, pa.DataType]
     reads_before_batch: bool = True
     stats: Any = None  # a pyspark Accumulator of StateStats counters, or None
+    run_id: str = ""  # the topology run: opened states (and their caches) last one run
 
 
 def _gather(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
@@ -107,7 +117,7 @@ def _partition_state(step: StateStep, txid: int, conf: dict[str, Any],
                      num_partitions: int) -> Iterator[BatchState]:
     """The batch's view of the state for one partition, the operation prepared; on the way
     out the operation is cleaned up and what the state did is counted."""
-    state = opened_state(step.factory)
+    state = opened_state(step.factory, step.run_id)
     before = state.stats.snapshot()
     _prepare(step, conf, txid, num_partitions)
     try:
@@ -161,7 +171,7 @@ def check_not_ahead(step: StateStep, txid: int, written_before: bool,
     table = _gather(batches)
     if table is None:
         return
-    state = opened_state(step.factory)
+    state = opened_state(step.factory, step.run_id)
     if state.state_type is StateType.NON_TRANSACTIONAL:
         return
     group = list(step.input_fields)

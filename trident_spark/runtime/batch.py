@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +54,8 @@ class BatchRunner:
     on_state_stats: Callable[[int, dict[str, int]], None] | None = None
     #: The query's checkpoint directory: where the batch whose state writes began is recorded.
     checkpoint: Path | None = None
+    #: This run of the topology: executors keep opened states (and their caches) for one run.
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     _stats: Accumulator[dict[str, int]] | None = field(default=None, init=False, repr=False)
     phases: list[list[Output]] = field(default_factory=list, init=False, repr=False)
     has_state: bool = field(default=False, init=False, repr=False)
@@ -101,7 +104,7 @@ class BatchRunner:
         if shared:
             df = df.persist()  # read the spouts once for all of them
         stats = self._state_stats(df)
-        plan = BatchPlan(self.query, split_sources(df, self.query), batch_id, self.conf, stats)
+        plan = BatchPlan(self.query, split_sources(df, self.query), batch_id, self.conf, stats, self.run_id)
         try:
             if self.has_state:
                 if not self._checked_states:

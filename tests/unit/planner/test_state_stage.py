@@ -160,3 +160,13 @@ def test_a_stored_txid_equal_to_a_batch_this_checkpoint_never_wrote_is_another_h
         "state is ahead of the stream: memory://stage-check-equal key ['cat'] stored txid 3 = "
         "batch txid 3, a batch this checkpoint has not written before; the checkpoint was reset or two "
         "queries write this state;")
+
+
+def test_a_new_run_opens_the_state_afresh_so_nothing_cached_before_is_trusted():
+    factory = MemoryState.transactional(name="stage-runs")
+    first = opened_state(factory, "run-1")
+    first.multiUpdate(0, [["cat"]], [lambda old: 1])
+    MemoryState.drop("stage-runs")  # the state is reset between runs
+    assert opened_state(factory, "run-1") is first and first.multiGet([["cat"]]) == [1]  # cached
+    second = opened_state(factory, "run-2")
+    assert second is not first and second.multiGet([["cat"]]) == [None]
