@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
 PYTEST_ARGS ?=
 
-.PHONY: setup system-deps demo test test-unit lint typecheck bench clean
+.PHONY: setup system-deps demo test test-unit lint typecheck bench bench-state clean
 
 setup: system-deps $(STAMP)
 
@@ -62,6 +62,10 @@ typecheck: setup
 
 bench: setup
 	$(PY) bench/spout.py
+
+# Word count into each state backend vs Spark's own stateful groupBy().count() (about 10 minutes).
+bench-state: setup
+	$(PY) bench/state.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
