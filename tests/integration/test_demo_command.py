@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +26,7 @@ def test_demo_runs_end_to_end_and_prints_batches_and_top_words():
     assert "; state: " in out and "keys written" in out
     # DRPC-style questions answered on Spark by stateQuery(MapGet) from the SQLite state
     assert "stateQuery(MapGet) answers" in out
-    assert "│ nation liberty │ nation      │   500 │" in out
-    assert "│ unknownword    │ unknownword │     - │" in out
-    assert "top 10 words (open_state)" in out and "│ that │ 1,300 │" in out
+    assert re.search(r"│ nation liberty +│ nation +│ +500 │", out)
+    assert re.search(r"│ unknownword +│ unknownword +│ +- │", out)
+    assert "top 10 words (open_state)" in out and re.search(r"│ that +│ +1,300 │", out)
     assert "exact: all 138 words in the state match a count of the corpus (27,100 words)" in out
