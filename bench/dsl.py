@@ -57,6 +57,8 @@ from bench_results import save_results
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from tree_cpu import cpu_since as spent_since
+from tree_cpu import tree_cpu as tree_cpu_of
 
 import trident_spark
 from trident_spark.builtin import Count
@@ -156,58 +158,24 @@ def wait_readable(bootstrap: str, topic: str, partitions: int, records: int, tim
 CPU_PARTS = ("jvm", "python_workers", "driver", "broker_other")
 
 
+def _kind(command: bytes) -> str:
+    if b"java" in command.split(b"\0")[0]:
+        return "jvm"
+    return "python_workers" if b"pyspark" in command else "broker_other"
+
+
 def tree_cpu() -> dict[str, float]:
     """CPU seconds used so far by this process and its descendants, by kind.
 
     ``jvm`` is Spark's JVM; ``python_workers`` its Python processes (task workers, the
     data source's driver-side runner); ``driver`` this process (``foreachBatch`` and
-    the planner run here); ``broker_other`` the rest (the local broker). Exited children
-    count through their parent's ``cutime`` once reaped. Wall time suffers when other
-    work shares the machine; CPU seconds much less so.
+    the planner run here); ``broker_other`` the rest (the local broker).
     """
-    ticks = os.sysconf("SC_CLK_TCK")
-    parent: dict[int, int] = {}
-    used: dict[int, float] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        parent[int(entry)] = int(fields[1])
-        used[int(entry)] = sum(int(f) for f in fields[11:15]) / ticks  # utime stime cutime cstime
-    me = os.getpid()
-    parts = dict.fromkeys(CPU_PARTS, 0.0)
-    for pid, seconds in used.items():
-        ancestor = pid
-        while ancestor not in (me, 0, 1) and ancestor in parent:
-            ancestor = parent[ancestor]
-        if ancestor != me:
-            continue
-        if pid == me:
-            own = os.times()  # this process without its children (they are counted apart)
-            parts["driver"] += own.user + own.system
-            continue
-        try:
-            command = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if b"java" in command.split(b"\0")[0]:
-            kind = "jvm"
-        elif b"pyspark" in command:
-            kind = "python_workers"
-        else:
-            kind = "broker_other"
-        parts[kind] += seconds
-    return parts
+    return tree_cpu_of(CPU_PARTS, _kind)
 
 
 def cpu_since(before: dict[str, float]) -> dict[str, float]:
-    now = tree_cpu()
-    spent = {k: max(0.0, now[k] - before[k]) for k in CPU_PARTS}
-    return spent | {"total": sum(spent.values())}
+    return spent_since(before, tree_cpu())
 
 
 # --- contenders --------------------------------------------------------------------------

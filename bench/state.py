@@ -75,6 +75,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from tree_cpu import cpu_since as spent_since
+from tree_cpu import tree_cpu as tree_cpu_of
 
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
 
@@ -186,55 +188,23 @@ def batch_keys(sentences: list[str], batch: int) -> list[int]:
 CPU_PARTS = ("jvm", "python_workers", "driver", "broker", "store")
 
 
+def _kind(command: bytes) -> str:
+    program = command.split(b"\0")[0]
+    if b"java" in program:
+        return "jvm"
+    if b"pyspark" in command:
+        return "python_workers"
+    return "store" if b"redis-server" in program or b"osmem" in program else "broker"
+
+
 def tree_cpu() -> dict[str, float]:
     """CPU seconds so far of this process and its descendants, by kind (see bench/dsl.py):
     ``store`` is redis-server and osmem-server, ``broker`` Tansu."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    parent: dict[int, int] = {}
-    used: dict[int, float] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        parent[int(entry)] = int(fields[1])
-        used[int(entry)] = sum(int(f) for f in fields[11:15]) / ticks
-    me = os.getpid()
-    parts = dict.fromkeys(CPU_PARTS, 0.0)
-    for pid, seconds in used.items():
-        ancestor = pid
-        while ancestor not in (me, 0, 1) and ancestor in parent:
-            ancestor = parent[ancestor]
-        if ancestor != me:
-            continue
-        if pid == me:
-            own = os.times()
-            parts["driver"] += own.user + own.system
-            continue
-        try:
-            command = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        program = command.split(b"\0")[0]
-        if b"java" in program:
-            kind = "jvm"
-        elif b"pyspark" in command:
-            kind = "python_workers"
-        elif b"redis-server" in program or b"osmem" in program:
-            kind = "store"
-        else:
-            kind = "broker"
-        parts[kind] += seconds
-    return parts
+    return tree_cpu_of(CPU_PARTS, _kind)
 
 
 def cpu_since(before: dict[str, float]) -> dict[str, float]:
-    now = tree_cpu()
-    spent = {k: max(0.0, now[k] - before[k]) for k in CPU_PARTS}
-    return spent | {"total": sum(spent.values())}
+    return spent_since(before, tree_cpu())
 
 
 # --- Spark's stages ------------------------------------------------------------------------
