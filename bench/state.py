@@ -488,7 +488,8 @@ def profile_task(factory: Any, inputs: list[tuple[list[str], list[int]]],
                 out = list(state_stage.persist(step, txid, {}, -1, iter([batch])))
                 total = time.perf_counter() - started
             opened[worker] = dict(state_stage._OPENED)
-            now = next(iter(opened[worker].values())).stats.snapshot()
+            _run, state = next(iter(opened[worker].values()))  # (run id, opened state)
+            now = state.stats.snapshot()
             before, seen[worker] = seen.get(worker, {}), now
             rows.append({"worker": worker, "keys": len(words), "ms": total * 1000,
                          "store_read_ms": timer.read_s * 1000, "store_write_ms": timer.write_s * 1000,
@@ -497,9 +498,9 @@ def profile_task(factory: Any, inputs: list[tuple[list[str], list[int]]],
                         | {k: v - before.get(k, 0) for k, v in now.items()})
     finally:
         for states in opened.values():
-            for state in states.values():
+            for _run, opened_state in states.values():
                 with contextlib.suppress(Exception):
-                    state.close()
+                    opened_state.close()
         state_stage._OPENED.clear()
         state_stage._OPENED.update(saved)
     return rows
