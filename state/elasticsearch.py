@@ -13,16 +13,8 @@ Reads and writes:
 
 * ``multiGetVersioned``: one ``_mget`` per batch (real-time: sees writes before
   a refresh); a key's version is its document's ``(_seq_no, _primary_term)``.
-* ``scanVersioned`` (every key, for ``getTuples``): a ``_refresh`` of the index
-  (so the scan sees recent writes; skipped if the credentials may not), then
-  a scroll (``_search?scroll=`` sorted by ``_doc``, pages of
-  ``max_multi_get_batch_size`` documents, at most 10000, with
-  ``seq_no_primary_term``), cleared at the end. Scroll works alike on
-  Elasticsearch, OpenSearch and osmem-server (point-in-time APIs differ
-  between them). Group values come from the ``_id`` (the encoded key), or,
-  for a key too long to be kept readable, from the document's ``key`` field
-  (exact for strings, numbers, booleans and None; bytes, dates and decimals
-  come back as their JSON copies: hex, ISO text, decimal text).
+* ``scanVersioned`` (every key, for ``getTuples``): a refresh, then a scroll in
+  pages of ``max_multi_get_batch_size`` (at most 10000): see ``es_scan.py``.
 * ``multiPutIfVersion``: one ``_bulk`` per batch: ``index`` with
   ``if_seq_no``/``if_primary_term`` for keys that were read, ``create`` for keys
   that were missing. A 409 on an item is a lost race (that key answers None and
@@ -41,7 +33,6 @@ or ``"id:key"``). An unreachable host fails on first use within
 from __future__ import annotations
 
 import base64
-import contextlib
 import dataclasses
 import json
 import re
@@ -55,8 +46,9 @@ from typing import TYPE_CHECKING, Any
 from .base import Key, Version, Versioned, VersionedBackingMap, check_scan_batch_size
 from .errors import StateConfigError, StateError, StateUnavailableError, UnreadableValueError
 from .es_documents import RESERVED_FIELDS, index_mapping, state_document, stored_bytes
+from .es_scan import MAX_PAGE, scan_index
 from .factory import StateFactory
-from .keys import decode_scanned_key, encode_key, is_hashed
+from .keys import encode_key
 from .serializers import Serializer, deserialize_stored
 from .url import Scheme, redact, register_scheme
 
@@ -72,8 +64,6 @@ _NDJSON = {"content-type": "application/x-ndjson", "accept": "application/json"}
 _BAD_INDEX_CHARS = re.compile(r'[\\/*?"<>| ,#:A-Z]')
 _THROTTLED_RESENDS = 3
 #: Elasticsearch's default ``index.max_result_window``: the largest page a search may ask for.
-_MAX_PAGE = 10_000
-_SCROLL_KEEP_ALIVE = "2m"
 
 
 def _reason(body: Any) -> str:
@@ -309,71 +299,7 @@ class ElasticsearchBackingMap(VersionedBackingMap):
         The scroll reads a snapshot taken at its start; its context is cleared
         when the iterator is exhausted or closed.
         """
-        return self._scan(min(check_scan_batch_size(batch_size), _MAX_PAGE))
-
-    def _scan(self, size: int) -> Iterator[tuple[Key, Versioned]]:
-        index = self.spec.index
-        self._client()                                    # creates the index if missing
-        status, answer = self._request("POST", f"/{index}/_refresh", denied_ok=True)
-        if status not in (401, 403, 404):
-            self._check(status, answer, f"_refresh of {index!r} before listing its keys")
-        query = {"size": size, "sort": ["_doc"], "seq_no_primary_term": True,
-                 "_source": ["key", "state", "state_base64"]}
-        status, answer = self._request("POST", f"/{index}/_search?scroll={_SCROLL_KEEP_ALIVE}", query)
-        if status == 404 and "index_not_found" in json.dumps(answer, default=str):
-            return                                        # deleted meanwhile: nothing stored
-        self._check(status, answer, f"scroll search of {index!r}")
-        scroll_id = answer.get("_scroll_id") if isinstance(answer, dict) else None
-        try:
-            while True:
-                hits = answer.get("hits", {}).get("hits") if isinstance(answer, dict) else None
-                if not isinstance(hits, list):
-                    raise StateError(f"{self.address}: a scroll search answered {str(answer)[:200]!r}")
-                if not hits:
-                    return
-                for hit in hits:
-                    yield self._scanned(hit)
-                if not isinstance(scroll_id, str):
-                    raise StateError(f"{self.address}: a scroll search answered no _scroll_id")
-                status, answer = self._request("POST", "/_search/scroll",
-                                               {"scroll": _SCROLL_KEEP_ALIVE, "scroll_id": scroll_id})
-                self._check(status, answer, f"scroll of {index!r} (listing its keys took longer than "
-                                            f"{_SCROLL_KEEP_ALIVE} between two pages?)")
-                scroll_id = answer.get("_scroll_id", scroll_id) if isinstance(answer, dict) else scroll_id
-        finally:
-            if isinstance(scroll_id, str):
-                self._clear_scroll(scroll_id)
-
-    def _clear_scroll(self, scroll_id: str) -> None:
-        """Free the scroll context now instead of when it times out (best effort)."""
-        with contextlib.suppress(StateError):             # it expires after the keep-alive anyway
-            self._request("DELETE", "/_search/scroll", {"scroll_id": [scroll_id]}, denied_ok=True)
-
-    def _scanned(self, hit: dict[str, Any]) -> tuple[Key, Versioned]:
-        doc_id = hit.get("_id")
-        if not isinstance(doc_id, str):
-            raise StateError(f"{self.address}: a scroll search answered a hit without _id: "
-                             f"{str(hit)[:200]!r}")
-        source = hit.get("_source")
-        if is_hashed(doc_id):
-            stored_key = source.get("key") if isinstance(source, dict) else None
-            if not isinstance(stored_key, list):
-                raise StateError(f"{self.address}: document {doc_id[:80]!r}... has a hashed _id and no 'key' "
-                                 f"field to read its group values from (written by another program?)")
-            key: list[Any] = stored_key
-        else:
-            key = decode_scanned_key(doc_id, self.address)
-        data = stored_bytes(source)
-        if data is None:
-            raise UnreadableValueError(self.address, key, (
-                f"document {doc_id!r} has no 'state' field (written by another program?)"))
-        try:
-            version = (int(hit["_seq_no"]), int(hit["_primary_term"]))
-        except (KeyError, TypeError, ValueError):
-            raise StateError(f"{self.address}: a scroll search answered document {doc_id!r} without "
-                             f"_seq_no/_primary_term") from None
-        value = deserialize_stored(self.serializer, data, key=key, address=self.address)
-        return key, Versioned(value, version)
+        return scan_index(self, min(check_scan_batch_size(batch_size), MAX_PAGE))
 
     def _action(self, doc_id: str, expected: Version | None) -> dict[str, Any]:
         if expected is None:

@@ -1,0 +1,107 @@
+"""Listing every key of an ElasticsearchState (``scanVersioned``, for ``getTuples``).
+
+A ``_refresh`` of the index first, so the scan sees recent writes (skipped if the
+credentials may not), then a scroll (``_search?scroll=`` sorted by ``_doc``, with
+``seq_no_primary_term``), cleared at the end. Scroll works alike on Elasticsearch,
+OpenSearch and osmem-server (point-in-time APIs differ between them). Group
+values come from the ``_id`` (the encoded key), or, for a key too long to be kept
+readable, from the document's ``key`` field (exact for strings, numbers, booleans
+and None; bytes, dates and decimals come back as their JSON copies: hex, ISO text,
+decimal text).
+
+Examples
+--------
+>>> MAX_PAGE, SCROLL_KEEP_ALIVE
+(10000, '2m')
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from .base import Key, Versioned
+from .errors import StateError, UnreadableValueError
+from .es_documents import stored_bytes
+from .keys import decode_scanned_key, is_hashed
+from .serializers import deserialize_stored
+
+if TYPE_CHECKING:
+    from .elasticsearch import ElasticsearchBackingMap
+
+#: Most documents per scroll page (Elasticsearch's default ``index.max_result_window``).
+MAX_PAGE = 10_000
+#: How long the server keeps the scroll between two pages.
+SCROLL_KEEP_ALIVE = "2m"
+
+
+def scan_index(store: ElasticsearchBackingMap, size: int) -> Iterator[tuple[Key, Versioned]]:
+    """Every document of the store's index, as (group values, versioned value): ``_refresh``, then
+    a scroll in pages of ``size``, cleared when the iterator is exhausted or closed."""
+    index = store.spec.index
+    store._client()                                    # creates the index if missing
+    status, answer = store._request("POST", f"/{index}/_refresh", denied_ok=True)
+    if status not in (401, 403, 404):
+        store._check(status, answer, f"_refresh of {index!r} before listing its keys")
+    query = {"size": size, "sort": ["_doc"], "seq_no_primary_term": True,
+             "_source": ["key", "state", "state_base64"]}
+    status, answer = store._request("POST", f"/{index}/_search?scroll={SCROLL_KEEP_ALIVE}", query)
+    if status == 404 and "index_not_found" in json.dumps(answer, default=str):
+        return                                        # deleted meanwhile: nothing stored
+    store._check(status, answer, f"scroll search of {index!r}")
+    scroll_id = answer.get("_scroll_id") if isinstance(answer, dict) else None
+    try:
+        while True:
+            hits = answer.get("hits", {}).get("hits") if isinstance(answer, dict) else None
+            if not isinstance(hits, list):
+                raise StateError(f"{store.address}: a scroll search answered {str(answer)[:200]!r}")
+            if not hits:
+                return
+            for hit in hits:
+                yield _scanned(store, hit)
+            if not isinstance(scroll_id, str):
+                raise StateError(f"{store.address}: a scroll search answered no _scroll_id")
+            status, answer = store._request("POST", "/_search/scroll",
+                                           {"scroll": SCROLL_KEEP_ALIVE, "scroll_id": scroll_id})
+            store._check(status, answer, f"scroll of {index!r} (listing its keys took longer than "
+                                        f"{SCROLL_KEEP_ALIVE} between two pages?)")
+            scroll_id = answer.get("_scroll_id", scroll_id) if isinstance(answer, dict) else scroll_id
+    finally:
+        if isinstance(scroll_id, str):
+            _clear_scroll(store, scroll_id)
+
+def _clear_scroll(store: ElasticsearchBackingMap, scroll_id: str) -> None:
+    """Free the scroll context now instead of when it times out (best effort)."""
+    with contextlib.suppress(StateError):             # it expires after the keep-alive anyway
+        store._request("DELETE", "/_search/scroll", {"scroll_id": [scroll_id]}, denied_ok=True)
+
+def _scanned(store: ElasticsearchBackingMap, hit: dict[str, Any]) -> tuple[Key, Versioned]:
+    doc_id = hit.get("_id")
+    if not isinstance(doc_id, str):
+        raise StateError(f"{store.address}: a scroll search answered a hit without _id: "
+                         f"{str(hit)[:200]!r}")
+    source = hit.get("_source")
+    if is_hashed(doc_id):
+        stored_key = source.get("key") if isinstance(source, dict) else None
+        if not isinstance(stored_key, list):
+            raise StateError(f"{store.address}: document {doc_id[:80]!r}... has a hashed _id and no 'key' "
+                             f"field to read its group values from (written by another program?)")
+        key: list[Any] = stored_key
+    else:
+        key = decode_scanned_key(doc_id, store.address)
+    data = stored_bytes(source)
+    if data is None:
+        raise UnreadableValueError(store.address, key, (
+            f"document {doc_id!r} has no 'state' field (written by another program?)"))
+    try:
+        version = (int(hit["_seq_no"]), int(hit["_primary_term"]))
+    except (KeyError, TypeError, ValueError):
+        raise StateError(f"{store.address}: a scroll search answered document {doc_id!r} without "
+                         f"_seq_no/_primary_term") from None
+    value = deserialize_stored(store.serializer, data, key=key, address=store.address)
+    return key, Versioned(value, version)
+
+
+__all__ = ["MAX_PAGE", "SCROLL_KEEP_ALIVE", "scan_index"]
