@@ -16,11 +16,9 @@ JSON, so the version of a key is its stored bytes themselves: a token
 values: comparing them is cheaper than hashing), ``b"#" + sha1hex(bytes)`` for
 longer ones (so the cache and the script arguments stay small).
 
-* ``multiGetVersioned``: one ``MGET`` per batch; each value's token is computed
-  from the bytes read.
+* ``multiGetVersioned``: one ``MGET`` per batch; tokens come from the bytes read.
 * ``scanVersioned`` (every key, for ``getTuples``): ``SCAN MATCH <key_prefix>:*``
-  in pages of about ``max_multi_get_batch_size`` names, one ``MGET`` per page;
-  the versions are the tokens of the bytes read, as for ``multiGetVersioned``.
+  in pages of about ``max_multi_get_batch_size`` names, one ``MGET`` per page.
 * ``multiPutIfVersion``: ONE script call per batch (``EVALSHA``, falling back to
   ``EVAL`` when the server answers ``NOSCRIPT``, which also caches the script).
   For each key the script compares what is stored with the expected token
@@ -306,12 +304,12 @@ class RedisBackingMap(VersionedBackingMap):
     def multiGetVersioned(self, keys: Sequence[Key]) -> list[Versioned | None]:
         if not keys:
             return []
-        names = [self.redis_key(key) for key in keys]
-        data = self._call(f"MGET of {len(names)} keys", lambda client: client.mget(names))
-        return [None if raw is None else Versioned(
-                    deserialize_stored(self.serializer, raw, key=key, address=self.address),
-                    version_token(raw))
-                for key, raw in zip(keys, data, strict=True)]
+        data = zip(keys, self._mget([self.redis_key(key) for key in keys]), strict=True)
+        return [None if raw is None else self._versioned(key, raw) for key, raw in data]
+
+    def _versioned(self, key: Key, raw: bytes) -> Versioned:
+        value = deserialize_stored(self.serializer, raw, key=key, address=self.address)
+        return Versioned(value, version_token(raw))
 
     def scanVersioned(self, batch_size: int | None = None) -> Iterator[tuple[Key, Versioned]]:
         """Every key under the prefix: ``SCAN MATCH <prefix>:* COUNT batch_size``, one ``MGET`` per page.
@@ -323,9 +321,8 @@ class RedisBackingMap(VersionedBackingMap):
         except a prefix that extends this one after a colon: ``wc:x:cat`` is
         both key ``["x:cat"]`` of prefix ``wc`` and key ``["cat"]`` of prefix
         ``wc:x`` (the layout cannot tell them apart, so never nest prefixes
-        that way). On Redis Cluster the scan
-        covers the node of the URL, which holds the whole state when its
-        prefix is a hash tag (see the module doc).
+        that way). On Redis Cluster the scan covers the node of the URL, which
+        holds the whole state when its prefix is a hash tag (see the module doc).
         """
         return self._scan(check_scan_batch_size(batch_size))
 
@@ -345,8 +342,7 @@ class RedisBackingMap(VersionedBackingMap):
                     if raw is None:
                         continue
                     key = decode_scanned_key(name.decode("utf-8", errors="replace")[skip:], self.address)
-                    value = deserialize_stored(self.serializer, raw, key=key, address=self.address)
-                    yield key, Versioned(value, version_token(raw))
+                    yield key, self._versioned(key, raw)
             if int(cursor) == 0:
                 return
 
@@ -355,7 +351,7 @@ class RedisBackingMap(VersionedBackingMap):
             f"SCAN MATCH {pattern}", lambda client: client.scan(cursor=cursor, match=pattern, count=size))
         return found
 
-    def _mget(self, names: list[bytes]) -> list[bytes | None]:
+    def _mget(self, names: Sequence[bytes | str]) -> list[bytes | None]:
         data: list[bytes | None] = self._call(f"MGET of {len(names)} keys", lambda client: client.mget(names))
         return data
 
