@@ -57,6 +57,7 @@ from bench_results import save_results
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from tree_cpu import cpu_bars
 from tree_cpu import cpu_since as spent_since
 from tree_cpu import tree_cpu as tree_cpu_of
 
@@ -469,12 +470,7 @@ def plot(result: dict[str, Any], path: Path) -> bool:
         bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
     right.set(ylabel="median ms per micro-batch", title="one micro-batch (steady state)")
     right.legend(fontsize=8)
-    bottom = [0.0] * len(names)
-    for part in CPU_PARTS:
-        heights = [summary[c]["cpu_s"][part] * 1e6 / setup["records"] for c in CONTENDERS]
-        cpu.bar(names, heights, bottom=bottom, label=part.replace("_", " "))
-        bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
-    cpu.set(ylabel="CPU us per sentence (median run)", title="where the CPU goes (process tree)")
+    cpu_bars(cpu, names, [summary[c]["cpu_s"] for c in CONTENDERS], CPU_PARTS, setup["records"])
     cpu.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -34,7 +34,8 @@ wall time of the batch's two Spark stages (read + split + partial count; shuffle
 final count + state), from Spark's REST API. After the rounds, each backend's state task
 (the executor's ``persist()`` on one shuffle partition's rows of each batch) also runs
 outside Spark in this process, timed with its store round trips, in the scenarios of
-``TASK_SCENARIOS`` (the same Python worker every batch or alternating ones; cache sizes);
+``TASK_SCENARIOS`` of bench/state_tasks.py (the same Python worker every batch or
+alternating ones; cache sizes);
 ``--no-task-profile`` skips it.
 
 This VM's speed drifts up to 2x within an hour: contenders interleave, each round
@@ -75,6 +76,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from state_tasks import print_tasks, profile_tasks
+from tree_cpu import cpu_bars
 from tree_cpu import cpu_since as spent_since
 from tree_cpu import tree_cpu as tree_cpu_of
 
@@ -411,144 +414,6 @@ def run_contender(contender: Contender, spark: Any, services: Services, topic: s
     return result
 
 
-# --- one state task outside Spark --------------------------------------------------------
-class StoreTimer:
-    """Seconds spent in store round trips in this process: wraps ``BatchingMap``'s two
-    methods (the layer right in front of the store) while in use. Only this process."""
-
-    def __init__(self) -> None:
-        self.read_s = self.write_s = 0.0
-        self._saved: list[tuple[str, Any]] = []
-
-    def __enter__(self) -> StoreTimer:
-        from trident_spark.state.batching import BatchingMap
-
-        for name, slot in (("multiGetVersioned", "read_s"), ("multiPutIfVersion", "write_s")):
-            original = BatchingMap.__dict__[name]
-
-            def timed(this: Any, *args: Any, _original: Any = original, _slot: str = slot) -> Any:
-                started = time.perf_counter()
-                try:
-                    return _original(this, *args)
-                finally:
-                    setattr(self, _slot, getattr(self, _slot) + time.perf_counter() - started)
-
-            self._saved.append((name, original))
-            setattr(BatchingMap, name, timed)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        from trident_spark.state.batching import BatchingMap
-
-        for name, original in self._saved:
-            setattr(BatchingMap, name, original)
-        self._saved.clear()
-
-
-def partition_batches(sentences: list[str], batch: int, batches: int) -> list[tuple[list[str], list[int]]]:
-    """One shuffle partition's input of each batch: the (word, count) rows of the words whose
-    CRC-32 is even (about half the batch's distinct words, as with 2 shuffle partitions)."""
-    import zlib
-
-    out = []
-    for at in range(0, min(len(sentences), batch * batches), batch):
-        counts = Counter(w for s in sentences[at:at + batch] for w in s.split())
-        mine = [(w, n) for w, n in counts.items() if zlib.crc32(w.encode()) % 2 == 0]
-        out.append(([w for w, _ in mine], [n for _, n in mine]))
-    return out
-
-
-def profile_task(factory: Any, inputs: list[tuple[list[str], list[int]]],
-                 workers: str) -> list[dict[str, Any]]:
-    """Run the executor's own ``persist`` (state_stage.py) on each batch's partition input in this
-    process, timing it and its store round trips. ``workers``: one letter per batch naming the
-    Python worker that runs it ("AAAA": always the same; "ABAB": another each time), each worker
-    with its own opened states, as Spark's Python workers have."""
-    import pyarrow as pa
-
-    from trident_spark.builtin import Count
-    from trident_spark.builtin.updaters import MapCombinerAggStateUpdater
-    from trident_spark.fields import Fields
-    from trident_spark.planner import state_stage
-
-    step = state_stage.StateStep("bench", factory, MapCombinerAggStateUpdater(Count(), Fields("word")),
-                                 Fields("word", "count"), ["word", "count"],
-                                 {"word": pa.string(), "count": pa.int64()})
-    opened: dict[str, dict[bytes, Any]] = {}
-    seen: dict[str, dict[str, int]] = {}
-    saved = dict(state_stage._OPENED)
-    rows = []
-    try:
-        for txid, ((words, counts), worker) in enumerate(zip(inputs, workers, strict=False)):
-            state_stage._OPENED.clear()
-            state_stage._OPENED.update(opened.get(worker, {}))
-            batch = pa.RecordBatch.from_pydict({"word": words, "count": counts})
-            with StoreTimer() as timer:
-                started = time.perf_counter()
-                out = list(state_stage.persist(step, txid, {}, -1, iter([batch])))
-                total = time.perf_counter() - started
-            opened[worker] = dict(state_stage._OPENED)
-            _run, state = next(iter(opened[worker].values()))  # (run id, opened state)
-            now = state.stats.snapshot()
-            before, seen[worker] = seen.get(worker, {}), now
-            rows.append({"worker": worker, "keys": len(words), "ms": total * 1000,
-                         "store_read_ms": timer.read_s * 1000, "store_write_ms": timer.write_s * 1000,
-                         "other_ms": (total - timer.read_s - timer.write_s) * 1000,
-                         "emitted": sum(b.num_rows for b in out)}
-                        | {k: v - before.get(k, 0) for k, v in now.items()})
-    finally:
-        for states in opened.values():
-            for _run, opened_state in states.values():
-                with contextlib.suppress(Exception):
-                    opened_state.close()
-        state_stage._OPENED.clear()
-        state_stage._OPENED.update(saved)
-    return rows
-
-
-#: (scenario, state settings, which Python worker runs each batch's task)
-TASK_SCENARIOS: tuple[tuple[str, dict[str, Any], str], ...] = (
-    ("same worker, cache_size=1000 (default)", {}, "AAAAAA"),
-    ("same worker, cache_size=10000", {"cache_size": 10_000}, "AAAAAA"),
-    ("alternating workers, cache_size=10000", {"cache_size": 10_000}, "ABABAB"),
-    ("no cache (cache_size=0)", {"cache_size": 0}, "AAAAAA"))
-
-
-def profile_tasks(contenders: list[Contender], services: Services, sentences: list[str], batch: int,
-                  warm: int) -> dict[str, Any]:
-    """Each backend's state task outside Spark, in the scenarios of ``TASK_SCENARIOS``."""
-    inputs = partition_batches(sentences, batch, 6)
-    out: dict[str, Any] = {}
-    for kind in dict.fromkeys(c.kind for c in contenders[1:]):
-        for name, settings, workers in TASK_SCENARIOS:
-            factory = state_factory(Contender(kind, tuple(settings.items())), services,
-                                    f"task-{uuid.uuid4().hex[:8]}")
-            rows = profile_task(factory, inputs, workers)
-            warm_rows = rows[warm:]
-            out.setdefault(kind, {})[name] = {
-                "batches": rows,
-                "mean": {k: statistics.fmean(r[k] for r in warm_rows) for k in
-                         ("keys", "ms", "store_read_ms", "store_write_ms", "other_ms", "store_reads",
-                          "store_writes", "keys_read", "write_conflicts")}}
-    return out
-
-
-def print_tasks(tasks: dict[str, Any], warm: int) -> None:
-    table = Table(title=f"one state task outside Spark: the executor's persist() on one partition's rows of "
-                        f"each batch, in this process (means over batches {warm}+)")
-    for column in ("backend", "scenario", "keys", "task ms", "store read ms", "store write ms",
-                   "rest ms", "round trips r/w", "keys read", "lost writes"):
-        table.add_column(column, justify="left" if column in ("backend", "scenario") else "right")
-    for kind, scenarios in tasks.items():
-        for name, got in scenarios.items():
-            m = got["mean"]
-            table.add_row(kind, name, f"{m['keys']:,.0f}", f"{m['ms']:.1f}", f"{m['store_read_ms']:.1f}",
-                          f"{m['store_write_ms']:.1f}", f"{m['other_ms']:.1f}",
-                          f"{m['store_reads']:.1f}/{m['store_writes']:.1f}", f"{m['keys_read']:,.0f}",
-                          f"{m['write_conflicts']:,.0f}")
-    console.print(table)
-
-
 # --- report ---------------------------------------------------------------------------------
 def _median(values: list[float]) -> float | None:
     values = [v for v in values if v is not None]
@@ -719,13 +584,7 @@ def plot(result: dict[str, Any], path: Path) -> bool:
     middle.set(ylabel="median ms per micro-batch", title="one warm micro-batch")
     middle.tick_params(axis="x", labelrotation=20, labelsize=7)
     middle.legend(fontsize=7)
-    bottom = [0.0] * len(names)
-    records = result["setup"]["sentences"]
-    for part in CPU_PARTS:
-        heights = [summary[n]["cpu_s"][part] * 1e6 / records for n in names]
-        right.bar(names, heights, bottom=bottom, label=part.replace("_", " "))
-        bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
-    right.set(ylabel="CPU us per sentence (median run)", title="where the CPU goes (process tree)")
+    cpu_bars(right, names, [summary[n]["cpu_s"] for n in names], CPU_PARTS, result["setup"]["sentences"])
     right.tick_params(axis="x", labelrotation=20, labelsize=7)
     right.legend(fontsize=7)
     fig.tight_layout()
@@ -910,13 +769,18 @@ def main(argv: list[str] | None = None) -> int:
 
         if not args.no_task_profile:
             with console.status("one state task outside Spark, per backend and scenario ..."):
-                result["tasks"] = profile_tasks(contenders, services, sentences, args.max_offsets_per_trigger,
+                def factory_for(kind: str, settings: dict[str, Any]) -> Any:
+                    return state_factory(Contender(kind, tuple(settings.items())), services,
+                                         f"task-{uuid.uuid4().hex[:8]}")
+
+                kinds = list(dict.fromkeys(c.kind for c in contenders[1:]))
+                result["tasks"] = profile_tasks(kinds, factory_for, sentences, args.max_offsets_per_trigger,
                                                 args.warm_batches)
 
     result["summary"] = summarise(result, contenders)
     print_summary(result, contenders)
     if "tasks" in result:
-        print_tasks(result["tasks"], args.warm_batches)
+        print_tasks(console, result["tasks"], args.warm_batches)
     save_results(result, "state", stamp, plot, console)
     return 0
 
