@@ -7,9 +7,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from trident_spark.cli import demo, query, run
+from trident_spark.cli import demo, query, run, status
 
-SUBCOMMANDS = (run, demo, query)
+SUBCOMMANDS = (run, demo, query, status)
 
 EPILOG = """examples:
   trident-spark demo                                  word count on a local broker, start to end
@@ -17,6 +17,7 @@ EPILOG = """examples:
   trident-spark run app.py:build --available-now      call build() and read what is there, then stop
   trident-spark query "sqlite:///tmp/wc.db?table=counts" cat dog
                                                       current values of two keys of a state
+  trident-spark status checkpoints/wordcount --follow each stream's rates, bottleneck and verdict, live
   trident-spark run --help                            options of one subcommand
 """
 

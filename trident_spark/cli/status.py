@@ -1,0 +1,319 @@
+"""``trident-spark status CHECKPOINT_DIR``: how each stream of a run is doing, read from its checkpoint."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HELP = "show each stream's progress, principal bottleneck and First-Rule verdict from a checkpoint"
+DESCRIPTION = """\
+Show how each stream of a topology is doing, from its checkpoint directory alone
+(no Spark needed): whether the run is alive, batches and rows, input vs
+processing rate, the backlog and its trend, batch durations against the
+trigger, the task time of each stage (the slowest marked), the principal
+bottleneck in the tuning notes' terms, and the verdict against the First Rule
+(every stage always ready to accept records, every processed record delivered
+promptly): falling behind, keeping up or starved.
+
+It reads CHECKPOINT/<stream>/trident-progress.jsonl (one line per finished
+batch), CHECKPOINT/trident-run.json (pid, trigger, cores) and Spark's
+offsets/ and commits/ logs (a batch with offsets but no commit is running, or
+was interrupted and will be replayed on restart).
+"""
+EPILOG = """examples:
+  trident-spark status checkpoints/wordcount
+      every stream of the run that used this checkpoint, once
+  trident-spark status /tmp/wc --follow --interval 1
+      refresh every second until Ctrl-C
+  trident-spark status /tmp/wc --stream sentences --last 50
+      one stream, diagnosed over its last 50 batches
+  trident-spark status /tmp/wc/sentences
+      a stream's own directory works too
+  trident-spark status /tmp/wc --format json | jq '.streams[].diagnosis.verdict'
+      the diagnosis as JSON, for scripts
+
+exit status: 0 shown (also after Ctrl-C with --follow), 2 no such checkpoint or no progress in it
+"""
+#: What the runtime writes (``runtime.handle.PROGRESS_FILE``; not imported: that pulls in pyspark).
+PROGRESS_FILE = "trident-progress.jsonl"
+RUN_FILE = "trident-run.json"
+
+
+class StatusError(Exception):
+    """The checkpoint directory cannot be shown: what is wrong, and what to give instead."""
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser("status", help=HELP, description=DESCRIPTION, epilog=EPILOG,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("checkpoint", metavar="CHECKPOINT_DIR",
+                        help="the checkpoint directory of a run (or one stream's directory in it)")
+    parser.add_argument("--follow", "-f", action="store_true", help="refresh until Ctrl-C")
+    parser.add_argument("--stream", metavar="NAME", help="show only this stream")
+    parser.add_argument("--last", type=_positive_int, default=20, metavar="N",
+                        help="diagnose the last N batches of each stream (default 20)")
+    parser.add_argument("--interval", type=_positive_float, default=2.0, metavar="S",
+                        help="seconds between refreshes with --follow (default 2)")
+    parser.add_argument("--format", choices=("table", "json"), default="table",
+                        help="table (default), or json: the diagnosis as one JSON object (per refresh)")
+    parser.set_defaults(handler=main)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be above 0, not {value}")
+    return value
+
+
+# --- reading the checkpoint -----------------------------------------------------------------------
+class ProgressTail:
+    """The new lines of a ``trident-progress.jsonl`` since the last read.
+
+    A last line without its newline is kept for the next read unless it already parses: a writer
+    may be half-way through it. Complete lines that are not a JSON object are counted, not raised.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.offset = 0
+        self.bad_lines = 0
+
+    def read(self) -> list[dict[str, Any]]:
+        try:
+            size = self.path.stat().st_size
+            if size < self.offset:  # replaced or truncated: start over
+                self.offset = 0
+            with open(self.path, "rb") as source:
+                source.seek(self.offset)
+                data = source.read()
+        except OSError:
+            return []
+        end = data.rfind(b"\n") + 1  # through the last newline; 0 when there is none
+        complete, partial = data[:end], data[end:]
+        found = []
+        for raw in complete.split(b"\n"):
+            if raw.strip():
+                batch = self._parse(raw)
+                if batch is None:
+                    self.bad_lines += 1
+                else:
+                    found.append(batch)
+        self.offset += end
+        if partial.strip() and (batch := self._parse(partial)) is not None:
+            found.append(batch)
+            self.offset += len(partial)
+        return found
+
+    @staticmethod
+    def _parse(raw: bytes) -> dict[str, Any] | None:
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) and "txid" in value else None
+
+
+def batch_ids(directory: Path) -> list[int]:
+    """Batch ids of a Spark metadata log (``offsets/`` or ``commits/``): files named by number."""
+    try:
+        return sorted(int(p.name) for p in directory.iterdir() if p.name.isdigit())
+    except OSError:
+        return []
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    except OSError:
+        return False
+    return True
+
+
+def read_run(root: Path) -> dict[str, Any] | None:
+    try:
+        value = json.loads((root / RUN_FILE).read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def run_status(run: dict[str, Any] | None) -> tuple[str, bool | None]:
+    """A line on the run, and whether it is alive (None: cannot tell from here)."""
+    if run is None:
+        return f"unknown: no {RUN_FILE} (written by trident-spark when a run starts)", None
+    started = run.get("started") or "?"
+    if run.get("stopped"):
+        return f"finished (started {started}, stopped {run['stopped']})", False
+    pid, host = run.get("pid"), run.get("host")
+    if not isinstance(pid, int):
+        return f"started {started}, no pid recorded", None
+    if host and host != socket.gethostname():
+        return f"running on {host} (pid {pid}, started {started}), cannot check from this host", None
+    if pid_alive(pid):
+        return f"running (pid {pid}, started {started})", True
+    return f"not running: pid {pid} is gone without a stop (killed or crashed; started {started})", False
+
+
+def pending_batch(stream_dir: Path, alive: bool | None) -> str | None:
+    """The batch whose offsets Spark logged but did not commit: running now, or interrupted."""
+    offsets, commits = batch_ids(stream_dir / "offsets"), batch_ids(stream_dir / "commits")
+    if not offsets or (commits and commits[-1] >= offsets[-1]):
+        return None
+    txid = offsets[-1]
+    if alive:
+        return f"batch {txid} running now (offsets logged, not committed yet)"
+    if alive is None:
+        return f"batch {txid} has offsets logged but no commit: running, or interrupted"
+    return (f"batch {txid} was interrupted (offsets logged, no commit): it is replayed with the same "
+            "offsets on restart")
+
+
+def locate(path: Path, stream: str | None = None) -> tuple[Path, dict[str, Path]]:
+    """``(run directory, {stream: its directory})`` for a checkpoint or one stream's directory."""
+    if not path.exists():
+        raise StatusError(f"no such directory: {path}; give the checkpoint directory of a run "
+                          "(topology.run(checkpoint_location=...), trident-spark run --checkpoint)")
+    if not path.is_dir():
+        raise StatusError(f"{path} is not a directory; give the checkpoint directory of a run "
+                          "(topology.run(checkpoint_location=...), trident-spark run --checkpoint)")
+    if (path / PROGRESS_FILE).is_file():
+        root, streams = path.parent, {path.name: path}
+    else:
+        root = path
+        streams = {d.name: d for d in sorted(path.iterdir()) if (d / PROGRESS_FILE).is_file()}
+    if not streams:
+        waiting = sorted(d.name for d in path.iterdir() if (d / "offsets").is_dir())
+        hint = (f"; streams {', '.join(waiting)} have not finished a batch yet" if waiting else
+                f"; give the directory passed as checkpoint_location (each stream writes "
+                f"CHECKPOINT/<stream>/{PROGRESS_FILE} after its first batch)")
+        raise StatusError(f"no {PROGRESS_FILE} in {path} or its subdirectories{hint}")
+    if stream is not None:
+        if stream not in streams:
+            raise StatusError(f"no stream {stream!r} in {root}; its streams: {', '.join(streams)}")
+        streams = {stream: streams[stream]}
+    return root, streams
+
+
+class StatusReader:
+    """Reads a checkpoint directory, and on each :meth:`views` what was appended since."""
+
+    def __init__(self, path: Path, *, stream: str | None = None, window: int = 20) -> None:
+        from trident_spark.cli.live import StreamHistory
+
+        self.path, self.stream, self.window = path, stream, window
+        self.root, dirs = locate(path, stream)
+        self.dirs = dirs
+        self.tails = {name: ProgressTail(d / PROGRESS_FILE) for name, d in dirs.items()}
+        self.histories = {name: StreamHistory(name) for name in dirs}
+
+    def _rescan(self) -> None:
+        from trident_spark.cli.live import StreamHistory
+
+        if self.stream is not None or self.dirs.get(self.path.name) == self.path:
+            return  # one stream asked for
+        try:
+            _, dirs = locate(self.path)
+        except (StatusError, OSError):
+            return
+        for name, directory in dirs.items():
+            if name not in self.dirs:
+                self.dirs[name] = directory
+                self.tails[name] = ProgressTail(directory / PROGRESS_FILE)
+                self.histories[name] = StreamHistory(name)
+
+    def views(self) -> list[Any]:
+        from trident_spark.cli.live import StreamView
+
+        self._rescan()
+        run = read_run(self.root)
+        status, alive = run_status(run)
+        trigger_ms = run.get("trigger_ms") if run else None
+        cores = run.get("cores") if run else None
+        views = []
+        for name, history in self.histories.items():
+            for batch in self.tails[name].read():
+                history.append(batch)
+            notes = []
+            if self.tails[name].bad_lines:
+                notes.append(f"{self.tails[name].bad_lines} unreadable lines in "
+                             f"{self.dirs[name] / PROGRESS_FILE} skipped")
+            if run and run.get("trigger") and not trigger_ms:
+                notes.append(f"trigger {run['trigger']}: batches run back to back, no interval to meet")
+            diagnosis = history.diagnose(trigger_ms=trigger_ms, window=self.window, cores=cores)
+            views.append(StreamView(diagnosis, status=status, pending=pending_batch(self.dirs[name], alive),
+                                    notes=notes))
+        return views
+
+    def as_json(self, views: list[Any]) -> str:
+        run = read_run(self.root)
+        return json.dumps({"checkpoint": str(self.root), "run": run,
+                           "streams": [{"stream": v.diagnosis.stream, "status": v.status,
+                                        "pending": v.pending, "notes": v.notes,
+                                        "diagnosis": v.diagnosis.to_dict()} for v in views]}, default=str)
+
+
+# --- showing it -----------------------------------------------------------------------------------
+def follow(reader: StatusReader, console: Any, *, interval: float, refreshes: int | None = None,
+           sleep: Callable[[float], None] = time.sleep, as_json: bool = False) -> int:
+    """Show the view and refresh it every ``interval`` seconds until Ctrl-C (or ``refreshes`` times)."""
+    from rich.live import Live
+
+    from trident_spark.cli.live import render
+
+    done = 0
+    try:
+        if as_json:
+            while True:
+                print(reader.as_json(reader.views()), flush=True)
+                if refreshes is not None and done >= refreshes:
+                    return 0
+                sleep(interval)
+                done += 1
+        with Live(render(reader.views()), console=console, auto_refresh=False) as live:
+            while refreshes is None or done < refreshes:
+                sleep(interval)
+                live.update(render(reader.views()), refresh=True)
+                done += 1
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def main(args: argparse.Namespace, console: Any = None) -> int:
+    from rich.console import Console
+
+    from trident_spark.cli.live import render
+
+    try:
+        reader = StatusReader(Path(args.checkpoint), stream=args.stream, window=args.last)
+    except StatusError as exc:
+        print(f"trident-spark status: {exc}", file=sys.stderr)
+        return 2
+    console = console or Console(highlight=False)
+    if args.follow:
+        return follow(reader, console, interval=args.interval, as_json=args.format == "json")
+    views = reader.views()
+    if args.format == "json":
+        print(reader.as_json(views))
+    else:
+        console.print(render(views))
+    return 0
