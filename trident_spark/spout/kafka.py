@@ -38,10 +38,36 @@ class KafkaSpout:
         Where a new query starts (a restarted one resumes from its checkpoint).
         In the mapping, -2 means earliest and -1 latest; partitions left out start
         at earliest.
+    ending_offsets : "latest" or {topic: {partition: offset}}, optional
+        Where the stream ends: batches never read past these offsets, and once every
+        partition has reached its end no more batches run (with
+        ``trigger="available_now"`` the run then finishes). ``"latest"`` means the high
+        watermarks when the query starts; in the mapping -1 means latest and partitions
+        left out end at latest. The resolved ends are kept in the checkpoint, so a
+        restarted query stops at the same place. Partitions created after the query
+        started are not read. Use it to process a fixed, replayable slice of a topic,
+        e.g. to compare batch sizes on the same records (``trident-spark tune``)
+        or to backfill a known range.
     max_fetch_bytes : int, optional
         Trident's per-partition fetch size: each batch takes at most about this many
         bytes (key + value) from each partition, counted on records sampled from the
-        head of each partition's backlog.
+        head of each partition's backlog. With ``adaptive_target_ms`` it is the upper
+        bound of the adaptive limit.
+    adaptive_target_ms : float, optional
+        Adaptive batching (off by default): between batches the per-partition byte
+        limit is raised or lowered so that a batch takes about this long (wall time of
+        the batch on the driver, in ms), within ``max_fetch_bytes`` (default 1 MiB per
+        partition, Kafka's and Storm's fetch size). It starts at 64 KiB per partition
+        (or the bound, if lower), grows by a step sized from the measured cost per byte
+        (half the gap to the target per batch, at most x4) and shrinks
+        multiplicatively (by target/duration, at most by half); within 10% of the target
+        it holds. A batch that took everything there was says nothing about a larger
+        one and never raises the limit. Every batch's limit is logged with its offsets
+        (``read_limit_bytes`` in the batch's progress), so a replayed batch is the same
+        and a restarted query resumes from the last limit. Use it when the per-record
+        cost varies (load, record mix, a slower store) and you want steady batch
+        latency without hand-tuning ``max_fetch_bytes``; the rules are in
+        :mod:`trident_spark.tuning.adaptive`. Python engine only.
     max_offsets_per_trigger : int, optional
         At most this many records per batch, split across partitions in proportion
         to their backlog (Spark's Kafka source rule).
@@ -85,7 +111,9 @@ class KafkaSpout:
         *,
         pattern: str | None = None,
         starting_offsets: str | Mapping[str, Mapping[int | str, int]] = "earliest",
+        ending_offsets: str | Mapping[str, Mapping[int | str, int]] | None = None,
         max_fetch_bytes: int | None = None,
+        adaptive_target_ms: float | None = None,
         max_offsets_per_trigger: int | None = None,
         min_offsets_per_trigger: int | None = None,
         max_trigger_delay: float | str = "15m",
@@ -103,20 +131,21 @@ class KafkaSpout:
     ) -> None:
         if isinstance(topics, str):
             topics = [topics]
-        offsets: str | dict[str, dict[str, int]]
-        if isinstance(starting_offsets, str):
-            offsets = starting_offsets
-        else:
-            offsets = {t: {str(p): int(o) for p, o in parts.items()}
-                       for t, parts in starting_offsets.items()}
         from trident_spark.durations import parse_seconds
+
+        if engine == "jvm" and (ending_offsets is not None or adaptive_target_ms is not None):
+            raise ValueError("KafkaSpout(engine='jvm') supports neither ending_offsets= nor "
+                             "adaptive_target_ms= (Spark's kafka stream source has no such options); "
+                             "use engine='python'")
 
         self.config = KafkaSpoutConfig(
             bootstrap_servers=bootstrap_servers,
             topics=tuple(topics or ()),
             pattern=pattern,
-            starting_offsets=offsets,
+            starting_offsets=_offsets_option(starting_offsets),
+            ending_offsets=None if ending_offsets is None else _offsets_option(ending_offsets),
             max_fetch_bytes=max_fetch_bytes,
+            adaptive_target_ms=adaptive_target_ms,
             max_offsets_per_trigger=max_offsets_per_trigger,
             min_offsets_per_trigger=min_offsets_per_trigger,
             max_trigger_delay_s=parse_trigger_delay(max_trigger_delay),
@@ -168,3 +197,10 @@ class KafkaSpout:
             spark.dataSource.register(KafkaDataSource)
             spark._trident_kafka_registered = True  # type: ignore[attr-defined]
         return spark.readStream.format(FORMAT_NAME).option("config", self.config.to_json()).load()
+
+
+def _offsets_option(offsets: str | Mapping[str, Mapping[int | str, int]]) -> str | dict[str, dict[str, int]]:
+    """``"earliest"``/``"latest"`` as given; a mapping with partitions as strings (JSON keys)."""
+    if isinstance(offsets, str):
+        return offsets
+    return {t: {str(p): int(o) for p, o in parts.items()} for t, parts in offsets.items()}

@@ -26,6 +26,10 @@ RESERVED_KAFKA_OPTIONS = {
     "group.id": "the spout never joins a consumer group (it assigns partitions)",
 }
 
+#: Per-partition read limit of adaptive batching when max_fetch_bytes is not given: Kafka's
+#: and Storm's default fetch size.
+DEFAULT_ADAPTIVE_BOUND_BYTES = 1024 * 1024
+
 # Consumer settings applied before the user's kafka_options. The fetch-queue
 # backoff default (1000 ms) stalls a consumer about a second whenever more
 # than ~100k messages are queued; 10 ms keeps reads flowing.
@@ -38,6 +42,10 @@ CONSUMER_DEFAULTS: dict[str, Any] = {
     "group.id": "trident-spark",
     "socket.connection.setup.timeout.ms": 10_000,
 }
+
+
+#: The column of the read time of each Arrow batch (ms, on the batch's first row; null elsewhere).
+READ_MS_COLUMN = "__read_ms"
 
 
 @dataclass(frozen=True)
@@ -63,6 +71,17 @@ class KafkaSpoutConfig:
     size_sample_bytes: int = 256 * 1024
     timeout_s: float = 20.0
     arrow_batch_rows: int = 50_000
+    #: Set by the runtime: add the column READ_MS_COLUMN, the read time of each Arrow batch on its
+    #: first row, which the runtime sums per batch (the source's stage time) and drops.
+    read_metrics: bool = False
+    #: Where batches stop: "latest" (the high watermarks when the query starts) or
+    #: {topic: {partition: offset}} (-1 = latest); None reads on without end.
+    ending_offsets: str | dict[str, dict[str, int]] | None = None
+    #: Adaptive batching: the batch duration (ms) the per-partition read limit steers to.
+    adaptive_target_ms: float | None = None
+    #: The query's checkpoint directory, where the driver leaves each batch's measured
+    #: duration for the planner (set by the runtime when adaptive batching is on).
+    feedback_dir: str | None = None
 
     def __post_init__(self) -> None:
         self._check_subscription()
@@ -88,6 +107,20 @@ class KafkaSpoutConfig:
                 f"KafkaSpout(starting_offsets={offsets!r}): use 'earliest', 'latest' or "
                 "{topic: {partition: offset}} (offset -2 = earliest, -1 = latest)"
             )
+        ending = self.ending_offsets
+        if isinstance(ending, str) and ending != "latest":
+            raise ValueError(
+                f"KafkaSpout(ending_offsets={ending!r}): use 'latest' or {{topic: {{partition: offset}}}} "
+                "(offset -1 = latest)"
+            )
+        if isinstance(ending, dict):
+            for topic, parts in ending.items():
+                for partition, offset in parts.items():
+                    if isinstance(offset, bool) or not isinstance(offset, int) or offset < -1:
+                        raise ValueError(
+                            f"KafkaSpout(ending_offsets=...): {topic}[{partition}] ends at {offset!r}; "
+                            "use an offset >= 0, or -1 for latest"
+                        )
 
     def _check_limits(self) -> None:
         for name in ("max_fetch_bytes", "max_offsets_per_trigger", "min_offsets_per_trigger",
@@ -100,6 +133,14 @@ class KafkaSpoutConfig:
             raise ValueError(
                 f"KafkaSpout: min_offsets_per_trigger={self.min_offsets_per_trigger} exceeds "
                 f"max_offsets_per_trigger={self.max_offsets_per_trigger}"
+            )
+
+        target = self.adaptive_target_ms
+        if target is not None and (isinstance(target, bool) or not isinstance(target, int | float)
+                                   or not target > 0):
+            raise ValueError(
+                f"KafkaSpout(adaptive_target_ms={target!r}) must be a positive number of milliseconds, "
+                "e.g. 1000"
             )
 
     def _check_formats(self) -> None:
@@ -121,6 +162,19 @@ class KafkaSpoutConfig:
         """The bootstrap address as users wrote it, for error messages."""
         return self.bootstrap_servers
 
+    @property
+    def adaptive(self) -> bool:
+        """Whether adaptive batching is on (``adaptive_target_ms`` given)."""
+        return self.adaptive_target_ms is not None
+
+    @property
+    def fetch_bytes_bound(self) -> int | None:
+        """The per-partition byte limit: ``max_fetch_bytes``; with adaptive batching the
+        bound of the adaptive limit (default :data:`DEFAULT_ADAPTIVE_BOUND_BYTES`)."""
+        if self.max_fetch_bytes is None and self.adaptive:
+            return DEFAULT_ADAPTIVE_BOUND_BYTES
+        return self.max_fetch_bytes
+
     def schema_ddl(self) -> str:
         """The Spark schema of the spout's records, as a DDL string."""
         key = "key STRING" if self.key_format == "str" else "key BINARY"
@@ -133,6 +187,8 @@ class KafkaSpoutConfig:
             columns.append("headers ARRAY<STRUCT<key: STRING, value: BINARY>>")
         if self.on_malformed != "fail":
             columns.append("malformed STRING")
+        if self.read_metrics:
+            columns.append(f"{READ_MS_COLUMN} DOUBLE")
         return ", ".join(columns)
 
     def consumer_conf(self, **overrides: Any) -> dict[str, Any]:

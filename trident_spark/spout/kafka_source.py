@@ -10,12 +10,19 @@ An offset document looks like::
 
     {"offsets": {"words": {"0": 1200, "1": 1180}},
      "begin":   {"words": {"2": 0}},          # only for partitions new in this batch
+     "until":   {"words": {"0": 5000, "1": 5000, "2": 0}},   # only with ending_offsets
      "batch":   {"rows": 2380, "bytes": 154700, "record_bytes": 65.0,
-                 "limited_by": "max_fetch_bytes", "lost": 0}}
+                 "limited_by": "max_fetch_bytes", "lost": 0, "read_limit_bytes": 100000}}
 
 ``offsets`` is the end of the batch (the next batch's start); ``batch`` is what
 the read limit decided and why, kept in the log so it shows in Spark's
-progress and stays fixed on replay.
+progress and stays fixed on replay. ``until`` carries the resolved
+``ending_offsets`` from batch to batch, so a restarted query ends where the
+first run would have. With adaptive batching ``batch`` also holds
+``"adaptive": true``, the fullest partition's bytes (``partition_bytes``) and the
+controller's decision (``adapt``: reason, the feedback batch it used, the
+fixed-cost guard's reference point): the next batch's limit is decided from
+them and the driver's feedback file (:mod:`trident_spark.tuning.adaptive`).
 """
 
 from __future__ import annotations
@@ -54,8 +61,19 @@ from trident_spark.spout.kafka_offsets import (
     plan_ranges,
     prorate_max_rows,
 )
+from trident_spark.tuning.adaptive import (
+    INITIAL,
+    NO_FEEDBACK,
+    AdaptiveController,
+    Decision,
+    Observation,
+    read_feedback,
+)
 
 log = logging.getLogger(__name__)
+
+#: ``limited_by`` values that mean the byte limit, not the end of the data, ended a batch.
+BYTE_LIMITED = ("adaptive", "max_fetch_bytes")
 
 FORMAT_NAME = "trident_kafka"
 
@@ -116,6 +134,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._waiting_since = time.monotonic()
         self._record_sizes: dict[TopicPartition, RecordSizeEstimate] = {}
         self._prefetch: _Prefetch | None = None
+        self._until: Offsets | None = None
+        self._decision: Decision | None = None
+        self._fed_batch: int | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         # Only settings travel to executors; driver-side connections stay behind.
@@ -136,25 +157,54 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._wait_for_prefetch()
         partitions = self.client.topic_partitions()
         earliest = self.client.earliest_offsets(partitions)
+        document = {"offsets": encode_offsets(self._starting_offsets(partitions, earliest))}
+        if self.config.ending_offsets is not None:
+            self._until = self._resolve_ending(partitions, earliest)
+            document["until"] = encode_offsets(self._until)
+        return document
+
+    def _starting_offsets(self, partitions: list[TopicPartition], earliest: Offsets) -> Offsets:
         wanted = self.config.starting_offsets
         if wanted == "earliest":
-            return {"offsets": encode_offsets(earliest)}
+            return earliest
         if wanted == "latest":
-            return {"offsets": encode_offsets(self._high_watermarks(earliest))}
+            return self._high_watermarks(earliest)
         assert isinstance(wanted, dict)
-        given = decode_offsets(wanted)
-        unknown = sorted(set(given) - set(partitions))
-        if unknown:
-            raise ValueError(
-                f"KafkaSpout(starting_offsets=...) names partitions that do not exist on "
-                f"{self.config.address}: {', '.join(f'{t}[{p}]' for t, p in unknown)}"
-            )
+        given = self._named_partitions("starting_offsets", wanted, partitions)
         latest = self._high_watermarks(earliest) if -1 in given.values() else {}
         start = {}
         for tp in partitions:
             offset = given.get(tp, -2)
             start[tp] = earliest[tp] if offset == -2 else latest[tp] if offset == -1 else offset
-        return {"offsets": encode_offsets(start)}
+        return start
+
+    def _resolve_ending(self, partitions: list[TopicPartition], earliest: Offsets) -> Offsets:
+        """``ending_offsets`` as concrete offsets: "latest" (and -1) is the high watermark now."""
+        wanted = self.config.ending_offsets
+        given = {} if wanted == "latest" else self._named_partitions("ending_offsets", wanted, partitions)
+        latest = self._high_watermarks(earliest) if any(given.get(tp, -1) == -1 for tp in partitions) else {}
+        return {tp: latest[tp] if given.get(tp, -1) == -1 else given[tp] for tp in partitions}
+
+    def _named_partitions(self, option: str, wanted: Any, partitions: list[TopicPartition]) -> Offsets:
+        given = decode_offsets(wanted)
+        unknown = sorted(set(given) - set(partitions))
+        if unknown:
+            raise ValueError(
+                f"KafkaSpout({option}=...) names partitions that do not exist on "
+                f"{self.config.address}: {', '.join(f'{t}[{p}]' for t, p in unknown)}"
+            )
+        return given
+
+    def _ending(self, start: dict[str, Any]) -> Offsets | None:
+        """Where the stream ends: carried in the offset documents, resolved once per query."""
+        if self.config.ending_offsets is None:
+            return None
+        if "until" in start:
+            self._until = decode_offsets(start["until"])
+        elif self._until is None:  # a checkpoint from before ending_offsets was set
+            partitions = self.client.topic_partitions()
+            self._until = self._resolve_ending(partitions, self.client.earliest_offsets(partitions))
+        return self._until
 
     def _high_watermarks(self, starts: Offsets) -> Offsets:
         probes = self.client.probe(starts, sample_bytes=1)
@@ -175,14 +225,20 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return ReadMaxRows(self.config.max_offsets_per_trigger)
         if self.config.min_offsets_per_trigger:
             return ReadMinRows(self.config.min_offsets_per_trigger)
-        if self.config.max_fetch_bytes:
+        if self.config.fetch_bytes_bound:
             # Per partition; applied in latestOffset, where the partition count is known.
-            return ReadMaxBytes(self.config.max_fetch_bytes)
+            return ReadMaxBytes(self.config.fetch_bytes_bound)
         return ReadAllAvailable()
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
-        """End of the next batch: all pending records, cut down by the read limits."""
+        """End of the next batch: all pending records, cut down by the read limits.
+
+        Called by Spark once per trigger, in its planner's Python process, after the
+        previous batch finished; the answer is logged before the batch runs.
+        """
         previous = decode_offsets(start.get("offsets", {}))
+        self._ending(start)
+        self._decide_limit(start)
         prefetched = self._take_prefetch(previous)
         if prefetched is not None:
             planned = self._plan(previous, dict(previous), prefetched, 0, limit)
@@ -198,6 +254,38 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         planned = self._plan(previous, begin, probes, lost, limit)
         return start if planned is None else self._prefetch_after(planned)
 
+    def _decide_limit(self, start: dict[str, Any]) -> None:
+        """Adaptive batching: the next batch's per-partition byte limit, from the last one.
+
+        The last batch's limit and sizes are in its offset document (``start``); its
+        duration comes from the feedback file the driver wrote after running it.
+        """
+        if not self.config.adaptive:
+            return
+        bound = self.config.fetch_bytes_bound
+        assert bound is not None and self.config.adaptive_target_ms is not None
+        controller = AdaptiveController(self.config.adaptive_target_ms, max_bytes=bound)
+        batch = start.get("batch") or {}
+        adapt = batch.get("adapt") or {}
+        last = batch.get("read_limit_bytes") if batch.get("adaptive") else None
+        self._fed_batch = adapt.get("feedback_batch")
+        reference = tuple(adapt["reference"]) if adapt.get("reference") else None
+        if last is None:
+            self._decision = Decision(controller.initial(), INITIAL)
+            return
+        feedback = read_feedback(self.config.feedback_dir) if self.config.feedback_dir else None
+        if feedback is None or (self._fed_batch is not None and feedback.batch_id <= self._fed_batch):
+            self._decision = Decision(min(bound, int(last)), NO_FEEDBACK, reference)  # type: ignore[arg-type]
+            return
+        seen = Observation(feedback.duration_ms, int(batch.get("partition_bytes") or 0),
+                           batch.get("limited_by") in BYTE_LIMITED, batch.get("record_bytes"))
+        self._decision = controller.next(int(last), seen, reference)  # type: ignore[arg-type]
+        self._fed_batch = feedback.batch_id
+        log.info("KafkaSpout adaptive batching: batch %d took %.0f ms (target %.0f) reading %d B per "
+                 "partition; limit %d -> %d B (%s)", feedback.batch_id, feedback.duration_ms,
+                 controller.target_ms, seen.partition_bytes, last, self._decision.limit,
+                 self._decision.reason)
+
     def _plan(self, previous: Offsets, begin: Offsets, probes: dict[TopicPartition, ProbeResult],
               lost: int, limit: ReadLimit) -> dict[str, Any] | None:
         """The next batch's offset document, or None when there is no batch to run yet."""
@@ -205,6 +293,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._latest_seen = dict(high)
         if self._available_now_target is not None:
             high = {tp: min(h, self._available_now_target.get(tp, begin[tp])) for tp, h in high.items()}
+        if self._until is not None:  # ending_offsets: never past them; new partitions not at all
+            high = {tp: max(begin[tp], min(h, self._until.get(tp, begin[tp]))) for tp, h in high.items()}
         end, limited_by = self._apply_limits(begin, high, probes, limit)
         if end == previous and not lost:
             return None
@@ -263,7 +353,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             )
 
     def _sample_bytes(self) -> int:
-        return min(self.config.size_sample_bytes, self.config.max_fetch_bytes or 1 << 62)
+        return min(self.config.size_sample_bytes, self.config.fetch_bytes_bound or 1 << 62)
 
     def _probe(self, begin: Offsets) -> tuple[dict[TopicPartition, ProbeResult], int]:
         """Probe every partition; where ``begin`` was lost to retention, fail or skip ahead."""
@@ -293,7 +383,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return high, "available"
         end = dict(high)
         limited_by = "available"
-        per_partition_bytes = self.config.max_fetch_bytes
+        per_partition_bytes = self._read_limit_bytes()
         if isinstance(limit, ReadMaxBytes) and not per_partition_bytes:
             per_partition_bytes = max(1, limit.max_bytes // max(1, len(begin)))
         if per_partition_bytes:
@@ -303,7 +393,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 average = self._record_sizes.setdefault(tp, RecordSizeEstimate()).add(sample)
                 end[tp] = byte_budget_end(begin[tp], high[tp], sample, per_partition_bytes, average)
             if end != high:
-                limited_by = "max_fetch_bytes"
+                adaptive_cut = self._decision is not None and per_partition_bytes < (
+                    self.config.fetch_bytes_bound or per_partition_bytes)
+                limited_by = "adaptive" if adaptive_cut else "max_fetch_bytes"
         max_rows = self.config.max_offsets_per_trigger
         if isinstance(limit, ReadMaxRows):
             max_rows = min(max_rows or limit.max_rows, limit.max_rows)
@@ -312,6 +404,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if capped != end:
                 end, limited_by = capped, "max_offsets_per_trigger"
         return end, limited_by
+
+    def _read_limit_bytes(self) -> int | None:
+        """The per-partition byte limit of the batch being planned (None: no byte limit)."""
+        if self.config.adaptive and self._decision is not None:
+            return self._decision.limit
+        return self.config.max_fetch_bytes
 
     def _min_rows(self, limit: ReadLimit) -> int:
         if isinstance(limit, ReadAllAvailable) or self._available_now_target is not None:
@@ -333,6 +431,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         document: dict[str, Any] = {"offsets": encode_offsets(end)}
         if overrides:
             document["begin"] = encode_offsets(overrides)
+        if self._until is not None:
+            document["until"] = encode_offsets(self._until)
         document["batch"] = {
             "rows": rows,
             "bytes": total_bytes,
@@ -340,6 +440,18 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             "limited_by": limited_by,
             "lost": lost,
         }
+        read_limit = self._read_limit_bytes()
+        if read_limit is not None:
+            document["batch"]["read_limit_bytes"] = read_limit
+        if self.config.adaptive and self._decision is not None:
+            document["batch"]["adaptive"] = True
+            document["batch"]["partition_bytes"] = max(
+                (estimate_range_bytes(begin[tp], end[tp], samples.get(tp)) for tp in end), default=0)
+            document["batch"]["adapt"] = {
+                "reason": self._decision.reason,
+                "feedback_batch": self._fed_batch,
+                "reference": list(self._decision.reference) if self._decision.reference else None,
+            }
         return document
 
     # --- planning and reading ----------------------------------------------------------
