@@ -245,6 +245,9 @@ class StatusReader:
 
         self._rescan()
         run = read_run(self.root)
+        if run and isinstance(run.get("streams"), list):  # the topology's order, others after
+            order = {name: i for i, name in enumerate(run["streams"])}
+            self.histories = dict(sorted(self.histories.items(), key=lambda kv: order.get(kv[0], len(order))))
         status, alive = run_status(run)
         trigger_ms = run.get("trigger_ms") if run else None
         cores = run.get("cores") if run else None
@@ -273,12 +276,13 @@ class StatusReader:
 
 # --- showing it -----------------------------------------------------------------------------------
 def follow(reader: StatusReader, console: Any, *, interval: float, refreshes: int | None = None,
-           sleep: Callable[[float], None] = time.sleep, as_json: bool = False) -> int:
+           sleep: Callable[[float], None] | None = None, as_json: bool = False) -> int:
     """Show the view and refresh it every ``interval`` seconds until Ctrl-C (or ``refreshes`` times)."""
     from rich.live import Live
 
     from trident_spark.cli.live import render
 
+    sleep = sleep or time.sleep
     done = 0
     try:
         if as_json:
