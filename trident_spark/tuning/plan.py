@@ -1,0 +1,821 @@
+"""The tuning notes' variable sheet as a function: measured costs in, spout and Spark settings out.
+
+The method of the Storm+Trident tuning notes, in our words:
+
+* throughput = work in flight / latency (Little's Law). Spark runs one
+  micro-batch of a query at a time, so the work in flight is one batch:
+  throughput = records per batch / batch duration;
+* no stage is faster than the slowest, and a batch takes no less than the sum
+  of its stages, so the batch is sized on what its records cost;
+* batches are sized so the most expensive batch operation (usually the state's
+  multiGet / multiPut) sits at the top of its slowly-growing regime: per round
+  trip, as many keys as the store handles at its lowest cost per key;
+* a Kafka batch takes up to ``max_fetch_bytes`` from each partition, so
+  batch size ~ partitions x max_fetch_bytes / record_bytes.
+
+:func:`plan` turns those rules round: from a target batch duration and the
+measured cost of a record it derives the records per batch, the spout's read
+limits, the trigger, the partitions per stage and the state's cache and round
+trip sizes, each with the formula and the numbers behind it.
+:func:`plan_from_progress` takes the measured inputs from finished batches.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# What each argument is, and an example value, for the error messages.
+_ARGUMENTS: dict[str, tuple[str, str]] = {
+    "kafka_partitions": ("the number of partitions of the spout's topics", "16"),
+    "record_bytes": ("the average record size, key + value (bytes)", "1000"),
+    "per_record_ms": ("the most expensive stage's task time per record (ms)", "8"),
+    "target_batch_ms": ("the batch duration to aim at (ms)", "800"),
+    "cores": ("the total executor cores", "16"),
+    "executors": ("the number of executors", "4"),
+    "cores_per_executor": ("the cores of each executor", "4"),
+    "store_sweet_spot_keys": ("the keys per store round trip at the lowest cost per key", "1000"),
+    "fan_out": ("records the expensive stage receives per Kafka record", "1"),
+    "other_stages_per_record_ms": ("the other stages' task time per Kafka record (ms)", "0.5"),
+    "batch_overhead_ms": ("the fixed bookkeeping time of a batch (ms)", "50"),
+    "distinct_keys_per_batch": ("the distinct state keys one batch touches", "20000"),
+    "working_set_keys": ("the distinct state keys worth keeping cached", "50000"),
+    "input_records_per_second": ("the records arriving per second", "1500"),
+    "shuffle_partitions": ("the current spark.sql.shuffle.partitions", "200"),
+}
+
+
+def _bad(name: str, value: Any, rule: str) -> ValueError:
+    what, example = _ARGUMENTS[name]
+    return ValueError(f"plan({name}={value!r}): {what} must be {rule}; give e.g. {name}={example}")
+
+
+def _whole(name: str, value: Any, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise _bad(name, value, f"a whole number >= {minimum}")
+    return value
+
+
+def _number(name: str, value: Any, *, allow_zero: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+            or value < 0 or (value == 0 and not allow_zero):
+        raise _bad(name, value, "a number >= 0" if allow_zero else "a number > 0")
+    return float(value)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanInputs:
+    """The checked inputs of :func:`plan` (see it for each argument's meaning and unit).
+
+    Examples
+    --------
+    >>> inputs = PlanInputs(kafka_partitions=16, record_bytes=1000, per_record_ms=8,
+    ...                     target_batch_ms=800, executors=4, cores_per_executor=4)
+    >>> inputs.parallelism
+    16
+    """
+
+    kafka_partitions: int
+    record_bytes: float
+    per_record_ms: float
+    target_batch_ms: float
+    cores: int | None = None
+    executors: int | None = None
+    cores_per_executor: int | None = None
+    store_sweet_spot_keys: int | None = None
+    fan_out: float = 1.0
+    other_stages_per_record_ms: float = 0.0
+    batch_overhead_ms: float = 0.0
+    distinct_keys_per_batch: int | None = None
+    working_set_keys: int | None = None
+    input_records_per_second: float | None = None
+    shuffle_partitions: int | None = None
+
+    def __post_init__(self) -> None:
+        _whole("kafka_partitions", self.kafka_partitions)
+        for name in ("record_bytes", "per_record_ms", "target_batch_ms", "fan_out"):
+            _number(name, getattr(self, name))
+        for name in ("other_stages_per_record_ms", "batch_overhead_ms"):
+            _number(name, getattr(self, name), allow_zero=True)
+        for name in ("cores", "executors", "cores_per_executor", "store_sweet_spot_keys",
+                     "distinct_keys_per_batch", "working_set_keys", "shuffle_partitions"):
+            if getattr(self, name) is not None:
+                _whole(name, getattr(self, name))
+        if self.input_records_per_second is not None:
+            _number("input_records_per_second", self.input_records_per_second)
+        self._check_parallelism()
+        if self.batch_overhead_ms >= self.target_batch_ms:
+            raise ValueError(
+                f"plan(batch_overhead_ms={self.batch_overhead_ms:g}): the fixed overhead leaves no time "
+                f"for records in target_batch_ms={self.target_batch_ms:g}; give a target_batch_ms above "
+                f"{self.batch_overhead_ms:g} or a smaller batch_overhead_ms")
+        if self.working_set_keys is not None and self.distinct_keys_per_batch is not None \
+                and self.working_set_keys < self.distinct_keys_per_batch:
+            raise ValueError(
+                f"plan(working_set_keys={self.working_set_keys!r}): the keys worth caching include at "
+                f"least one batch's keys (distinct_keys_per_batch={self.distinct_keys_per_batch!r}); "
+                f"give working_set_keys >= {self.distinct_keys_per_batch} or leave it out")
+
+    def _check_parallelism(self) -> None:
+        split = (self.executors, self.cores_per_executor)
+        if self.cores is None and None in split:
+            if split == (None, None):
+                raise ValueError("plan(): the parallelism is missing; give cores=<total executor cores> "
+                                 "(e.g. cores=16) or executors= and cores_per_executor=")
+            given, missing = (("executors", "cores_per_executor") if self.executors is not None
+                              else ("cores_per_executor", "executors"))
+            raise ValueError(f"plan({given}={getattr(self, given)!r}): give {missing}= too "
+                             f"(or cores=<total executor cores> instead)")
+        if self.cores is not None and self.executors is not None and self.cores_per_executor is not None \
+                and self.cores != self.executors * self.cores_per_executor:
+            raise ValueError(
+                f"plan(cores={self.cores!r}): executors x cores_per_executor = {self.executors} x "
+                f"{self.cores_per_executor} = {self.executors * self.cores_per_executor}; give cores= "
+                f"or executors= and cores_per_executor=, not numbers that disagree")
+
+    @property
+    def parallelism(self) -> int:
+        """Total executor cores: ``cores``, or ``executors x cores_per_executor``."""
+        if self.cores is not None:
+            return self.cores
+        assert self.executors is not None and self.cores_per_executor is not None
+        return self.executors * self.cores_per_executor
+
+    @property
+    def record_cost_ms(self) -> float:
+        """Task time per Kafka record over all stages: ``per_record_ms x fan_out + other``."""
+        return self.per_record_ms * self.fan_out + self.other_stages_per_record_ms
+
+
+@dataclass(frozen=True, kw_only=True)
+class TuningPlan:
+    """Settings derived by :func:`plan`, each with its formula in :attr:`formulas`.
+
+    Attributes
+    ----------
+    inputs : PlanInputs
+        What the plan was made from.
+    parallelism : int
+        Total executor cores.
+    records_per_batch : int
+        Kafka records per batch.
+    max_offsets_per_trigger, max_fetch_bytes : int
+        The spout's read limits: records per batch, and bytes per partition per batch.
+    min_partitions : int or None
+        ``KafkaSpout(min_partitions=)`` when there are fewer Kafka partitions than cores.
+    trigger_ms : int
+        Trigger interval in ms; ``trigger`` is the same as Spark writes it (``"800 milliseconds"``).
+    stage_partitions : int
+        Partitions of the expensive stage: ``spark.sql.shuffle.partitions``, ``parallelismHint``.
+    cache_size : int or None
+        State ``cache_size`` (per task); None without ``working_set_keys`` / ``distinct_keys_per_batch``.
+    max_multi_get_batch_size, max_multi_put_batch_size : int or None
+        Keys per store round trip; None without ``store_sweet_spot_keys``.
+    expected_batch_ms : float
+        What a full batch is expected to take.
+    throughput : float
+        Records per second by Little's Law, with one batch in flight.
+    keeps_up : bool or None
+        Whether ``throughput`` covers ``input_records_per_second`` (None: no rate given).
+    parallelism_needed : int or None
+        The fewest cores that keep up with ``input_records_per_second``.
+    warnings : tuple of str
+        What in the inputs wastes cores, round trips or time, and what to change.
+    formulas : dict
+        For each setting above, ``"name = formula = numbers = value"``.
+    """
+
+    inputs: PlanInputs
+    parallelism: int
+    records_per_batch: int
+    max_offsets_per_trigger: int
+    max_fetch_bytes: int
+    min_partitions: int | None
+    trigger_ms: int
+    trigger: str
+    stage_partitions: int
+    cache_size: int | None
+    max_multi_get_batch_size: int | None
+    max_multi_put_batch_size: int | None
+    expected_batch_ms: float
+    throughput: float
+    keeps_up: bool | None
+    parallelism_needed: int | None
+    warnings: tuple[str, ...] = ()
+    formulas: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    def settings(self) -> dict[str, Any]:
+        """The concrete settings to paste, by where they go.
+
+        ``"kafka_spout"``: keyword arguments of ``KafkaSpout(...)``; ``"trigger"``: for
+        ``topology.run(trigger=...)``; ``"spark_conf"``: Spark configuration (strings, for
+        ``SparkSession.builder.config`` or ``spark-submit --conf``); ``"parallelism_hint"``:
+        for ``.parallelismHint(n)`` on the expensive stage; ``"state"`` (when known):
+        keyword arguments of a state factory (``RedisState.opaque(..., **state)``).
+
+        To let the spout find the batch size itself, add
+        ``adaptive_target_ms=plan.trigger_ms``: it steers the per-partition byte limit
+        toward the target, with ``max_fetch_bytes`` as its upper bound (so raise that
+        bound above the planned value to leave the controller room).
+
+        Examples
+        --------
+        >>> p = plan(kafka_partitions=16, record_bytes=1000, per_record_ms=8, target_batch_ms=800, cores=16)
+        >>> p.settings()["kafka_spout"]
+        {'max_fetch_bytes': 100000, 'max_offsets_per_trigger': 1600}
+        """
+        spout: dict[str, int] = {"max_fetch_bytes": self.max_fetch_bytes,
+                                 "max_offsets_per_trigger": self.max_offsets_per_trigger}
+        if self.min_partitions is not None:
+            spout["min_partitions"] = self.min_partitions
+        result: dict[str, Any] = {
+            "kafka_spout": spout,
+            "trigger": self.trigger,
+            "spark_conf": {"spark.sql.shuffle.partitions": str(self.stage_partitions)},
+            "parallelism_hint": self.stage_partitions,
+        }
+        state = {name: getattr(self, name) for name in
+                 ("cache_size", "max_multi_get_batch_size", "max_multi_put_batch_size")
+                 if getattr(self, name) is not None}
+        if state:
+            result["state"] = state
+        return result
+
+    def rows(self) -> list[tuple[str, str, str]]:
+        """``(setting, value, formula)`` for each derived setting, in the order of the method."""
+        values: dict[str, str] = {
+            "parallelism": _num(self.parallelism),
+            "records_per_batch": _num(self.records_per_batch),
+            "max_offsets_per_trigger": _num(self.max_offsets_per_trigger),
+            "max_fetch_bytes": _num(self.max_fetch_bytes),
+            "min_partitions": _num(self.min_partitions) if self.min_partitions is not None else "",
+            "trigger": self.trigger,
+            "stage_partitions": _num(self.stage_partitions),
+            "cache_size": _num(self.cache_size) if self.cache_size is not None else "",
+            "max_multi_get_batch_size": _num(self.max_multi_get_batch_size or 0),
+            "max_multi_put_batch_size": _num(self.max_multi_put_batch_size or 0),
+            "expected_batch_ms": f"{_num(self.expected_batch_ms)} ms",
+            "throughput": f"{_num(round(self.throughput))} records/s",
+            "keeps_up": "yes" if self.keeps_up else "no",
+            "parallelism_needed": _num(self.parallelism_needed or 0),
+        }
+        return [(name, values[name], formula.removeprefix(f"{name} = "))
+                for name, formula in self.formulas.items()]
+
+    def explain(self) -> str:
+        """The plan as aligned lines: inputs, then setting, value and formula, then warnings.
+
+        Examples
+        --------
+        >>> p = plan(kafka_partitions=16, record_bytes=1000, per_record_ms=8, target_batch_ms=800, cores=16)
+        >>> print(p.explain().splitlines()[4])
+        max_offsets_per_trigger  1,600             records_per_batch = 1,600
+        """
+        rows = [("setting", "value", "formula"), *self.rows()]
+        name_width = max(len(row[0]) for row in rows) + 2
+        value_width = max(len(row[1]) for row in rows) + 2
+        lines = [f"Tuning plan for {self._inputs_line()}"]
+        lines += [f"{name:<{name_width}}{value:<{value_width}}{formula}".rstrip()
+                  for name, value, formula in rows]
+        if self.warnings:
+            lines.append("warnings:")
+            lines += [f"  - {warning}" for warning in self.warnings]
+        return "\n".join(lines)
+
+    def to_markdown(self) -> str:
+        """The plan as a Markdown table (setting, value, formula) and a list of warnings.
+
+        Examples
+        --------
+        >>> p = plan(kafka_partitions=16, record_bytes=1000, per_record_ms=8, target_batch_ms=800, cores=16)
+        >>> print(p.to_markdown().splitlines()[5])
+        | records_per_batch | 1,600 | `target_batch_ms / per_record_ms x parallelism = 800 / 8 x 16 = 1,600` |
+        """
+        lines = [f"Tuning plan for {self._inputs_line()}.", "",
+                 "| setting | value | formula |", "|---|---|---|"]
+        lines += [f"| {name} | {value} | `{formula}` |" for name, value, formula in self.rows()]
+        if self.warnings:
+            lines += ["", "**Warnings**", ""]
+            lines += [f"* {warning.replace('|', '/')}" for warning in self.warnings]
+        return "\n".join(lines)
+
+    def _inputs_line(self) -> str:
+        i = self.inputs
+        parts = [f"{_num(i.kafka_partitions)} Kafka partitions", f"{_num(i.record_bytes)}-byte records",
+                 f"{_num(i.per_record_ms)} ms per record in the expensive stage",
+                 f"{_num(i.target_batch_ms)} ms target batch", f"{_num(self.parallelism)} cores"]
+        if i.input_records_per_second is not None:
+            parts.append(f"{_num(i.input_records_per_second)} records/s arriving")
+        return ", ".join(parts)
+
+
+def plan(*, kafka_partitions: int, record_bytes: float, per_record_ms: float, target_batch_ms: float,
+         cores: int | None = None, executors: int | None = None, cores_per_executor: int | None = None,
+         store_sweet_spot_keys: int | None = None, fan_out: float = 1.0,
+         other_stages_per_record_ms: float = 0.0, batch_overhead_ms: float = 0.0,
+         distinct_keys_per_batch: int | None = None, working_set_keys: int | None = None,
+         input_records_per_second: float | None = None,
+         shuffle_partitions: int | None = None) -> TuningPlan:
+    """Size batches, read limits, trigger, partitions and state round trips from measured costs.
+
+    The variable sheet of the Storm+Trident tuning notes: give what you measured
+    and the batch duration you aim at; get the settings, each with its formula
+    and the numbers substituted, and warnings where the inputs waste cores,
+    store round trips or time.
+
+    Parameters
+    ----------
+    kafka_partitions : int
+        Partitions of the spout's topics (all topics together).
+    record_bytes : float
+        Average record size, key + value, in bytes (a batch's ``record_bytes`` in its progress).
+    per_record_ms : float
+        Task time of the most expensive stage per record it receives, in ms (its task
+        time summed over tasks / its input rows).
+    target_batch_ms : float
+        The batch duration to aim at, in ms; becomes the trigger interval.
+    cores : int, optional
+        Total executor cores. Or give ``executors`` and ``cores_per_executor`` instead.
+    executors, cores_per_executor : int, optional
+        ``parallelism = executors x cores_per_executor``.
+    store_sweet_spot_keys : int, optional
+        Keys per ``multiGet`` / ``multiPut`` round trip at which the store's cost per key
+        is lowest (the knee of a batch-size sweep); sets ``max_multi_get_batch_size`` and
+        ``max_multi_put_batch_size`` and checks that each task's batch fills a round trip.
+    fan_out : float, default 1
+        Records the expensive stage receives per Kafka record (10 when each sentence
+        is split into 10 words before it).
+    other_stages_per_record_ms : float, default 0
+        Task time of all the other stages per Kafka record, in ms. A batch's stages
+        run one after another, so a batch takes no less than their sum.
+    batch_overhead_ms : float, default 0
+        Fixed time per batch outside the records (offset planning, logs, commit), in ms.
+    distinct_keys_per_batch : int, optional
+        Distinct state keys one batch touches (checks the store sweet spot; without
+        it, every record counts as one key).
+    working_set_keys : int, optional
+        Distinct state keys worth keeping cached (the keys that recur across
+        batches); sets ``cache_size``. Defaults to ``distinct_keys_per_batch``.
+    input_records_per_second : float, optional
+        Records arriving per second; checks that the plan keeps up.
+    shuffle_partitions : int, optional
+        The current ``spark.sql.shuffle.partitions``, to warn when it differs from the plan.
+
+    Returns
+    -------
+    TuningPlan
+        The settings; ``settings()`` to paste, ``explain()`` / ``to_markdown()`` to read.
+
+    Raises
+    ------
+    ValueError
+        An input that is missing, not a number, out of range, or inconsistent; the
+        message names the argument, its value and what to give instead.
+
+    Notes
+    -----
+    With ``P`` = parallelism and ``cost = per_record_ms x fan_out + other_stages_per_record_ms``:
+
+    * ``records_per_batch = (target_batch_ms - batch_overhead_ms) / cost x P``, floored to
+      whole records (a full batch does not overrun the target), at least 1;
+    * ``max_offsets_per_trigger = records_per_batch``;
+    * ``max_fetch_bytes = records_per_batch x record_bytes / kafka_partitions``, rounded
+      up to whole bytes (the spout stops at the last record that fits, so a partition
+      still gives its share);
+    * ``trigger_ms = target_batch_ms`` rounded to whole ms (at least 1);
+    * ``stage_partitions = P`` (one task per core, so a stage runs in one wave);
+      ``min_partitions = P`` when ``kafka_partitions < P``;
+    * ``cache_size = ceil(working_set_keys / stage_partitions)`` (each task caches the
+      keys of its own partition);
+    * ``max_multi_get_batch_size = max_multi_put_batch_size = store_sweet_spot_keys``;
+    * ``expected_batch_ms = batch_overhead_ms + records_per_batch / P x cost``;
+    * ``throughput = records_per_batch / batch_seconds`` (Little's Law with one batch in
+      flight), ``batch_seconds`` the longer of the trigger and ``expected_batch_ms``;
+    * ``parallelism_needed``: the fewest cores whose throughput covers
+      ``input_records_per_second`` (rounded up).
+
+    Examples
+    --------
+    >>> p = plan(kafka_partitions=16, record_bytes=1000, per_record_ms=8,
+    ...          target_batch_ms=800, cores=16, input_records_per_second=3000)
+    >>> p.records_per_batch, p.max_fetch_bytes, p.trigger, p.throughput
+    (1600, 100000, '800 milliseconds', 2000.0)
+    >>> p.formulas["records_per_batch"]
+    'records_per_batch = target_batch_ms / per_record_ms x parallelism = 800 / 8 x 16 = 1,600'
+    >>> p.keeps_up, p.parallelism_needed
+    (False, 24)
+    """
+    inputs = PlanInputs(
+        kafka_partitions=kafka_partitions, record_bytes=record_bytes, per_record_ms=per_record_ms,
+        target_batch_ms=target_batch_ms, cores=cores, executors=executors,
+        cores_per_executor=cores_per_executor, store_sweet_spot_keys=store_sweet_spot_keys,
+        fan_out=fan_out, other_stages_per_record_ms=other_stages_per_record_ms,
+        batch_overhead_ms=batch_overhead_ms, distinct_keys_per_batch=distinct_keys_per_batch,
+        working_set_keys=working_set_keys, input_records_per_second=input_records_per_second,
+        shuffle_partitions=shuffle_partitions)
+    return plan_inputs(inputs)
+
+
+def plan_inputs(inputs: PlanInputs) -> TuningPlan:
+    """:func:`plan` for inputs already gathered in a :class:`PlanInputs`.
+
+    Examples
+    --------
+    >>> plan_inputs(PlanInputs(kafka_partitions=16, record_bytes=1000, per_record_ms=8,
+    ...                        target_batch_ms=800, cores=16)).records_per_batch
+    1600
+    """
+    return _Sheet(inputs).plan()
+
+
+class _Sheet:
+    """One pass over the variable sheet: values, their formulas and the warnings, in order."""
+
+    def __init__(self, inputs: PlanInputs) -> None:
+        self.i = inputs
+        self.p = inputs.parallelism
+        self.formulas: dict[str, str] = {}
+        self.warnings: list[str] = []
+
+    def plan(self) -> TuningPlan:
+        i, p = self.i, self.p
+        self.formulas["parallelism"] = (
+            f"parallelism = cores = {_num(p)}" if i.cores is not None else
+            f"parallelism = executors x cores_per_executor = {i.executors} x {i.cores_per_executor} = {p}")
+        records = self._records_per_batch()
+        self.formulas["max_offsets_per_trigger"] = \
+            f"max_offsets_per_trigger = records_per_batch = {_num(records)}"
+        fetch = self._max_fetch_bytes(records)
+        trigger_ms = max(1, math.floor(i.target_batch_ms + 0.5))
+        self.formulas["trigger"] = (f"trigger = target_batch_ms = {_num(i.target_batch_ms)} ms"
+                                    + ("" if trigger_ms == i.target_batch_ms else
+                                       f" -> {trigger_ms} ms (rounded to whole ms)"))
+        min_partitions = self._stage_partitions()
+        cache_size = self._cache_size()
+        sweet = self._store_round_trips(records)
+        expected_ms = i.batch_overhead_ms + records / p * i.record_cost_ms
+        self.formulas["expected_batch_ms"] = (
+            f"expected_batch_ms = {self._overhead_term()[0]}records_per_batch / parallelism x "
+            f"{self._cost_terms()[0]} = {self._overhead_term()[1]}{_num(records)} / {p} x "
+            f"{self._cost_terms()[1]} = {_num(expected_ms)}")
+        throughput = self._throughput(p)
+        batch_s = self._batch_seconds(records, trigger_ms)
+        self.formulas["throughput"] = (
+            f"throughput = records_per_batch / batch_seconds = {_num(records)} / {_num(batch_s)} "
+            f"= {_num(round(throughput))} records/s (Little's Law, one batch in flight)")
+        keeps_up, needed = self._keeps_up(throughput)
+        return TuningPlan(
+            inputs=i, parallelism=p, records_per_batch=records, max_offsets_per_trigger=records,
+            max_fetch_bytes=fetch, min_partitions=min_partitions, trigger_ms=trigger_ms,
+            trigger=f"{trigger_ms} milliseconds", stage_partitions=p, cache_size=cache_size,
+            max_multi_get_batch_size=sweet, max_multi_put_batch_size=sweet,
+            expected_batch_ms=expected_ms, throughput=throughput, keeps_up=keeps_up,
+            parallelism_needed=needed, warnings=tuple(self.warnings), formulas=self.formulas)
+
+    # -- the formulas' terms, written out only when they differ from the simple case ---------
+
+    def _budget_terms(self) -> tuple[str, str]:
+        i = self.i
+        if i.batch_overhead_ms == 0:
+            return "target_batch_ms", _num(i.target_batch_ms)
+        return ("(target_batch_ms - batch_overhead_ms)",
+                f"({_num(i.target_batch_ms)} - {_num(i.batch_overhead_ms)})")
+
+    def _overhead_term(self) -> tuple[str, str]:
+        if self.i.batch_overhead_ms == 0:
+            return "", ""
+        return "batch_overhead_ms + ", f"{_num(self.i.batch_overhead_ms)} + "
+
+    def _cost_terms(self) -> tuple[str, str]:
+        i = self.i
+        names, numbers = ["per_record_ms"], [_num(i.per_record_ms)]
+        if i.fan_out != 1:
+            names[0] += " x fan_out"
+            numbers[0] += f" x {_num(i.fan_out)}"
+        if i.other_stages_per_record_ms:
+            names.append("other_stages_per_record_ms")
+            numbers.append(_num(i.other_stages_per_record_ms))
+        if len(names) == 1 and i.fan_out == 1:
+            return names[0], numbers[0]
+        return f"({' + '.join(names)})", f"({' + '.join(numbers)})"
+
+    # -- the settings ----------------------------------------------------------------------
+
+    def _records_for(self, parallelism: int) -> tuple[float, int]:
+        i = self.i
+        exact = (i.target_batch_ms - i.batch_overhead_ms) / i.record_cost_ms * parallelism
+        return exact, math.floor(round(exact, 9))
+
+    def _records_per_batch(self) -> int:
+        i, p = self.i, self.p
+        exact, records = self._records_for(p)
+        (budget, budget_n), (cost, cost_n) = self._budget_terms(), self._cost_terms()
+        formula = (f"records_per_batch = {budget} / {cost} x parallelism = {budget_n} / {cost_n} x {p} "
+                   f"= {_num(exact)}")
+        if records != exact:
+            at_least = "" if records else ", at least 1"
+            formula += f" -> {_num(max(records, 1))} (floored to whole records{at_least})"
+        self.formulas["records_per_batch"] = formula
+        if records < 1:
+            shortest = i.batch_overhead_ms + i.record_cost_ms / p
+            self.warnings.append(
+                f"one record costs {_num(i.record_cost_ms)} ms of task time, more than a batch's "
+                f"{_num(i.target_batch_ms - i.batch_overhead_ms)} ms budget on {p} cores: batches hold "
+                f"1 record and take about {_num(shortest)} ms; raise target_batch_ms to at least "
+                f"{_num(math.ceil(shortest))} or add cores")
+        return max(records, 1)
+
+    def _max_fetch_bytes(self, records: int) -> int:
+        i = self.i
+        exact = records * i.record_bytes / i.kafka_partitions
+        fetch = max(1, math.ceil(round(exact, 6)))
+        formula = (f"max_fetch_bytes = records_per_batch x record_bytes / kafka_partitions = "
+                   f"{_num(records)} x {_num(i.record_bytes)} / {i.kafka_partitions} = {_num(exact)}")
+        if fetch != exact:
+            formula += f" -> {_num(fetch)} (rounded up to whole bytes)"
+        self.formulas["max_fetch_bytes"] = formula
+        if exact < i.record_bytes:
+            self.warnings.append(
+                f"each partition's share of a batch is {_num(records / i.kafka_partitions)} records "
+                f"(max_fetch_bytes {_num(fetch)} < record_bytes {_num(i.record_bytes)}): the spout still "
+                f"takes at least one record from every partition with a backlog, so a batch can hold "
+                f"{_num(i.kafka_partitions)} records, not {_num(records)}; raise target_batch_ms or use "
+                f"fewer partitions")
+        return fetch
+
+    def _stage_partitions(self) -> int | None:
+        i, p = self.i, self.p
+        self.formulas["stage_partitions"] = (
+            f"stage_partitions = parallelism = {p} (one task per core: spark.sql.shuffle.partitions, "
+            f"parallelismHint({p}) on the expensive stage)")
+        min_partitions = None
+        if i.kafka_partitions < p:
+            min_partitions = p
+            self.formulas["min_partitions"] = (
+                f"min_partitions = parallelism = {p} (kafka_partitions {i.kafka_partitions} < {p} cores)")
+            self.warnings.append(
+                f"{i.kafka_partitions} Kafka partitions for {p} cores: the read stage runs "
+                f"{i.kafka_partitions} tasks and leaves {p - i.kafka_partitions} cores idle; add "
+                f"partitions to the topic, or split the read with KafkaSpout(min_partitions={p}) and "
+                f"repartition before the expensive stage")
+        elif i.kafka_partitions % p:
+            waves = math.ceil(i.kafka_partitions / p)
+            idle = waves * p - i.kafka_partitions
+            self.warnings.append(
+                f"{i.kafka_partitions} Kafka partitions on {p} cores: the read stage runs in {waves} "
+                f"waves with {idle} cores idle in the last; use a multiple of {p} partitions or "
+                f"{i.kafka_partitions} cores")
+        if i.shuffle_partitions is not None and i.shuffle_partitions != p:
+            why = (f"{p - i.shuffle_partitions} cores idle in every shuffled stage"
+                   if i.shuffle_partitions < p else
+                   f"{i.shuffle_partitions} smaller tasks per stage, each with its own store round trips")
+            self.warnings.append(
+                f"spark.sql.shuffle.partitions is {i.shuffle_partitions}, the plan wants {p}: {why}; "
+                f"set spark.sql.shuffle.partitions={p}")
+        return min_partitions
+
+    def _cache_size(self) -> int | None:
+        i, p = self.i, self.p
+        if i.working_set_keys is not None:
+            keys, name = i.working_set_keys, "working_set_keys"
+        elif i.distinct_keys_per_batch is not None:
+            keys, name = i.distinct_keys_per_batch, "distinct_keys_per_batch"
+        else:
+            return None
+        size = math.ceil(keys / p)
+        self.formulas["cache_size"] = (f"cache_size = ceil({name} / stage_partitions) = "
+                                       f"ceil({_num(keys)} / {p}) = {_num(size)} (per task)")
+        return size
+
+    def _store_round_trips(self, records: int) -> int | None:
+        i, p = self.i, self.p
+        sweet = i.store_sweet_spot_keys
+        if sweet is None:
+            return None
+        for name in ("max_multi_get_batch_size", "max_multi_put_batch_size"):
+            self.formulas[name] = f"{name} = store_sweet_spot_keys = {_num(sweet)}"
+        keys = i.distinct_keys_per_batch if i.distinct_keys_per_batch is not None else records
+        per_task = keys / p
+        if per_task < sweet:
+            records_needed = sweet * p * records / keys
+            target = math.ceil(i.batch_overhead_ms + records_needed / p * i.record_cost_ms)
+            counted = "distinct keys" if i.distinct_keys_per_batch is not None else "keys (one per record)"
+            self.warnings.append(
+                f"each task gets about {_num(per_task)} {counted} per batch ({_num(keys)} / {p} partitions), "
+                f"below the store's sweet spot of {_num(sweet)} keys per round trip, so the store pays "
+                f"its round-trip cost on small batches; a batch of {_num(math.ceil(records_needed))} "
+                f"records fills one round trip per task: raise target_batch_ms to about {_num(target)}, "
+                f"or use fewer stage partitions")
+        return sweet
+
+    def _batch_seconds(self, records: int, trigger_ms: int) -> float:
+        expected_ms = self.i.batch_overhead_ms + records / self.p * self.i.record_cost_ms
+        return max(expected_ms, trigger_ms) / 1000
+
+    def _throughput(self, parallelism: int) -> float:
+        records = max(self._records_for(parallelism)[1], 1)
+        trigger_ms = max(1, math.floor(self.i.target_batch_ms + 0.5))
+        expected_ms = self.i.batch_overhead_ms + records / parallelism * self.i.record_cost_ms
+        return records / (max(expected_ms, trigger_ms) / 1000)
+
+    def _keeps_up(self, throughput: float) -> tuple[bool | None, int | None]:
+        i, p = self.i, self.p
+        rate = i.input_records_per_second
+        if rate is None:
+            return None, None
+        busy = rate / throughput
+        keeps_up = throughput >= rate
+        self.formulas["keeps_up"] = (f"keeps_up = throughput >= input_records_per_second = "
+                                     f"{_num(round(throughput))} {'>=' if keeps_up else '<'} {_num(rate)} "
+                                     f"({busy:.0%} busy)")
+        budget = i.target_batch_ms - i.batch_overhead_ms
+        exact = rate * i.record_cost_ms / 1000 * i.target_batch_ms / budget
+        needed = max(1, math.ceil(round(exact, 9)))
+        while self._throughput(needed) < rate:  # flooring records can cost a core more
+            needed += 1
+        cost_n = self._cost_terms()[1]
+        scale, scale_n = ("", "") if i.batch_overhead_ms == 0 else (
+            " x target_batch_ms / (target_batch_ms - batch_overhead_ms)",
+            f" x {_num(i.target_batch_ms)} / {_num(budget)}")
+        self.formulas["parallelism_needed"] = (
+            f"parallelism_needed = ceil(input_records_per_second x {self._cost_terms()[0]} / 1000{scale}) "
+            f"= ceil({_num(rate)} x {cost_n} / 1000{scale_n}) = {needed}")
+        if not keeps_up:
+            extra = (f"; with more than {i.kafka_partitions} cores also add Kafka partitions or set "
+                     f"KafkaSpout(min_partitions={needed})" if needed > i.kafka_partitions else "")
+            self.warnings.append(
+                f"the plan does not keep up: {_num(round(throughput))} records/s processed, "
+                f"{_num(rate)} arriving, so the backlog grows by {_num(round(rate - throughput))} "
+                f"records/s; give it {needed} cores (now {p}) or cut per_record_ms{extra}")
+        elif busy > 0.9:
+            roomy = max(needed, math.ceil(round(exact / 0.8, 9)))
+            self.warnings.append(
+                f"the plan keeps up with little room: {busy:.0%} busy, so a burst or a slow batch "
+                f"leaves a backlog that drains slowly; {roomy} cores would keep it "
+                f"near 80%")
+        return keeps_up, needed
+
+
+# -- measured inputs from finished batches ---------------------------------------------------
+
+
+def measured_inputs(batches: Iterable[Any]) -> dict[str, Any]:
+    """:func:`plan` keyword arguments measured from finished batches.
+
+    Each batch is a ``BatchProgress``, a dict of its fields, any object with those
+    attributes, or one line of ``trident-progress.jsonl``. Batches that read no
+    records are skipped; drop warm-up batches yourself (``batches[1:]``). Fields
+    a batch does not have are skipped, so what cannot be measured is left out:
+
+    * ``per_record_ms``: the stage with the most task time over the batches (``stages``,
+      ``ms`` summed over tasks): its ms / its ``rows_in``;
+    * ``fan_out``: that stage's ``rows_in`` / the batches' ``rows``;
+    * ``other_stages_per_record_ms``: the other stages' ms / the batches' ``rows``;
+    * ``record_bytes``: the average ``record_bytes``, weighted by rows (or ``bytes / rows``);
+    * ``kafka_partitions``: the partitions in ``partition_rows`` (or ``end_offsets``);
+    * ``cores``: the last batch's ``cores``;
+    * ``batch_overhead_ms``: the average of ``durations_ms["triggerExecution"] -
+      durations_ms["addBatch"]`` (offset planning, logs, commit);
+    * ``distinct_keys_per_batch``: the average keys written to state per batch
+      (``state["keys_written"]``, or the keys looked up: cache hits + misses).
+
+    ``target_batch_ms``, ``store_sweet_spot_keys``, ``working_set_keys`` and
+    ``input_records_per_second`` are choices or measurements of other things:
+    give them to :func:`plan_from_progress`.
+
+    Examples
+    --------
+    >>> batch = {"rows": 1600, "record_bytes": 1000.0, "cores": 16,
+    ...          "partition_rows": {f"events[{n}]": 100 for n in range(16)},
+    ...          "stages": [{"name": "enrich", "kind": "python", "ms": 12800.0,
+    ...                      "rows_in": 1600, "rows_out": 1600}]}
+    >>> measured_inputs([batch])
+    {'per_record_ms': 8.0, 'record_bytes': 1000.0, 'kafka_partitions': 16, 'cores': 16}
+    """
+    used = [b for b in (_as_batch(item) for item in batches) if (_field(b, "rows", 0) or 0) > 0]
+    if not used:
+        raise ValueError("plan_from_progress(): none of the batches read any records; run the query on "
+                         "real traffic first, or call plan() with the numbers you measured")
+    measured: dict[str, Any] = {}
+    measured.update(_stage_costs(used))
+    sized = [b for b in used if _field(b, "record_bytes") is not None]
+    if sized:
+        measured["record_bytes"] = sum(_field(b, "record_bytes") * _field(b, "rows") for b in sized) \
+            / sum(_field(b, "rows") for b in sized)
+    elif any(_field(b, "bytes") is not None for b in used):
+        with_bytes = [b for b in used if _field(b, "bytes") is not None]
+        measured["record_bytes"] = sum(_field(b, "bytes") for b in with_bytes) \
+            / sum(_field(b, "rows") for b in with_bytes)
+    partitions = _partitions(used)
+    if partitions:
+        measured["kafka_partitions"] = partitions
+    cores = [_field(b, "cores") for b in used if _field(b, "cores") is not None]
+    if cores:
+        measured["cores"] = int(cores[-1])
+    durations = [_field(b, "durations_ms") or {} for b in used]
+    overheads = [d["triggerExecution"] - d["addBatch"] for d in durations
+                 if "triggerExecution" in d and "addBatch" in d]
+    if overheads:
+        measured["batch_overhead_ms"] = max(0.0, sum(overheads) / len(overheads))
+    keys = [_keys_touched(_field(b, "state") or {}) for b in used]
+    if any(keys):
+        measured["distinct_keys_per_batch"] = math.ceil(sum(keys) / len(keys))
+    return measured
+
+
+def plan_from_progress(batches: Iterable[Any], **overrides: Any) -> TuningPlan:
+    """:func:`plan` with the inputs measured from finished batches; ``overrides`` win.
+
+    See :func:`measured_inputs` for what is measured and how. ``target_batch_ms``
+    must be given (a choice, not a measurement), and whatever could not be measured.
+
+    Examples
+    --------
+    >>> batch = {"rows": 1600, "record_bytes": 1000.0, "cores": 16,
+    ...          "partition_rows": {f"events[{n}]": 100 for n in range(16)},
+    ...          "stages": [{"name": "enrich", "kind": "python", "ms": 12800.0,
+    ...                      "rows_in": 1600, "rows_out": 1600}]}
+    >>> plan_from_progress([batch], target_batch_ms=800).records_per_batch
+    1600
+    """
+    measured = measured_inputs(batches)
+    if "cores" not in overrides and ("executors" in overrides or "cores_per_executor" in overrides):
+        measured.pop("cores", None)  # the given split of the cores replaces the measured total
+    arguments = {**measured, **overrides}
+    missing = [name for name in ("kafka_partitions", "record_bytes", "per_record_ms", "target_batch_ms")
+               if name not in arguments]
+    if "cores" not in arguments and "executors" not in arguments:
+        missing.append("cores")
+    if missing:
+        examples = ", ".join(f"{name}={_ARGUMENTS[name][1]}" for name in missing)
+        raise ValueError(f"plan_from_progress(): the batches do not show {', '.join(missing)}; "
+                         f"give {examples} (your numbers)")
+    return plan(**arguments)
+
+
+def _as_batch(item: Any) -> Any:
+    return json.loads(item) if isinstance(item, str) else item
+
+
+def _field(batch: Any, name: str, default: Any = None) -> Any:
+    if isinstance(batch, Mapping):
+        return batch.get(name, default)
+    return getattr(batch, name, default)
+
+
+def _stage_costs(batches: list[Any]) -> dict[str, float]:
+    totals: dict[tuple[str, str], list[float]] = {}  # (name, kind) -> [ms, rows_in]
+    rows = 0
+    for batch in batches:
+        stages = _field(batch, "stages") or []
+        if stages:
+            rows += _field(batch, "rows", 0)
+        for stage in stages:
+            key = (str(_field(stage, "name", "")), str(_field(stage, "kind", "")))
+            total = totals.setdefault(key, [0.0, 0.0])
+            total[0] += float(_field(stage, "ms", 0.0) or 0.0)
+            total[1] += float(_field(stage, "rows_in") or 0)
+    if not totals or rows == 0:
+        return {}
+    slowest = max(totals, key=lambda key: totals[key][0])
+    ms, rows_in = totals[slowest]
+    if ms <= 0:
+        return {}
+    result = {"per_record_ms": ms / rows_in if rows_in else ms / rows}
+    fan_out = rows_in / rows if rows_in else 1.0
+    if fan_out != 1.0:
+        result["fan_out"] = fan_out
+    other = sum(total[0] for key, total in totals.items() if key != slowest)
+    if other:
+        result["other_stages_per_record_ms"] = other / rows
+    return result
+
+
+def _partitions(batches: list[Any]) -> int:
+    names: set[str] = set()
+    for batch in batches:
+        names.update(str(name) for name in (_field(batch, "partition_rows") or {}))
+    if names:
+        return len(names)
+    for batch in batches:
+        for topic, offsets in (_field(batch, "end_offsets") or {}).items():
+            names.update(f"{topic}[{partition}]" for partition in offsets)
+    return len(names)
+
+
+def _keys_touched(state: Mapping[str, int]) -> int:
+    if state.get("keys_written"):
+        return int(state["keys_written"])
+    return int(state.get("cache_hits", 0) + state.get("cache_misses", 0))
+
+
+def _num(value: float) -> str:
+    """A number as the formulas write it: ``1,600``, ``0.8``, ``1,828.57``, ``0.8004``."""
+    if value == int(value):
+        return f"{int(value):,}"
+    if abs(value) >= 1:
+        return f"{value:,.2f}".rstrip("0").rstrip(".")
+    return f"{value:.4g}"
