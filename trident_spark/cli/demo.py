@@ -52,6 +52,7 @@ def main(args: argparse.Namespace) -> int:
 
     from trident_spark import TridentTopology
     from trident_spark.builtin import Count, MapGet
+    from trident_spark.cli.live import LiveProgress
     from trident_spark.local.kafka import create_topic, produce
     from trident_spark.local.services import start_kafka
     from trident_spark.operation import BaseFunction
@@ -65,8 +66,7 @@ def main(args: argparse.Namespace) -> int:
             for word in WORD.findall(tuple.getString(0).lower()):
                 collector.emit([word])
 
-    def show(progress: Any) -> None:
-        console.print("  " + progress.line(), highlight=False, markup=False)
+    show = LiveProgress(console, prefix="  ")  # a live view on a terminal, one line per batch otherwise
 
     console.rule("trident-spark demo: word count into exactly-once state")
     with start_kafka() as kafka, _workdir(args.workdir) as work:
@@ -96,9 +96,12 @@ def main(args: argparse.Namespace) -> int:
         checkpoint = str(work / "checkpoint")
         console.print(f"state: {state.url}\nstarting Spark (local mode)...")
         started = time.monotonic()
-        handle = topology.run(checkpoint_location=checkpoint, trigger="available_now", on_progress=show)
+        handle = None
         try:
-            handle.awaitTermination()
+            with show:
+                handle = topology.run(checkpoint_location=checkpoint, trigger="available_now",
+                                      on_progress=show)
+                handle.awaitTermination()
             elapsed = time.monotonic() - started
             batches = [p for p in handle.progress if p.stream == "wordcount"]
             rows = sum(p.rows for p in batches)
@@ -109,12 +112,14 @@ def main(args: argparse.Namespace) -> int:
             console.print(f"asking {len(QUESTIONS)} questions on topic {questions!r}; the topology restarts "
                           "from its checkpoint, so the word count has nothing new to read")
             handle.stop()
-            handle = topology.run(checkpoint_location=checkpoint, trigger="available_now",
-                                  spark=handle.spark, on_progress=show)
-            handle.awaitTermination()
+            with show:
+                handle = topology.run(checkpoint_location=checkpoint, trigger="available_now",
+                                      spark=handle.spark, on_progress=show)
+                handle.awaitTermination()
         finally:
-            handle.stop()
-            handle.spark.stop()  # before the broker goes: executors hold consumers
+            if handle is not None:
+                handle.stop()
+                handle.spark.stop()  # before the broker goes: executors hold consumers
         table = Table(title="stateQuery(MapGet) answers", min_width=44)
         for column in ("question", "word", "count"):
             table.add_column(column, justify="right" if column == "count" else "left")

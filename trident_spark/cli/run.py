@@ -73,6 +73,7 @@ def main(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.markup import escape
 
+    from trident_spark.cli.live import LiveProgress
     from trident_spark.runtime.session import local_session
 
     console = Console(stderr=True)
@@ -84,15 +85,29 @@ def main(args: argparse.Namespace) -> int:
         return 0
     trigger = "available_now" if args.available_now else args.trigger
     console.print(f"[bold]running[/] {args.target} (checkpoint {checkpoint}, trigger {trigger})")
+    # a live view on a terminal, one line per batch otherwise
+    progress = LiveProgress(console, trigger_ms=_trigger_ms(trigger))
+    handle = None
     try:
-        handle = topology.run(checkpoint_location=checkpoint, trigger=trigger, spark=spark,
-                              on_progress=lambda p: console.print(p.line(), highlight=False, markup=False),
-                              max_batch_retries=args.retries)
-        handle.awaitTermination()
+        with progress:
+            handle = topology.run(checkpoint_location=checkpoint, trigger=trigger, spark=spark,
+                                  on_progress=progress, max_batch_retries=args.retries)
+            handle.awaitTermination()
     except (TridentSparkError, StateError) as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")  # messages show lists: [txid, val]
         return 1
     except KeyboardInterrupt:
         console.print("stopping (the running batch will be replayed on restart)")
-        handle.stop()
+        if handle is not None:
+            handle.stop()
     return 0
+
+
+def _trigger_ms(trigger: str) -> float | None:
+    """The trigger interval in ms; None for available-now and once (or a trigger run() refuses)."""
+    from trident_spark.durations import parse_seconds
+
+    try:
+        return None if trigger in ("available_now", "availableNow", "once") else parse_seconds(trigger) * 1000
+    except ValueError:
+        return None

@@ -361,7 +361,7 @@ def bottleneck(recent: Sequence[Any], stages: list[StageTime], cores: int | None
     add = [float(value_of(b, "durations_ms", {}).get("addBatch", d)) for b, d in zip(recent, duration,
                                                                                      strict=True)]
     if not any(task_ms):
-        return Finding("unknown", "bottleneck unknown",
+        return Finding("unknown", "unknown",
                        "the progress has no stage or executor timings (written by an older trident-spark, "
                        "or the batches were empty)")
     rows = sum(int(value_of(b, "rows", 0)) for b in recent) / n
@@ -400,7 +400,7 @@ def bottleneck(recent: Sequence[Any], stages: list[StageTime], cores: int | None
 def _stage_bottleneck(recent: Sequence[Any], stages: list[StageTime],
                       spark: list[dict[str, Any]]) -> Finding:
     if not stages:  # executor time known, stage split unknown
-        return Finding("unknown", "bottleneck unknown",
+        return Finding("unknown", "unknown",
                        "the progress has executor times but no per-stage timings")
     groups: dict[str, float] = {}
     for stage in stages:
