@@ -7,6 +7,7 @@ also counts the round trips it makes.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -74,7 +75,9 @@ class BatchingMap(VersionedBackingMap):
     def multiGetVersioned(self, keys: Sequence[Key]) -> list[Versioned | None]:
         found: list[Versioned | None] = []
         for part in _chunks(len(keys), self.max_multi_get_batch_size):
+            started = time.perf_counter_ns()
             found.extend(self.delegate.multiGetVersioned([keys[i] for i in part]))
+            self.stats.store_read_us += (time.perf_counter_ns() - started) // 1000
             self.stats.store_reads += 1
             self.stats.keys_read += len(part)
         return found
@@ -83,8 +86,10 @@ class BatchingMap(VersionedBackingMap):
                           expected_versions: Sequence[Version | None]) -> list[Version | None]:
         outcomes: list[Version | None] = []
         for part in _chunks(len(keys), self.max_multi_put_batch_size):
+            started = time.perf_counter_ns()
             outcomes.extend(self.delegate.multiPutIfVersion(
                 [keys[i] for i in part], [values[i] for i in part], [expected_versions[i] for i in part]))
+            self.stats.store_write_us += (time.perf_counter_ns() - started) // 1000
             self.stats.store_writes += 1
             self.stats.keys_written += len(part)
         return outcomes

@@ -32,6 +32,9 @@ class StateStats:
     keys_skipped : int
         Keys a transactional state left alone because their stored txid was the
         batch's (already applied).
+    store_read_us, store_write_us : int
+        Time spent in those round trips, in microseconds (the store's share of a
+        batch: network, server and decoding).
 
     Examples
     --------
@@ -48,6 +51,8 @@ class StateStats:
     keys_written: int = 0
     write_conflicts: int = 0
     keys_skipped: int = 0
+    store_read_us: int = 0
+    store_write_us: int = 0
 
     @property
     def cache_hit_rate(self) -> float | None:

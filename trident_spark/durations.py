@@ -29,3 +29,20 @@ def parse_seconds(value: float | int | str, *, what: str = "duration") -> float:
             f"{what}: cannot read {value!r} as a duration; write e.g. '500ms', '30s', '15m' or '2 hours'"
         )
     return float(match.group(1)) * _UNITS.get(match.group(2), 1.0)
+
+
+def trigger_millis(trigger: str | None) -> int | None:
+    """The batch interval of a ``topology.run(trigger=...)`` in ms (None: no interval, as
+    for ``available_now``, ``once`` or no trigger: each batch starts when the last ends).
+
+    Examples
+    --------
+    >>> trigger_millis("500 milliseconds"), trigger_millis("2 seconds"), trigger_millis("available_now")
+    (500, 2000, None)
+    """
+    if trigger is None or trigger in ("available_now", "availableNow", "once"):
+        return None
+    try:
+        return round(parse_seconds(trigger, what="trigger") * 1000)
+    except ValueError:
+        return None

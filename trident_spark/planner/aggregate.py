@@ -19,6 +19,7 @@ from trident_spark.operation import Aggregator, CombinerAggregator
 from trident_spark.planner.aggregate_exec import AggLayout, AggStep, run_aggregate
 from trident_spark.planner.python_plan import named
 from trident_spark.planner.types import arrow_type, spark_type
+from trident_spark.runtime.metrics import timed
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -27,9 +28,10 @@ if TYPE_CHECKING:
 
 
 def aggregate(df: DataFrame, node: AggregateNode, txid: int, conf: dict[str, Any],
-              partitions: int | None) -> DataFrame:
-    """The DataFrame of ``node``'s output for one batch."""
-    result = _aggregate(df, node, txid, conf, partitions)
+              partitions: int | None, metrics: Any = None) -> DataFrame:
+    """The DataFrame of ``node``'s output for one batch (``metrics``: where its Python stages
+    count their time)."""
+    result = _aggregate(df, node, txid, conf, partitions, metrics)
     if node.scope == "batch" and not node.group_fields and partitions and partitions > 1:
         # A global aggregation emits in one task; with a hint, the stage still has n tasks
         # (the others empty), as Trident's global grouping does.
@@ -40,7 +42,7 @@ def aggregate(df: DataFrame, node: AggregateNode, txid: int, conf: dict[str, Any
 
 
 def _aggregate(df: DataFrame, node: AggregateNode, txid: int, conf: dict[str, Any],
-               partitions: int | None) -> DataFrame:
+               partitions: int | None, metrics: Any) -> DataFrame:
     group = list(node.group_fields)
     if node.scope == "batch":
         sql = _sql_aggregate(df, node, partitions)
@@ -48,13 +50,13 @@ def _aggregate(df: DataFrame, node: AggregateNode, txid: int, conf: dict[str, An
             return sql
         if all(isinstance(s.aggregator, CombinerAggregator) for s in node.specs):
             # the partial stage runs in the input's partitions: prepare sees their count
-            partial_df = _stage(df, node, "partial", txid, conf, _asked_count(df, node))
+            partial_df = _stage(df, node, "partial", txid, conf, _asked_count(df, node), metrics)
             shuffled = _shuffle(partial_df, group, partitions)
             return _stage(shuffled, node, "final", txid, conf, _count(shuffled, node, partitions, group),
-                          input_df=df)
+                          metrics, input_df=df)
         shuffled = _shuffle(df, group, partitions)
-        return _stage(shuffled, node, "full", txid, conf, _count(shuffled, node, partitions, group))
-    return _stage(df, node, "full", txid, conf, _count(df, node, None, group))
+        return _stage(shuffled, node, "full", txid, conf, _count(shuffled, node, partitions, group), metrics)
+    return _stage(df, node, "full", txid, conf, _count(df, node, None, group), metrics)
 
 
 def _shuffle(df: DataFrame, group: list[str], partitions: int | None) -> DataFrame:
@@ -141,7 +143,7 @@ def _sql_aggregate(df: DataFrame, node: AggregateNode, partitions: int | None) -
 
 # --- Python stages -----------------------------------------------------------------------
 def _stage(df: DataFrame, node: AggregateNode, mode: str, txid: int, conf: dict[str, Any],
-           num_partitions: int, input_df: DataFrame | None = None) -> DataFrame:
+           num_partitions: int, metrics: Any = None, input_df: DataFrame | None = None) -> DataFrame:
     from pyspark.sql.types import BinaryType, StructField, StructType
 
     source_schema = (input_df if input_df is not None else df).schema
@@ -161,7 +163,8 @@ def _stage(df: DataFrame, node: AggregateNode, mode: str, txid: int, conf: dict[
     layout = AggLayout(mode, group, [f.name for f in schema.fields], types,
                        single_emit=not group and mode != "partial")
     fn = partial(_entry, steps, layout, txid, conf, num_partitions)
-    return df.mapInArrow(named(fn, f"{mode}_{node.label}"), schema)
+    name = node.label if mode == "full" else f"{node.label} / {mode}"
+    return df.mapInArrow(named(timed(fn, "aggregate", name, metrics), f"{mode}_{node.label}"), schema)
 
 
 def output_types(spec: AggSpec, schema: StructType) -> list[DataType]:

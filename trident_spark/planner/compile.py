@@ -47,13 +47,14 @@ class BatchPlan:
     conf : dict
         The topology configuration handed to ``prepare(conf, context)``.
     state_stats : Accumulator, optional
-        Where state tasks add their counters (store round trips, cache hits).
+        Where tasks add their counters: each stage's time and rows, and the state
+        counters (store round trips, cache hits); see ``trident_spark.runtime.metrics``.
     run_id : str
         The topology run; states opened on executors keep their cache for one run.
     """
 
     def __init__(self, query: QueryPlan, sources: dict[int, DataFrame], txid: int,
-                 conf: dict[str, Any] | None = None, state_stats: Accumulator[dict[str, int]] | None = None,
+                 conf: dict[str, Any] | None = None, state_stats: Accumulator[dict[Any, float]] | None = None,
                  run_id: str = "") -> None:
         self.query = query
         self.run_id = run_id
@@ -121,7 +122,7 @@ class BatchPlan:
             from trident_spark.planner.aggregate import aggregate
 
             n = self.query.partitions_of(node)
-            return aggregate(self.dataframe(node.inputs[0]), node, self.txid, self.conf, n)
+            return aggregate(self.dataframe(node.inputs[0]), node, self.txid, self.conf, n, self.state_stats)
         if isinstance(node, MergeNode):
             from trident_spark.planner.join import merge
 
@@ -204,11 +205,11 @@ class BatchPlan:
         needed = needed_fields(self.query, last)
         if needed is None or any(step.kind != "each" or isinstance(step.operation, Consumer)
                                  for step in steps):
-            return python_stage(df, steps, last, self.txid, self.conf, n)
+            return python_stage(df, steps, last, self.txid, self.conf, n, self.state_stats)
         # Ship to Python only what the operators read or pass on to readers; emit only that.
         read = set(needed).union(*(step.input_fields for step in steps))
         df = df.select(*(f for f in df.columns if f in read))
-        return python_stage(df, steps, needed, self.txid, self.conf, n)
+        return python_stage(df, steps, needed, self.txid, self.conf, n, self.state_stats)
 
 
 def describe_node(node: Node) -> str:

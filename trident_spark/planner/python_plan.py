@@ -43,7 +43,7 @@ def num_partitions(df: DataFrame, steps: list[PythonStep], known: int | None) ->
 
 
 def python_stage(df: DataFrame, steps: list[PythonStep], last: Node | list[str], txid: int,
-                 conf: dict[str, Any], partitions: int | None) -> DataFrame:
+                 conf: dict[str, Any], partitions: int | None, metrics: Any = None) -> DataFrame:
     """One ``mapInArrow`` running ``steps`` per partition; output fields are ``last.fields``
     (or the given list of them: those read downstream)."""
     from pyspark.sql.types import StructField, StructType
@@ -68,7 +68,7 @@ def python_stage(df: DataFrame, steps: list[PythonStep], last: Node | list[str],
         else:
             struct_fields.append(input_types[name])
     n = num_partitions(df, steps, partitions)
-    fn = partial(_stage_entry, steps, output, arrow_types, txid, conf, n)
+    fn = partial(_stage_entry, steps, output, arrow_types, txid, conf, n, metrics)
     return df.mapInArrow(named(fn, "_".join(step.label for step in steps)), StructType(struct_fields))
 
 
@@ -92,6 +92,7 @@ def _kept_types(steps: list[PythonStep], input_types: dict[str, Any]) -> dict[st
 
 
 def _stage_entry(steps: list[PythonStep], fields: list[str], types: dict[str, pa.DataType], txid: int,
-                 conf: dict[str, Any], partitions: int,
+                 conf: dict[str, Any], partitions: int, metrics: Any,
                  batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    return run_stage(steps, fields, types, txid, batches, conf=conf, num_partitions=partitions)
+    return run_stage(steps, fields, types, txid, batches, conf=conf, num_partitions=partitions,
+                     metrics=metrics)

@@ -8,6 +8,7 @@ columns of the input are gathered with Arrow's ``take`` by source row.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,7 @@ from trident_spark.operation import (
     OperationContext,
     TridentCollector,
 )
+from trident_spark.runtime.metrics import StageClock
 
 MAX_TUPLE_CHARS = 300
 
@@ -79,15 +81,19 @@ class _Batch:
 
 def run_stage(steps: Sequence[PythonStep], output_fields: Sequence[str], new_types: dict[str, pa.DataType],
               txid: int, batches: Iterator[pa.RecordBatch], conf: dict[str, Any] | None = None,
-              num_partitions: int = -1) -> Iterator[pa.RecordBatch]:
+              num_partitions: int = -1, metrics: Any = None) -> Iterator[pa.RecordBatch]:
     """Run ``steps`` over one partition's Arrow batches (called inside ``mapInArrow``).
 
     ``new_types`` are the Arrow types of the fields Functions add; the other
-    output fields keep the types Spark gave the input.
+    output fields keep the types Spark gave the input. ``metrics``: the batch's
+    accumulator, where each operator's time and rows in and out are added.
     """
     for step in steps:
         step.operation.prepare(dict(conf or {}), OperationContext(partition_index(), num_partitions, txid,
                                                                   step.label))
+    spent = [0.0] * len(steps)
+    rows_in = [0] * len(steps)
+    rows_out = [0] * len(steps)
     try:
         for source in batches:
             if source.num_rows == 0:
@@ -95,19 +101,30 @@ def run_stage(steps: Sequence[PythonStep], output_fields: Sequence[str], new_typ
             out = None
             with gc_paused():
                 batch = _Batch(source)
-                for step in steps:
+                for i, step in enumerate(steps):
+                    started = time.perf_counter()
+                    rows_in[i] += len(batch.rows)
                     _apply(step, batch)
+                    rows_out[i] += len(batch.rows)
+                    spent[i] += time.perf_counter() - started
                     if not batch.rows:
                         break
                 if batch.rows:
+                    started = time.perf_counter()
                     schema = pa.schema([pa.field(n, new_types[n]) if n in new_types
                                         else source.schema.field(n) for n in output_fields])
                     out = _to_arrow(batch, schema)
+                    spent[-1] += time.perf_counter() - started  # back to Arrow: the last operator's
             if out is not None:
                 yield out
     finally:
         for step in steps:
             step.operation.cleanup()
+        if metrics is not None:
+            clock = StageClock()
+            for i, step in enumerate(steps):
+                clock.add("python", step.label, ms=spent[i] * 1000, rows_in=rows_in[i], rows_out=rows_out[i])
+            clock.send(metrics)
 
 
 def partition_index() -> int:

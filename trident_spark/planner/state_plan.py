@@ -12,31 +12,18 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from pyspark.accumulators import AccumulatorParam
-
 from trident_spark.errors import TopologyError
 from trident_spark.graph import PersistNode, StateQueryNode
 from trident_spark.operation import overrides_prepare
 from trident_spark.planner.python_plan import named
 from trident_spark.planner.state_stage import StateStep, check_not_ahead, persist, query
 from trident_spark.planner.types import arrow_type, spark_type
+from trident_spark.runtime.metrics import timed
 
 if TYPE_CHECKING:
     from pyspark import Accumulator
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructField
-
-
-class StateStatsParam(AccumulatorParam):  # type: ignore[type-arg]
-    """Sums the state counters (``StateStats.snapshot()`` deltas) the tasks of a batch report."""
-
-    def zero(self, value: dict[str, int]) -> dict[str, int]:
-        return {}
-
-    def addInPlace(self, value1: dict[str, int], value2: dict[str, int]) -> dict[str, int]:
-        for name, count in value2.items():
-            value1[name] = value1.get(name, 0) + count
-        return value1
 
 
 def state_factory(node: PersistNode | StateQueryNode) -> Any:
@@ -80,7 +67,7 @@ def _struct_field(name: str, df: DataFrame, types: dict[str, str]) -> StructFiel
 
 
 def persist_dataframe(df: DataFrame, node: PersistNode, txid: int, conf: dict[str, Any],
-                      partitions: int | None, stats: Accumulator[dict[str, int]] | None,
+                      partitions: int | None, stats: Accumulator[dict[Any, float]] | None,
                       run_id: str = "") -> DataFrame:
     """Run ``node``'s StateUpdater on each partition of ``df``; the result is what it emitted.
 
@@ -99,7 +86,7 @@ def persist_dataframe(df: DataFrame, node: PersistNode, txid: int, conf: dict[st
                      {f.name: arrow_type(f.dataType) for f in struct}, stats=stats, run_id=run_id)
     n = partitions if partitions is not None else (
         int(df.rdd.getNumPartitions()) if overrides_prepare(node.updater) else -1)
-    fn = partial(persist, step, txid, conf, n)
+    fn = timed(partial(persist, step, txid, conf, n), "aggregate", f"{node.label} / update", stats)
     return df.mapInArrow(named(fn, node.label), StructType(struct))
 
 
@@ -121,7 +108,7 @@ def check_not_ahead_job(df: DataFrame, node: PersistNode, txid: int, written_bef
 
 def query_dataframe(df: DataFrame, node: StateQueryNode, txid: int, conf: dict[str, Any],
                     partitions: int | None, same_query: bool,
-                    stats: Accumulator[dict[str, int]] | None) -> DataFrame:
+                    stats: Accumulator[dict[Any, float]] | None) -> DataFrame:
     """Run ``node``'s QueryFunction on each partition of ``df``: its tuples with the fields it appends.
 
     ``same_query``: the state is written by this query, so reads pass the batch's txid (an
@@ -143,9 +130,9 @@ def query_dataframe(df: DataFrame, node: StateQueryNode, txid: int, conf: dict[s
                      reads_before_batch=same_query, stats=stats)
     n = partitions if partitions is not None else (
         int(df.rdd.getNumPartitions()) if overrides_prepare(node.function) else -1)
-    fn = partial(query, step, txid, conf, n)
+    fn = timed(partial(query, step, txid, conf, n), "state_query", node.label, stats)
     return df.mapInArrow(named(fn, node.label), StructType(struct))
 
 
-__all__ = ["StateStatsParam", "check_not_ahead_job", "check_reachable", "check_shared", "persist_dataframe",
+__all__ = ["check_not_ahead_job", "check_reachable", "check_shared", "persist_dataframe",
            "query_dataframe", "state_factory"]

@@ -25,6 +25,7 @@ from trident_spark.errors import FailedException, TridentSparkError
 from trident_spark.fields import Fields, TridentTuple
 from trident_spark.operation import Operation, OperationContext, TridentCollector
 from trident_spark.planner.python_stage import OperatorError, partition_index, to_arrow_column
+from trident_spark.runtime.metrics import StageClock
 from trident_spark.state import BatchState, MapState, StateError
 from trident_spark.state.keys import GLOBAL_KEY, encode_key
 
@@ -106,15 +107,28 @@ def _user_call(step: StateStep, what: str, fn: Any, *args: Any) -> Any:
         raise OperatorError(f"{step.label} failed in {what}: {type(exc).__name__}: {exc}") from exc
 
 
-def _count(step: StateStep, state: MapState, before: dict[str, int]) -> None:
-    if step.stats is not None:
-        after = state.stats.snapshot()
-        step.stats.add({name: after[name] - before.get(name, 0) for name in after})
+def _count(step: StateStep, state: MapState, before: dict[str, int], store_stages: bool) -> None:
+    """Add what the state did for this partition to the batch's counters; with ``store_stages``,
+    its store round trips also count as the stages ``<label> / multiGet`` and ``/ multiPut``."""
+    if step.stats is None:
+        return
+    after = state.stats.snapshot()
+    delta: dict[Any, float] = {name: after[name] - before.get(name, 0) for name in after}
+    if store_stages:
+        clock = StageClock()
+        if delta["store_reads"]:
+            clock.add("state_get", f"{step.label} / multiGet", ms=delta["store_read_us"] / 1000,
+                      rows_in=int(delta["keys_read"]))
+        if delta["store_writes"]:
+            clock.add("state_put", f"{step.label} / multiPut", ms=delta["store_write_us"] / 1000,
+                      rows_in=int(delta["keys_written"]))
+        delta.update(clock.counters)
+    step.stats.add(delta)
 
 
 @contextlib.contextmanager
-def _partition_state(step: StateStep, txid: int, conf: dict[str, Any],
-                     num_partitions: int) -> Iterator[BatchState]:
+def _partition_state(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: int,
+                     store_stages: bool = False) -> Iterator[BatchState]:
     """The batch's view of the state for one partition, the operation prepared; on the way
     out the operation is cleaned up and what the state did is counted."""
     state = opened_state(step.factory, step.run_id)
@@ -124,7 +138,7 @@ def _partition_state(step: StateStep, txid: int, conf: dict[str, Any],
         yield BatchState(state, txid, reads_before_batch=step.reads_before_batch)
     finally:
         step.operation.cleanup()
-        _count(step, state, before)
+        _count(step, state, before, store_stages)
 
 
 def persist(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: int,
@@ -138,7 +152,7 @@ def persist(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: in
         return
     tuples = _tuples(table, step.input_fields)
     collector = TridentCollector()
-    with _partition_state(step, txid, conf, num_partitions) as view:
+    with _partition_state(step, txid, conf, num_partitions, store_stages=True) as view:
         _user_call(step, "updateState", step.operation.updateState,  # type: ignore[attr-defined]
                    view, tuples, collector)
     if collector.emitted:

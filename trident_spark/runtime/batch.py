@@ -50,13 +50,14 @@ class BatchRunner:
     conf: dict[str, Any] = field(default_factory=dict)
     max_retries: int = 3
     retry_delay: float = 0.5
-    #: Called with (batch id, state counters summed over the batch's tasks) after a batch.
-    on_state_stats: Callable[[int, dict[str, int]], None] | None = None
+    #: Called after a batch with (batch id, the counters its tasks added -- state counters and
+    #: per-stage time and rows, see ``runtime.metrics`` -- and what Spark measured of its jobs).
+    on_metrics: Callable[[int, dict[Any, float], dict[str, float]], None] | None = None
     #: The query's checkpoint directory: where the batch whose state writes began is recorded.
     checkpoint: Path | None = None
     #: This run of the topology: executors keep opened states (and their caches) for one run.
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    _stats: Accumulator[dict[str, int]] | None = field(default=None, init=False, repr=False)
+    _stats: Accumulator[dict[Any, float]] | None = field(default=None, init=False, repr=False)
     phases: list[list[Output]] = field(default_factory=list, init=False, repr=False)
     has_state: bool = field(default=False, init=False, repr=False)
     _checked_states: bool = field(default=False, init=False, repr=False)
@@ -71,12 +72,16 @@ class BatchRunner:
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         from trident_spark.runtime.errors import translate
+        from trident_spark.runtime.metrics import SparkJobs
 
+        jobs = SparkJobs(getattr(getattr(df, "sparkSession", None), "sparkContext", None))
+        jobs.mark()
         attempt = 0
         while True:
             try:
-                self.run_once(df, batch_id)
-                return
+                started = time.monotonic()
+                counters = self.run_once(df, batch_id)
+                break
             except Exception as exc:
                 cause = exc if isinstance(exc, RETRYABLE) else translate(self.query.name, exc)
                 if not isinstance(cause, RETRYABLE):
@@ -94,16 +99,25 @@ class BatchRunner:
                 log.warning("stream %s: batch %d asked to be replayed (%s); retry %d of %d in %.1f s",
                             self.query.name, batch_id, cause, attempt, self.max_retries, delay)
                 time.sleep(delay)
+        from trident_spark.tuning.adaptive import after_batch
 
-    def run_once(self, df: DataFrame, batch_id: int) -> None:
-        """One attempt at the batch: every output computed, sinks filled."""
+        after_batch(self.query, self.checkpoint, batch_id, started)  # adaptive spouts: the duration
+        if self.on_metrics is not None:
+            try:
+                self.on_metrics(batch_id, counters, jobs.metrics())
+            except Exception as exc:  # metrics never fail a batch that succeeded
+                log.warning("stream %s: batch %d metrics not recorded: %s", self.query.name, batch_id, exc)
+
+    def run_once(self, df: DataFrame, batch_id: int) -> dict[Any, float]:
+        """One attempt at the batch: every output computed, sinks filled; returns what its
+        tasks counted (``runtime.metrics``)."""
         from trident_spark.runtime.launch import split_sources
 
         df.sparkSession.sparkContext.setJobDescription(f"{self.query.name}: batch {batch_id}")
         shared = len(self.query.spouts) > 1
         if shared:
             df = df.persist()  # read the spouts once for all of them
-        stats = self._state_stats(df)
+        stats = self._counters(df)
         plan = BatchPlan(self.query, split_sources(df, self.query), batch_id, self.conf, stats, self.run_id)
         try:
             if self.has_state:
@@ -117,8 +131,7 @@ class BatchRunner:
             plan.release()
             if shared:
                 df.unpersist()
-        if stats is not None and self.on_state_stats is not None:
-            self.on_state_stats(batch_id, dict(stats.value))
+        return dict(stats.value)
 
     def _marker(self) -> Path | None:
         return None if self.checkpoint is None else self.checkpoint / WRITES_MARKER
@@ -140,14 +153,12 @@ class BatchRunner:
         partial.write_text(str(batch_id))
         os.replace(partial, marker)
 
-    def _state_stats(self, df: DataFrame) -> Accumulator[dict[str, int]] | None:
-        """The accumulator state tasks report to, emptied for this attempt (None: no state)."""
-        if not self.has_state:
-            return None
+    def _counters(self, df: DataFrame) -> Accumulator[dict[Any, float]]:
+        """The accumulator the batch's tasks count into, emptied for this attempt."""
         if self._stats is None:
-            from trident_spark.planner.state_plan import StateStatsParam
+            from trident_spark.runtime.metrics import CountersParam
 
-            self._stats = df.sparkSession.sparkContext.accumulator({}, StateStatsParam())
+            self._stats = df.sparkSession.sparkContext.accumulator({}, CountersParam())
         self._stats.value = {}
         return self._stats
 

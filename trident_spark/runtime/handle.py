@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
+from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +20,21 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 PROGRESS_FILE = "trident-progress.jsonl"
+#: In the checkpoint directory: when and how the topology was started, and when it stopped.
+RUN_FILE = "trident-run.json"
+
+
+def _now() -> str:
+    from datetime import datetime
+
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _cores(spark: Any) -> int | None:
+    try:
+        return int(spark.sparkContext.defaultParallelism)
+    except Exception:  # a session without a context (tests)
+        return None
 
 
 class TopologyHandle:
@@ -38,7 +55,8 @@ class TopologyHandle:
         self._progress: list[BatchProgress] = []
         self._callbacks = [on_progress] if on_progress else []
         self._lock = threading.Lock()
-        self._state_stats: dict[tuple[str, int], dict[str, int]] = {}
+        self._metrics: dict[tuple[str, int], tuple[list[str], dict[Any, float], dict[str, float]]] = {}
+        self._cores = _cores(spark)
         self._listener = _ProgressListener(self)
         spark.streams.addListener(self._listener)
 
@@ -47,10 +65,38 @@ class TopologyHandle:
         self._queries[stream] = query
         self._names[str(query.id)] = stream
 
-    def _record_state_stats(self, stream: str, txid: int, stats: dict[str, int]) -> None:
-        """What a batch's state tasks counted; joins the batch's progress when Spark reports it."""
+    def _record_metrics(self, stream: str, order: list[str], txid: int, counters: dict[Any, float],
+                        spark: dict[str, float]) -> None:
+        """What a batch's tasks counted and Spark measured; joins the batch's progress when Spark
+        reports it (``runtime.metrics``)."""
         with self._lock:
-            self._state_stats[(stream, txid)] = stats
+            self._metrics[(stream, txid)] = (order, counters, spark)
+
+    def _write_run_info(self, trigger: str | None, streams: list[str]) -> None:
+        """``trident-run.json`` in the checkpoint: what ``trident-spark status`` tells the run by."""
+        import os
+        import socket
+
+        from trident_spark.durations import trigger_millis
+
+        self._run_info = {
+            "started": _now(), "stopped": None, "pid": os.getpid(), "host": socket.gethostname(),
+            "trigger": trigger, "trigger_ms": trigger_millis(trigger),
+            "master": self.spark.sparkContext.master, "cores": self._cores, "streams": streams,
+        }
+        self._save_run_info()
+
+    def _save_run_info(self) -> None:
+        info = getattr(self, "_run_info", None)
+        if info is None:
+            return
+        try:
+            self.checkpoint.mkdir(parents=True, exist_ok=True)
+            partial = self.checkpoint / (RUN_FILE + ".tmp")
+            partial.write_text(json.dumps(info, indent=1), encoding="utf-8")
+            partial.replace(self.checkpoint / RUN_FILE)
+        except OSError as exc:
+            log.warning("cannot write %s: %s", self.checkpoint / RUN_FILE, exc)
 
     def _on_progress(self, query_id: str, progress: dict[str, Any]) -> None:
         stream = self._names.get(query_id)
@@ -58,7 +104,10 @@ class TopologyHandle:
             return  # another query's, or an idle trigger
         batch = BatchProgress.from_spark(stream, progress)
         with self._lock:
-            batch.state = self._state_stats.pop((stream, batch.txid), {})
+            order, counters, spark = self._metrics.pop((stream, batch.txid), ([], {}, {}))
+        batch.add_task_metrics(counters, spark, order)
+        batch.cores = self._cores
+        with self._lock:
             self._progress.append(batch)
         try:
             with open(self.checkpoint / stream / PROGRESS_FILE, "a", encoding="utf-8") as out:
@@ -122,6 +171,9 @@ class TopologyHandle:
 
     def stop(self) -> None:
         """Stop every stream (a running batch is interrupted and will be replayed on restart)."""
+        if getattr(self, "_run_info", None) is not None and self._run_info["stopped"] is None:
+            self._run_info["stopped"] = _now()
+            self._save_run_info()
         for query in self._queries.values():
             try:
                 query.stop()

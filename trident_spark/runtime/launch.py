@@ -41,13 +41,14 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path, trigger: str | Non
             if check is not None:
                 check()  # fail fast on the driver: unreachable broker, unknown topic
     handle = TopologyHandle(spark, checkpoint, on_progress)
+    handle._write_run_info(trigger, [query.name for query in queries])
     try:
         for query in queries:
             (checkpoint / query.name).mkdir(parents=True, exist_ok=True)
             runner = BatchRunner(query, conf, max_batch_retries, retry_delay,
-                                 on_state_stats=partial(handle._record_state_stats, query.name),
+                                 on_metrics=partial(handle._record_metrics, query.name, stage_order(query)),
                                  checkpoint=checkpoint / query.name)
-            writer = (query_source(spark, query).writeStream.queryName(query.name)
+            writer = (query_source(spark, query, checkpoint / query.name).writeStream.queryName(query.name)
                       .foreachBatch(runner)
                       .option("checkpointLocation", str(checkpoint / query.name)))
             handle._add(query.name, _with_trigger(writer, trigger).start())
@@ -57,21 +58,47 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path, trigger: str | Non
     return handle
 
 
-def spout_dataframe(spark: SparkSession, node: Any) -> DataFrame:
-    """One spout's streaming DataFrame, records it could not decode counted and dropped."""
-    return _without_malformed(node.stream_name, node.spout.to_dataframe(spark))
+def stage_order(query: QueryPlan) -> list[str]:
+    """The labels of a query's operations in the order a batch meets them (stages are listed so)."""
+    return [node.label for node in query.nodes]
 
 
-def query_source(spark: SparkSession, query: QueryPlan) -> DataFrame:
+def spout_dataframe(spark: SparkSession, node: Any, feedback_dir: Path | None = None) -> DataFrame:
+    """One spout's streaming DataFrame, records it could not decode counted and dropped.
+
+    ``feedback_dir`` is the query's checkpoint directory: an adaptive Kafka spout reads the
+    driver's batch durations there (see :mod:`trident_spark.tuning.adaptive`)."""
+    return _observed(node.stream_name, runtime_spout(node.spout, feedback_dir).to_dataframe(spark))
+
+
+def runtime_spout(spout: Any, feedback_dir: Path | None = None) -> Any:
+    """The spout as the runtime runs it: a Kafka spout read by our Python source also reports
+    its read time per batch (the ``source`` stage of the batch's metrics), and an adaptive one
+    learns where the driver leaves batch durations."""
+    import copy
+    import dataclasses
+
+    from trident_spark.spout.kafka_config import KafkaSpoutConfig
+
+    config = getattr(spout, "config", None)
+    if not isinstance(config, KafkaSpoutConfig) or getattr(spout, "engine", "python") != "python":
+        return spout
+    spout = copy.copy(spout)
+    feedback = str(feedback_dir) if feedback_dir is not None and config.adaptive else config.feedback_dir
+    spout.config = dataclasses.replace(config, read_metrics=True, feedback_dir=feedback)
+    return spout
+
+
+def query_source(spark: SparkSession, query: QueryPlan, feedback_dir: Path | None = None) -> DataFrame:
     """The streaming input of a query: one spout's DataFrame, or several tagged and unioned
     (so merged or joined streams read in one query and share its batch ids)."""
     from pyspark.sql import functions as F
 
     if len(query.spouts) == 1:
-        return spout_dataframe(spark, query.spouts[0])
+        return spout_dataframe(spark, query.spouts[0], feedback_dir)
     parts = []
     for i, node in enumerate(query.spouts):
-        df = spout_dataframe(spark, node)
+        df = spout_dataframe(spark, node, feedback_dir)
         parts.append(df.select(F.lit(i).alias(SPOUT_TAG), F.struct(*df.columns).alias(f"__s{i}")))
     union = parts[0]
     for part in parts[1:]:
@@ -89,14 +116,24 @@ def split_sources(df: DataFrame, query: QueryPlan) -> dict[int, DataFrame]:
             for i, node in enumerate(query.spouts)}
 
 
-def _without_malformed(stream: str, df: DataFrame) -> DataFrame:
-    """Count records the spout could not decode (observed metrics), then drop them."""
-    if "malformed" not in df.columns:
-        return df
+def _observed(stream: str, df: DataFrame) -> DataFrame:
+    """Count what the spout reports per batch (observed metrics): records it could not decode
+    (then dropped) and its read time; the columns that carried them are dropped."""
     from pyspark.sql import functions as F
 
-    counted = df.observe(f"{stream}_spout", F.count(F.col("malformed")).alias("malformed_records"))
-    return counted.where(F.col("malformed").isNull()).drop("malformed")
+    from trident_spark.spout.kafka_config import READ_MS_COLUMN
+
+    metrics = []
+    if "malformed" in df.columns:
+        metrics.append(F.count(F.col("malformed")).alias("malformed_records"))
+    if READ_MS_COLUMN in df.columns:
+        metrics.append(F.coalesce(F.sum(F.col(READ_MS_COLUMN)), F.lit(0.0)).alias("read_ms"))
+    if not metrics:
+        return df
+    df = df.observe(f"{stream}_spout", *metrics)
+    if "malformed" in df.columns:
+        df = df.where(F.col("malformed").isNull()).drop("malformed")
+    return df.drop(READ_MS_COLUMN)
 
 
 def _with_trigger(writer: Any, trigger: str | None) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 
@@ -13,9 +13,31 @@ class BatchProgress:
     """One finished batch of one stream.
 
     ``bytes`` and ``record_bytes`` come from the spout's sizing (sampled record
-    sizes); ``limited_by`` says which read limit cut the batch. ``state`` sums
-    the counters of the batch's state tasks (``StateStats``: cache hits and
-    misses, store reads and writes, keys read and written, lost races).
+    sizes); ``limited_by`` says which read limit cut the batch, and
+    ``read_limit_bytes`` the per-partition limit it was planned with. ``state``
+    sums the counters of the batch's state tasks (``StateStats``: cache hits
+    and misses, store reads and writes and their time, keys read and written,
+    lost races).
+
+    ``stages`` lists where the batch's task time went, in pipeline order: one
+    ``{"name", "kind", "ms", "rows_in", "rows_out", "tasks"}`` per stage, ``kind``
+    one of ``source`` (the Kafka read), ``python`` (an operator), ``aggregate``,
+    ``state_get``, ``state_put``, ``state_query`` and ``spark`` (the rest of
+    the executors' time: JVM shuffle, built-in aggregation, moving rows to and
+    from Python). ``ms`` is summed over the stage's tasks, not wall time.
+    ``spark`` holds what Spark measured of the batch's jobs (executor run and
+    CPU time, GC, shuffle bytes, tasks). ``backlog`` is the records the spout
+    saw waiting after this batch; ``partition_rows`` the records per Kafka
+    partition. ``cores`` is Spark's default parallelism.
+
+    Examples
+    --------
+    >>> batch = BatchProgress("words", txid=3, rows=1200, duration_ms=850,
+    ...                       stages=[{"name": "each(Split)", "kind": "python", "ms": 410.0}])
+    >>> batch.slowest_stage()["name"]
+    'each(Split)'
+    >>> BatchProgress.from_json(batch.to_json()) == batch
+    True
     """
 
     stream: str
@@ -33,6 +55,14 @@ class BatchProgress:
     durations_ms: dict[str, int] = field(default_factory=dict)
     end_offsets: dict[str, Any] = field(default_factory=dict)
     state: dict[str, int] = field(default_factory=dict)
+    start_offsets: dict[str, Any] = field(default_factory=dict)
+    latest_offsets: dict[str, Any] = field(default_factory=dict)
+    partition_rows: dict[str, int] = field(default_factory=dict)
+    backlog: int | None = None
+    read_limit_bytes: int | None = None
+    stages: list[dict[str, Any]] = field(default_factory=list)
+    spark: dict[str, float] = field(default_factory=dict)
+    cores: int | None = None
 
     @classmethod
     def from_spark(cls, stream: str, progress: dict[str, Any]) -> BatchProgress:
@@ -47,7 +77,16 @@ class BatchProgress:
             sizing = {}
         observed = progress.get("observedMetrics") or {}
         malformed = sum(int(row.get("malformed_records", 0) or 0) for row in observed.values())
+        read_ms = [float(row["read_ms"]) for row in observed.values() if row.get("read_ms") is not None]
         durations = progress.get("durationMs") or {}
+        start, latest = _offsets_doc(source.get("startOffset")), _offsets_doc(source.get("latestOffset"))
+        end_offsets = end.get("offsets", {}) if isinstance(end, dict) else {}
+        begin = {**start.get("offsets", {})}
+        for topic, parts in (end.get("begin", {}) if isinstance(end, dict) else {}).items():
+            begin[topic] = {**begin.get(topic, {}), **parts}  # partitions new in this batch
+        rows = int(progress.get("numInputRows", 0))
+        stages = [{"name": "source", "kind": "source", "ms": round(sum(read_ms), 3), "rows_in": None,
+                   "rows_out": rows, "tasks": None}] if read_ms else []
         return cls(
             stream=stream,
             txid=int(progress.get("batchId", -1)),
@@ -62,8 +101,35 @@ class BatchProgress:
             processed_rows_per_second=_number(progress.get("processedRowsPerSecond")),
             timestamp=str(progress.get("timestamp", "")),
             durations_ms={k: int(v) for k, v in durations.items()},
-            end_offsets=end.get("offsets", {}) if isinstance(end, dict) else {},
+            end_offsets=end_offsets,
+            start_offsets=begin,
+            latest_offsets=latest.get("offsets", {}),
+            partition_rows=sizing.get("partition_rows") or _partition_rows(begin, end_offsets),
+            backlog=_backlog(latest.get("offsets"), end_offsets),
+            read_limit_bytes=sizing.get("read_limit_bytes"),
+            stages=stages,
         )
+
+    @classmethod
+    def from_json(cls, line: str) -> BatchProgress:
+        """Read back one line of ``trident-progress.jsonl`` (unknown keys ignored, missing ones
+        take their defaults, so files of older and newer versions read)."""
+        data = json.loads(line)
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def add_task_metrics(self, counters: dict[Any, float], spark: dict[str, float],
+                         order: list[str] | None = None) -> None:
+        """Join what the batch's tasks counted (``runtime.metrics``) and what Spark measured."""
+        from trident_spark.runtime.metrics import split_counters, with_spark_rest
+
+        self.state, stages = split_counters(counters, order)
+        self.spark = dict(spark)
+        self.stages = with_spark_rest([*self.stages, *stages], self.spark)
+
+    def slowest_stage(self) -> dict[str, Any] | None:
+        """The stage that took the most task time (None when nothing was measured)."""
+        return max(self.stages, key=lambda s: s.get("ms") or 0.0, default=None)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -84,6 +150,41 @@ class BatchProgress:
         cache = f", cache hits {hits / (hits + misses):.0%}" if hits + misses else ""
         return (f"; state: {written:,} keys written, {self.state.get('store_reads', 0)} reads, "
                 f"{self.state.get('store_writes', 0)} writes{cache}")
+
+
+def _offsets_doc(value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _partition_rows(begin: dict[str, Any], end: dict[str, Any]) -> dict[str, int]:
+    """Records per Kafka partition: ``{"topic[p]": end - begin}`` (partitions with records)."""
+    rows = {}
+    for topic, parts in end.items():
+        if not isinstance(parts, dict):
+            return {}
+        for partition, offset in parts.items():
+            start = begin.get(topic, {}).get(partition)
+            if isinstance(start, int) and isinstance(offset, int) and offset > start:
+                rows[f"{topic}[{partition}]"] = offset - start
+    return rows
+
+
+def _backlog(latest: Any, end: dict[str, Any]) -> int | None:
+    """Records the spout saw waiting beyond the batch's end (None when it did not say)."""
+    if not isinstance(latest, dict) or not latest:
+        return None
+    total = 0
+    for topic, parts in latest.items():
+        for partition, offset in (parts or {}).items():
+            done = end.get(topic, {}).get(partition, 0)
+            if isinstance(offset, int) and isinstance(done, int):
+                total += max(0, offset - done)
+    return total
 
 
 def _number(value: Any) -> float | None:

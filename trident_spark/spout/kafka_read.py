@@ -30,7 +30,7 @@ import pyarrow as pa
 
 from trident_spark.errors import BrokerUnavailableError, DataLossError, MalformedRecordError
 from trident_spark.gc_pause import gc_paused
-from trident_spark.spout.kafka_config import KafkaSpoutConfig
+from trident_spark.spout.kafka_config import READ_MS_COLUMN, KafkaSpoutConfig
 from trident_spark.spout.kafka_decode import decode_column
 from trident_spark.spout.kafka_offsets import OffsetRange
 from trident_spark.spout.kafka_pool import borrowed_consumer
@@ -76,14 +76,24 @@ def _read(config: KafkaSpoutConfig, schema: pa.Schema, r: OffsetRange, consumer:
     position = r.start
     try:
         while position < r.until:
+            started = time.perf_counter()
             columns = _Columns(config.include_headers)
             with gc_paused():
                 position = _fill(config, consumer, r, position, columns)
                 batch = columns.record_batch(config, schema, r) if columns.rows else None
             if batch is not None:
-                yield batch
+                yield with_read_time(batch, config, (time.perf_counter() - started) * 1000)
     finally:
         consumer.unassign()
+
+
+def with_read_time(batch: pa.RecordBatch, config: KafkaSpoutConfig, ms: float) -> pa.RecordBatch:
+    """Set the read-time column (when the runtime asked for it): ``ms`` on the first row."""
+    if not config.read_metrics:
+        return batch
+    index = batch.schema.get_field_index(READ_MS_COLUMN)
+    values = pa.array([ms] + [None] * (batch.num_rows - 1), pa.float64())
+    return batch.set_column(index, READ_MS_COLUMN, values)
 
 
 def _fill(config: KafkaSpoutConfig, consumer: Any, r: OffsetRange, position: int, columns: _Columns) -> int:
@@ -239,4 +249,6 @@ class _Columns:
                 )
         else:
             columns["malformed"] = pa.nulls(n, pa.string()) if clean else pa.array(errors, pa.string())
+        if config.read_metrics:
+            columns[READ_MS_COLUMN] = pa.nulls(n, pa.float64())  # filled in by with_read_time
         return pa.RecordBatch.from_arrays([columns[name] for name in schema.names], schema=schema)

@@ -21,7 +21,8 @@ progress and stays fixed on replay. ``until`` carries the resolved
 first run would have. With adaptive batching ``batch`` also holds
 ``"adaptive": true``, the fullest partition's bytes (``partition_bytes``) and the
 controller's decision (``adapt``: reason, the feedback batch it used, the
-fixed-cost guard's reference point): the next batch's limit is decided from
+fixed-cost guard's reference point, the last batch's bytes and duration for the
+cost slope): the next batch's limit is decided from
 them and the driver's feedback file (:mod:`trident_spark.tuning.adaptive`).
 """
 
@@ -270,16 +271,18 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         last = batch.get("read_limit_bytes") if batch.get("adaptive") else None
         self._fed_batch = adapt.get("feedback_batch")
         reference = tuple(adapt["reference"]) if adapt.get("reference") else None
+        previous = tuple(adapt["previous"]) if adapt.get("previous") else None
         if last is None:
             self._decision = Decision(controller.initial(), INITIAL)
             return
         feedback = read_feedback(self.config.feedback_dir) if self.config.feedback_dir else None
         if feedback is None or (self._fed_batch is not None and feedback.batch_id <= self._fed_batch):
-            self._decision = Decision(min(bound, int(last)), NO_FEEDBACK, reference)  # type: ignore[arg-type]
+            self._decision = Decision(min(bound, int(last)), NO_FEEDBACK, reference,  # type: ignore[arg-type]
+                                      previous)  # type: ignore[arg-type]
             return
         seen = Observation(feedback.duration_ms, int(batch.get("partition_bytes") or 0),
                            batch.get("limited_by") in BYTE_LIMITED, batch.get("record_bytes"))
-        self._decision = controller.next(int(last), seen, reference)  # type: ignore[arg-type]
+        self._decision = controller.next(int(last), seen, reference, previous)  # type: ignore[arg-type]
         self._fed_batch = feedback.batch_id
         log.info("KafkaSpout adaptive batching: batch %d took %.0f ms (target %.0f) reading %d B per "
                  "partition; limit %d -> %d B (%s)", feedback.batch_id, feedback.duration_ms,
@@ -439,6 +442,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             "record_bytes": round(sample_bytes / sample_count, 1) if sample_count else None,
             "limited_by": limited_by,
             "lost": lost,
+            "partition_rows": {f"{t}[{p}]": end[(t, p)] - begin[(t, p)]
+                               for t, p in sorted(end) if end[(t, p)] > begin[(t, p)]},
         }
         read_limit = self._read_limit_bytes()
         if read_limit is not None:
@@ -451,6 +456,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 "reason": self._decision.reason,
                 "feedback_batch": self._fed_batch,
                 "reference": list(self._decision.reference) if self._decision.reference else None,
+                "previous": list(self._decision.previous) if self._decision.previous else None,
             }
         return document
 

@@ -1,0 +1,257 @@
+"""Per-batch, per-stage metrics: what the tasks of a batch count, and how the counts become stages.
+
+Executors add to one Spark accumulator per query (a dict summed key by key).
+Two kinds of keys travel in it:
+
+* plain names (``"store_reads"``, ``"cache_hits"`` ...): the state counters of
+  ``StateStats``, summed over every state of the batch;
+* ``(STAGE, kind, name, metric)`` tuples: the time a stage's own Python code took
+  (``"ms"``, summed over its tasks, not wall time) and the rows it took in and gave out.
+
+A stage's time is its own: the time its tasks spent waiting for the stage before
+them (the Kafka read, a shuffle) is measured apart and left out, so the stages of
+one Spark task add up instead of counting the same wait twice.
+
+On the driver, :func:`split_counters` turns a batch's sum into the state counters and
+the stage list of ``BatchProgress.stages``; :func:`spark_task_metrics` reads what
+Spark measured for the batch's jobs (executor run and CPU time, GC, shuffle bytes).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from pyspark.accumulators import AccumulatorParam
+
+if TYPE_CHECKING:
+    from pyspark import Accumulator, SparkContext
+
+STAGE = "stage"
+
+#: Stage kinds, in the order a batch's data meets them (the order stages are listed in).
+KINDS = ("source", "python", "state_get", "aggregate", "state_query", "state_put", "spark")
+
+
+class CountersParam(AccumulatorParam):  # type: ignore[type-arg]
+    """Sums the counters the tasks of a batch report, key by key."""
+
+    def zero(self, value: dict[Any, float]) -> dict[Any, float]:
+        return {}
+
+    def addInPlace(self, value1: dict[Any, float], value2: dict[Any, float]) -> dict[Any, float]:
+        for name, count in value2.items():
+            value1[name] = value1.get(name, 0) + count
+        return value1
+
+
+class StageClock:
+    """A task's stage counters, gathered locally and sent to the accumulator once.
+
+    Examples
+    --------
+    >>> clock = StageClock()
+    >>> clock.add("python", "each(Split)", ms=2.5, rows_in=10, rows_out=40)
+    >>> clock.counters[("stage", "python", "each(Split)", "rows_out")]
+    40
+    """
+
+    def __init__(self) -> None:
+        self.counters: dict[Any, float] = {}
+
+    def add(self, kind: str, name: str, ms: float = 0.0, rows_in: int | None = None,
+            rows_out: int | None = None) -> None:
+        for metric, value in (("ms", ms), ("rows_in", rows_in), ("rows_out", rows_out), ("tasks", 1)):
+            if value is not None:
+                key = (STAGE, kind, name, metric)
+                self.counters[key] = self.counters.get(key, 0) + value
+
+    def send(self, accumulator: Accumulator[dict[Any, float]] | None) -> None:
+        """Add what this task counted to the batch's accumulator (nothing when there is none)."""
+        if accumulator is not None and self.counters:
+            accumulator.add(self.counters)
+        self.counters = {}
+
+
+def _rows(batch: Any) -> int:
+    return int(getattr(batch, "num_rows", 0))
+
+
+def timed(fn: Callable[..., Iterator[Any]], kind: str, name: str,
+          accumulator: Accumulator[dict[Any, float]] | None) -> Callable[..., Iterator[Any]]:
+    """Wrap a ``mapInArrow`` function so its task time and rows are counted as stage ``name``.
+
+    The time spent pulling input batches (the stages before, in the same task) is taken
+    out; time while the output waits downstream is not counted either. Without an
+    accumulator the function is returned unchanged.
+    """
+    if accumulator is None:
+        return fn
+
+    @functools.wraps(fn)
+    def run(batches: Iterator[Any], *args: Any) -> Iterator[Any]:
+        waited = 0.0
+        rows_in = rows_out = 0
+
+        def pulled() -> Iterator[Any]:
+            nonlocal waited, rows_in
+            source = iter(batches)
+            while True:
+                started = time.perf_counter()
+                try:
+                    batch = next(source)
+                except StopIteration:
+                    waited += time.perf_counter() - started
+                    return
+                waited += time.perf_counter() - started
+                rows_in += _rows(batch)
+                yield batch
+
+        spent = 0.0
+        outputs = fn(pulled(), *args)
+        try:
+            while True:
+                started = time.perf_counter()
+                try:
+                    out = next(outputs)
+                except StopIteration:
+                    spent += time.perf_counter() - started
+                    break
+                spent += time.perf_counter() - started
+                rows_out += _rows(out)
+                yield out
+        finally:
+            clock = StageClock()
+            clock.add(kind, name, ms=max(0.0, spent - waited) * 1000, rows_in=rows_in, rows_out=rows_out)
+            clock.send(accumulator)
+
+    return run
+
+
+def split_counters(counters: dict[Any, float], order: list[str] | None = None
+                   ) -> tuple[dict[str, int], list[dict[str, Any]]]:
+    """A batch's summed counters as (state counters, stages in pipeline order).
+
+    ``order`` lists stage names in the order the query's operators run; stages are
+    sorted by kind (source first), then by that order.
+
+    Examples
+    --------
+    >>> state, stages = split_counters({"store_reads": 2, ("stage", "python", "f", "ms"): 1.5})
+    >>> state, stages[0]["name"], stages[0]["ms"]
+    ({'store_reads': 2}, 'f', 1.5)
+    """
+    state: dict[str, int] = {}
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for key, value in counters.items():
+        if isinstance(key, tuple) and len(key) == 4 and key[0] == STAGE:
+            _, kind, name, metric = key
+            entry = found.setdefault((kind, name), {"name": name, "kind": kind, "ms": 0.0,
+                                                    "rows_in": None, "rows_out": None, "tasks": 0})
+            entry[metric] = round(value, 3) if metric == "ms" else int(value)
+        elif isinstance(key, str):
+            state[key] = int(value)
+    _own_time_of_updates(found)
+    position = {name: i for i, name in enumerate(order or [])}
+
+    def rank(entry: dict[str, Any]) -> tuple[int, int, str]:
+        kind = KINDS.index(entry["kind"]) if entry["kind"] in KINDS else len(KINDS)
+        # An operator's own stages keep their kind order (get, update, put); operators keep theirs.
+        return position.get(entry["name"].split(" / ")[0], len(position)), kind, entry["name"]
+
+    stages = sorted(found.values(), key=rank)
+    sources = [s for s in stages if s["kind"] == "source"]
+    return state, sources + [s for s in stages if s["kind"] != "source"]
+
+
+def _own_time_of_updates(found: dict[tuple[str, str], dict[str, Any]]) -> None:
+    """A persist's task time (``<label> / update``) includes its store round trips, which are
+    stages of their own (``<label> / multiGet``, ``/ multiPut``): keep only the updater's share."""
+    for (kind, name), entry in found.items():
+        if kind == "aggregate" and name.endswith(" / update"):
+            base = name.removesuffix(" / update")
+            store = sum(found.get((k, f"{base} / {op}"), {}).get("ms", 0.0)
+                        for k, op in (("state_get", "multiGet"), ("state_put", "multiPut")))
+            entry["ms"] = round(max(0.0, entry["ms"] - store), 3)
+
+
+# --- what Spark measured ---------------------------------------------------------------------
+class SparkJobs:
+    """The Spark jobs one batch runs: those of the streaming query's job group started after
+    :meth:`mark` (Spark runs a query's jobs in a group named after its run id)."""
+
+    def __init__(self, sc: SparkContext | None) -> None:
+        self.sc = sc
+        self.group = sc.getLocalProperty("spark.jobGroup.id") if sc is not None else None
+        self.after = -1
+
+    def mark(self) -> None:
+        """Remember the newest job of the group: the batch's jobs come after it."""
+        if self.group and self.sc is not None:
+            self.after = max(self.sc.statusTracker().getJobIdsForGroup(self.group), default=-1)
+
+    def metrics(self, wait_s: float = 0.3) -> dict[str, float]:
+        """Sums over the batch's jobs' stages (``{}`` when Spark cannot tell).
+
+        Spark updates its status store asynchronously: a stage still shown running is
+        waited for up to ``wait_s`` seconds.
+        """
+        if not self.group or self.sc is None:
+            return {}
+        try:
+            tracker = self.sc.statusTracker()
+            stage_ids: set[int] = set()
+            for job in tracker.getJobIdsForGroup(self.group):
+                if job > self.after:
+                    info = tracker.getJobInfo(job)
+                    if info is not None:
+                        stage_ids.update(int(s) for s in info.stageIds)
+            return spark_task_metrics(self.sc, sorted(stage_ids), wait_s)
+        except Exception:  # metrics must never fail a batch
+            return {}
+
+
+def spark_task_metrics(sc: SparkContext, stage_ids: list[int], wait_s: float = 0.3) -> dict[str, float]:
+    """Executor time, CPU, GC and shuffle bytes summed over ``stage_ids`` (skipped stages add 0)."""
+    store = sc._jsc.sc().statusStore()  # type: ignore[union-attr]
+    totals = {"stages": 0, "tasks": 0, "executor_run_ms": 0.0, "executor_cpu_ms": 0.0, "gc_ms": 0.0,
+              "shuffle_read_bytes": 0, "shuffle_write_bytes": 0}
+    deadline = time.monotonic() + wait_s
+    for stage_id in stage_ids:
+        while True:
+            attempts = store.stageData(stage_id, False, None, False, None)
+            statuses = [str(attempts.apply(i).status()) for i in range(attempts.size())]
+            if "ACTIVE" not in statuses or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+        for i in range(attempts.size()):
+            data = attempts.apply(i)
+            if str(data.status()) == "SKIPPED":
+                continue
+            totals["stages"] += 1
+            totals["tasks"] += int(data.numCompleteTasks()) + int(data.numFailedTasks())
+            totals["executor_run_ms"] += float(data.executorRunTime())
+            totals["executor_cpu_ms"] += float(data.executorCpuTime()) / 1e6
+            totals["gc_ms"] += float(data.jvmGcTime())
+            totals["shuffle_read_bytes"] += int(data.shuffleReadBytes())
+            totals["shuffle_write_bytes"] += int(data.shuffleWriteBytes())
+    totals["executor_cpu_ms"] = round(totals["executor_cpu_ms"], 1)
+    return totals
+
+
+def with_spark_rest(stages: list[dict[str, Any]], spark: dict[str, float]) -> list[dict[str, Any]]:
+    """Append the ``spark`` stage: executor time the measured stages do not account for (JVM
+    shuffle, built-in aggregation, moving rows to and from Python)."""
+    run_ms = spark.get("executor_run_ms")
+    if not run_ms:
+        return stages
+    measured = sum(s["ms"] for s in stages)
+    rest = {"name": "spark", "kind": "spark", "ms": round(max(0.0, run_ms - measured), 3),
+            "rows_in": None, "rows_out": None, "tasks": int(spark.get("tasks", 0))}
+    return [*stages, rest]
+
+
+__all__ = ["KINDS", "STAGE", "CountersParam", "SparkJobs", "StageClock", "spark_task_metrics",
+           "split_counters", "timed", "with_spark_rest"]
