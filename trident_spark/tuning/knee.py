@@ -23,7 +23,9 @@ Thresholds (module constants, so tests and the report name them):
 ``SHARP_SLOPE_FACTOR = 3.0``
     a step is a sharp rise when its marginal cost (ms per record between two neighbouring
     sizes) is more than 3x the growing regime's (the least-squares slope of the growing
-    points so far) ...
+    points so far; for the first step out of the flat band, before there is one, the most a
+    record can cost within the band: 25% of the smallest latency over the band's span of
+    records) ...
 ``SHARP_MIN_RISE = 0.25``
     ... and latency rose by more than 25% in that step (a steep step of a few ms is noise);
 ``THROUGHPUT_FALL = 0.05``
@@ -137,6 +139,7 @@ def find_knee(points: Sequence[KneePoint], *, label: dict[int, str] | None = Non
     sharp_index: int | None = None
     sharp_slope: float | None = None
     prev = growing[0] if growing else flat_end
+    flat_bound = _flat_slope_bound(rec, lat, regimes)
     i = prev + 1
     while i < n:
         if regimes[i] == OUTLIER:
@@ -144,11 +147,12 @@ def find_knee(points: Sequence[KneePoint], *, label: dict[int, str] | None = Non
             continue
         step = (lat[i] - lat[prev]) / (rec[i] - rec[prev])
         falls = pts[i].rate < (1 - THROUGHPUT_FALL) * pts[prev].rate and lat[i] > lat[prev]
-        steep = (slope is not None and step > SHARP_SLOPE_FACTOR * max(slope, 0.0)
+        reference = slope if slope is not None else flat_bound
+        steep = (reference is not None and step > SHARP_SLOPE_FACTOR * max(reference, 0.0)
                  and lat[i] - lat[prev] > SHARP_MIN_RISE * lat[prev])
         if falls or steep:
             nxt = _next_usable(regimes, i)
-            if nxt is not None and _back_in_line(prev, i, nxt, rec, lat, slope):
+            if nxt is not None and _back_in_line(prev, i, nxt, rec, lat, reference):
                 regimes[i] = OUTLIER
                 notes.append(f"{_name(pts[i].size, names)} is out of line with its neighbours "
                              f"({lat[i]:.0f} ms): treated as noise")
@@ -219,6 +223,16 @@ def _flat_end(lat: list[float], regimes: list[str]) -> int:
     if lat[0] > band and end > 0:
         regimes[0] = OUTLIER  # the smallest size slower than larger ones in the band: noise
     return end
+
+
+def _flat_slope_bound(rec: list[float], lat: list[float], regimes: list[str]) -> float | None:
+    """The most a record can cost in the flat regime: its latencies stay within
+    ``FLAT_TOLERANCE`` of the smallest over its span of batch sizes. The first step out of the
+    band is measured against it while no growing regime gives a slope."""
+    flat = [i for i, r in enumerate(regimes) if r == FLAT]
+    if len(flat) < 2:
+        return None
+    return FLAT_TOLERANCE * min(lat) / (rec[flat[-1]] - rec[flat[0]])
 
 
 def _next_usable(regimes: list[str], i: int) -> int | None:
