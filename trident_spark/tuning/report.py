@@ -1,0 +1,360 @@
+"""What a batch-size sweep found: results.json, report.md and two PNG plots.
+
+:func:`summarize` turns a :class:`~trident_spark.tuning.sweep.Sweep` into one plain dict
+(the statistics per size, the regimes and knee of :mod:`.knee`, the principal bottleneck at
+the knee from :mod:`.diagnosis`, the recommended settings with their formulas, and every
+batch measured); :func:`write_report` writes that dict as ``results.json``, renders
+``report.md`` from it and draws (matplotlib, Agg backend, no display needed):
+
+* ``throughput_latency.png``: throughput and batch latency (median, p95 whiskers) against
+  the batch size, the regimes shaded and the knee marked;
+* ``stage_breakdown.png``: per size, where a batch's time goes, stacked by stage.
+
+The report reads only the dict, so a results.json from another machine renders the same.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from trident_spark.tuning import knee as knee_rules
+from trident_spark.tuning.knee import KneeAnalysis, KneePoint, TooFewPointsError, find_knee
+
+if TYPE_CHECKING:
+    from trident_spark.tuning.sweep import SizeStats, Sweep
+
+REPORT_FILES = ("report.md", "results.json", "throughput_latency.png", "stage_breakdown.png")
+REGIME_COLOURS = {"flat": "#d9f0d3", "growing": "#fff2cc", "sharp": "#f8d0d0"}
+
+
+# --- the results document -----------------------------------------------------------------------
+def summarize(sweep: Sweep, *, target: str = "", settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Everything the sweep measured and concluded, as JSON-ready data."""
+    from trident_spark.tuning.sweep import measured_batches, sweep_stats
+
+    stats = sweep_stats(sweep)
+    labels = {s.size: s.label for s in stats}
+    analysis: KneeAnalysis | None = None
+    knee_doc: dict[str, Any]
+    try:
+        analysis = find_knee([KneePoint(s.size, s.records_per_batch, s.latency_p50_ms, s.throughput)
+                              for s in stats], label=labels)
+        knee_doc = _knee_doc(analysis, labels)
+    except TooFewPointsError as exc:
+        knee_doc = {"error": str(exc)}
+    regimes = dict(zip((labels[p.size] for p in analysis.points), analysis.regimes, strict=True)) \
+        if analysis else {}
+    sizes = [{**_stats_doc(s), "regime": regimes.get(s.label, "")} for s in stats]
+    at_knee = [b for run in sweep.runs if analysis and run.size == analysis.knee.size
+               for b in measured_batches(run)]
+    knee_stats = next((s for s in stats if analysis and s.size == analysis.knee.size), None)
+    return {
+        "target": target,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "stream": sweep.stream,
+        "partitions": sweep.partitions,
+        "cores": sweep.cores,
+        "settings": settings or {},
+        "slices": [s.to_dict() for s in sweep.slices],
+        "sizes": sizes,
+        "knee": knee_doc,
+        "bottleneck": _bottleneck(at_knee, sweep.cores),
+        "recommendation": _recommendation(knee_stats, sweep.partitions) if knee_stats else None,
+        "plan": _plan(at_knee, knee_stats, sweep) if knee_stats else None,
+        "scratch_states": sweep.scratch_states,
+        "runs": [asdict(r) for r in sweep.runs],
+    }
+
+
+def _stats_doc(s: SizeStats) -> dict[str, Any]:
+    doc = asdict(s)
+    doc["stage_shares"] = s.stage_shares()
+    return doc
+
+
+def _knee_doc(analysis: KneeAnalysis, labels: dict[int, str]) -> dict[str, Any]:
+    knee = analysis.knee
+    return {
+        "size": knee.size, "label": labels.get(knee.size, str(knee.size)),
+        "records_per_batch": knee.records_per_batch, "latency_p50_ms": knee.latency_ms,
+        "throughput": knee.rate, "reason": analysis.reason, "notes": analysis.notes,
+        "regimes": {regime: [labels.get(s, str(s)) for s in analysis.sizes(regime)]
+                    for regime in (knee_rules.FLAT, knee_rules.GROWING, knee_rules.SHARP,
+                                   knee_rules.OUTLIER)},
+        "growing_ms_per_record": analysis.growing_ms_per_record,
+        "sharp_ms_per_record": analysis.sharp_ms_per_record,
+        "thresholds": {"flat_tolerance": knee_rules.FLAT_TOLERANCE,
+                       "sharp_slope_factor": knee_rules.SHARP_SLOPE_FACTOR,
+                       "sharp_min_rise": knee_rules.SHARP_MIN_RISE,
+                       "throughput_fall": knee_rules.THROUGHPUT_FALL},
+    }
+
+
+def _bottleneck(batches: list[dict[str, Any]], cores: int | None) -> dict[str, Any] | None:
+    """The principal bottleneck at the knee, by :func:`diagnosis.diagnose` (None without batches)."""
+    if not batches:
+        return None
+    from trident_spark.tuning.diagnosis import diagnose
+
+    finding = diagnose(batches, cores=cores, window=len(batches)).bottleneck
+    return {"kind": finding.kind, "title": finding.title, "explanation": finding.explanation}
+
+
+def _recommendation(knee: SizeStats, partitions: int) -> dict[str, Any]:
+    """The knee's settings: its read limit, its batch in records, a trigger about its latency."""
+    trigger_ms = max(100, math.ceil(knee.latency_p50_ms / 100) * 100)
+    records = max(1, round(knee.records_per_batch))
+    rate = records / trigger_ms * 1000
+    return {
+        "kafka_spout": {"max_fetch_bytes": knee.size, "max_offsets_per_trigger": records},
+        "trigger": f"{trigger_ms} milliseconds",
+        "formulas": {
+            "max_fetch_bytes": f"max_fetch_bytes = the knee's size = {knee.size:,} ({knee.label})",
+            "max_offsets_per_trigger": (
+                f"max_offsets_per_trigger = records per batch at the knee = {records:,} "
+                f"(~ {partitions} partitions x max_fetch_bytes / record_bytes)"),
+            "trigger": (f"trigger = the knee's median batch latency rounded up to 100 ms = "
+                        f"ceil({knee.latency_p50_ms:,.0f} / 100) x 100 = {trigger_ms} ms"),
+            "throughput": (f"throughput = records per batch / trigger (Little's Law, one batch in flight) "
+                           f"= {records:,} / {trigger_ms / 1000:g} s = {rate:,.0f} records/s "
+                           f"(measured at the knee: {knee.throughput:,.0f} records/s busy)"),
+        },
+        "reason": (f"{knee.label} is the largest size before latency rises sharply: each batch of "
+                   f"~{records:,} records takes {knee.latency_p50_ms:,.0f} ms (p95 "
+                   f"{knee.latency_p95_ms:,.0f} ms); a trigger of {trigger_ms} ms lets the next batch "
+                   f"gather while one runs, so the stream keeps up with up to ~{rate:,.0f} records/s"),
+    }
+
+
+def _plan(batches: list[dict[str, Any]], knee: SizeStats, sweep: Sweep) -> dict[str, Any]:
+    """:func:`plan.plan_from_progress` on the knee's batches, aiming at the knee's latency."""
+    from trident_spark.tuning.plan import measured_inputs, plan_from_progress
+
+    fallback = {"kafka_partitions": sweep.partitions, "cores": sweep.cores}
+    try:
+        measured = measured_inputs(batches)
+        extra = {k: v for k, v in fallback.items() if v and k not in measured}
+        tuning = plan_from_progress(batches, target_batch_ms=max(1.0, knee.latency_p50_ms), **extra)
+    except ValueError as exc:
+        return {"error": str(exc)}
+    return {"settings": tuning.settings(), "formulas": dict(tuning.formulas),
+            "markdown": tuning.to_markdown(), "warnings": list(tuning.warnings)}
+
+
+# --- writing ------------------------------------------------------------------------------------
+def write_report(results: dict[str, Any], out_dir: Path) -> Path:
+    """Write results.json, the two plots and report.md into ``out_dir``; returns report.md's path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "results.json").write_text(json.dumps(results, indent=1, sort_keys=True, default=str))
+    plot_throughput_latency(results, out_dir / "throughput_latency.png")
+    plot_stage_breakdown(results, out_dir / "stage_breakdown.png")
+    path = out_dir / "report.md"
+    path.write_text(render_markdown(results))
+    return path
+
+
+def render_markdown(results: dict[str, Any]) -> str:
+    """report.md: the table of sizes, the regimes, the knee, the bottleneck and the settings."""
+    knee = results.get("knee") or {}
+    lines = [f"# Batch-size sweep: {results.get('target') or results.get('stream')}", ""]
+    lines += _slice_lines(results)
+    lines += ["## Measurements", "",
+              "Per batch size (`max_fetch_bytes` per partition): the first batch of every run is the "
+              "warm-up and is not counted; throughput is records / the counted batches' summed "
+              "durations (wall: all records / the runs' wall time, start-up included).", "",
+              "| size | regime | batches | records/batch | p50 ms | p95 ms | records/s | wall records/s "
+              "| stage shares |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for s in results["sizes"]:
+        mark = " **(knee)**" if knee.get("label") == s["label"] else ""
+        lines.append(
+            f"| {s['label']}{mark} | {s.get('regime', '')} | {s['measured_batches']} of {s['batches']} "
+            f"| {s['records_per_batch']:,.0f} | {s['latency_p50_ms']:,.0f} | {s['latency_p95_ms']:,.0f} "
+            f"| {s['throughput']:,.0f} | {s['wall_throughput']:,.0f} | {_shares(s)} |")
+    sources = {s.get("stage_source") for s in results["sizes"]}
+    if "phases" in sources:
+        lines += ["", "Stage shares are Spark's phases of a batch (wall time): the batches carried no "
+                      "per-stage task times."]
+    lines += ["", "![throughput and latency](throughput_latency.png)", "",
+              "![time per stage](stage_breakdown.png)", ""]
+    lines += _knee_lines(knee)
+    lines += _bottleneck_lines(results.get("bottleneck"))
+    lines += _recommendation_lines(results.get("recommendation"), results.get("plan"))
+    if results.get("scratch_states"):
+        lines += ["## Scratch states", "", "Each run wrote its state here, not into the topology's own:", ""]
+        lines += [f"* `{name}`" for name in results["scratch_states"]]
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _slice_lines(results: dict[str, Any]) -> list[str]:
+    settings = results.get("settings") or {}
+    lines = [f"Stream `{results['stream']}`: {results['partitions']} Kafka partitions, "
+             f"{results.get('cores') or '?'} cores; {settings.get('repeat', 1)} run(s) per size, "
+             f"at most {settings.get('max_batches', '?')} batches per run.", ""]
+    for s in results.get("slices", []):
+        ranges = ", ".join(f"{t}[{p}] {s['start'][t][p]}..{s['end'][t][p]}"
+                           for t in sorted(s["end"]) for p in sorted(s["end"][t], key=int))
+        lines.append(f"* slice of `{s['stream']}`: {s['records']:,} records ({ranges})")
+    return [*lines, ""]
+
+
+def _shares(size: dict[str, Any]) -> str:
+    shares = size.get("stage_shares") or {}
+    top = sorted(shares.items(), key=lambda kv: -kv[1])[:3]
+    return ", ".join(f"{name} {share:.0%}" for name, share in top)
+
+
+def _knee_lines(knee: dict[str, Any]) -> list[str]:
+    lines = ["## Regimes and knee", ""]
+    if "error" in knee:
+        return [*lines, knee["error"], ""]
+    regimes = knee["regimes"]
+    names = {"flat": "flat (bookkeeping-dominated)", "growing": "slowly growing (constant cost per record)",
+             "sharp": "sharp rise", "outlier": "outliers (left out)"}
+    for key, title in names.items():
+        if regimes.get(key):
+            lines.append(f"* {title}: {', '.join(regimes[key])}")
+    slope = knee.get("growing_ms_per_record")
+    sharp = knee.get("sharp_ms_per_record")
+    if slope is not None:
+        lines.append(f"* marginal cost in the growing regime: {slope:.3g} ms per record")
+    if sharp is not None:
+        lines.append(f"* marginal cost at the sharp rise: {sharp:.3g} ms per record")
+    lines += ["", f"**Knee: {knee['label']}** ({knee['records_per_batch']:,.0f} records per batch, "
+                  f"{knee['latency_p50_ms']:,.0f} ms, {knee['throughput']:,.0f} records/s). "
+                  f"{knee['reason']}", ""]
+    lines += [f"* note: {note}" for note in knee.get("notes", [])]
+    t = knee["thresholds"]
+    lines += ["", f"Thresholds: flat while latency is within {t['flat_tolerance']:.0%} of the smallest; "
+                  f"a sharp rise is a step whose ms per record exceeds {t['sharp_slope_factor']:g}x the "
+                  f"growing regime's with latency up more than {t['sharp_min_rise']:.0%}, or throughput "
+                  f"falling by more than {t['throughput_fall']:.0%}.", ""]
+    return lines
+
+
+def _bottleneck_lines(bottleneck: dict[str, Any] | None) -> list[str]:
+    if not bottleneck:
+        return []
+    return ["## Principal bottleneck at the knee", "", f"**{bottleneck['title'] or bottleneck['kind']}**: "
+            f"{bottleneck['explanation']}", ""]
+
+
+def _recommendation_lines(rec: dict[str, Any] | None, plan: dict[str, Any] | None) -> list[str]:
+    if not rec:
+        return []
+    spout = rec["kafka_spout"]
+    lines = ["## Recommended settings", "", rec["reason"] + ".", "", "```python",
+             f"KafkaSpout(..., max_fetch_bytes={spout['max_fetch_bytes']}, "
+             f"max_offsets_per_trigger={spout['max_offsets_per_trigger']})",
+             f"topology.run(..., trigger={rec['trigger']!r})", "```", ""]
+    lines += [f"* `{formula}`" for formula in rec["formulas"].values()]
+    lines.append("")
+    if plan and "markdown" in plan:
+        lines += ["### The variable sheet at the knee (Little's Law)", "",
+                  "`plan_from_progress` on the knee's batches, aiming at its median latency:", "",
+                  plan["markdown"], ""]
+    elif plan and "error" in plan:
+        lines += [f"The variable sheet could not be filled from the knee's batches: {plan['error']}", ""]
+    return lines
+
+
+# --- plots --------------------------------------------------------------------------------------
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_throughput_latency(results: dict[str, Any], path: Path) -> None:
+    """Throughput (top) and batch latency (bottom) against the batch size; regimes and knee marked."""
+    plt = _pyplot()
+    sizes = results["sizes"]
+    x = [s["size"] for s in sizes]
+    fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(8, 7))
+    try:
+        top.plot(x, [s["throughput"] for s in sizes], "o-", label="busy (sum of batch durations)")
+        top.plot(x, [s["wall_throughput"] for s in sizes], "s--", alpha=0.6, label="wall (with start-up)")
+        top.set_ylabel("throughput (records/s)")
+        top.legend(loc="best", fontsize="small")
+        p50 = [s["latency_p50_ms"] for s in sizes]
+        p95 = [s["latency_p95_ms"] for s in sizes]
+        above = [max(0.0, b - a) for a, b in zip(p50, p95, strict=True)]
+        bottom.errorbar(x, p50, yerr=[[0.0] * len(p50), above], fmt="o-", capsize=3,
+                        label="median batch latency (whisker: p95)")
+        bottom.set_ylabel("batch latency (ms)")
+        bottom.set_xlabel("max_fetch_bytes per partition (records per batch below)")
+        bottom.legend(loc="upper left", fontsize="small")
+        for ax in (top, bottom):
+            ax.set_xscale("log", base=2)
+            ax.grid(True, alpha=0.3)
+            _shade_regimes(ax, sizes)
+        bottom.set_xticks(x)
+        bottom.set_xticklabels([f"{s['label']}\n{s['records_per_batch']:,.0f}" for s in sizes], fontsize=8)
+        knee = results.get("knee") or {}
+        if "size" in knee:
+            for ax in (top, bottom):
+                ax.axvline(knee["size"], color="red", linestyle="--", linewidth=1.2)
+            bottom.annotate(f"knee {knee['label']}", (knee["size"], knee["latency_p50_ms"]),
+                            textcoords="offset points", xytext=(-10, 25), ha="right", color="red",
+                            arrowprops={"arrowstyle": "->", "color": "red"})
+        fig.suptitle(f"Batch-size sweep of {results['stream']}")
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+    finally:
+        plt.close(fig)
+
+
+def _shade_regimes(ax: Any, sizes: list[dict[str, Any]]) -> None:
+    """Colour the x range of each regime (boundaries half way between sizes, on the log scale)."""
+    xs = [s["size"] for s in sizes]
+    for i, s in enumerate(sizes):
+        colour = REGIME_COLOURS.get(s.get("regime", ""))
+        if not colour:
+            continue
+        left = math.sqrt(xs[i - 1] * xs[i]) if i > 0 else xs[i] / 1.4
+        right = math.sqrt(xs[i] * xs[i + 1]) if i + 1 < len(xs) else xs[i] * 1.4
+        ax.axvspan(left, right, color=colour, zorder=0, linewidth=0)
+
+
+def plot_stage_breakdown(results: dict[str, Any], path: Path) -> None:
+    """Per size, the mean time per batch of each stage, stacked; the knee's bar outlined."""
+    plt = _pyplot()
+    sizes = results["sizes"]
+    stages: list[str] = []
+    for s in sizes:
+        stages += [name for name in s["stage_ms"] if name not in stages]
+    fig, ax = plt.subplots(figsize=(8, 5))
+    try:
+        positions = list(range(len(sizes)))
+        bottoms = [0.0] * len(sizes)
+        colours = plt.get_cmap("tab20").colors
+        for k, name in enumerate(stages):
+            heights = [float(s["stage_ms"].get(name, 0.0)) for s in sizes]
+            ax.bar(positions, heights, bottom=bottoms, label=name, color=colours[k % len(colours)])
+            bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
+        knee = (results.get("knee") or {}).get("label")
+        for i, s in enumerate(sizes):
+            if s["label"] == knee:
+                ax.bar([i], [bottoms[i]], fill=False, edgecolor="red", linewidth=2, label="knee")
+        ax.set_xticks(positions)
+        ax.set_xticklabels([f"{s['label']}\n{s['records_per_batch']:,.0f} rec" for s in sizes], fontsize=8)
+        source = {s.get("stage_source") for s in sizes}
+        ax.set_ylabel("task ms per batch (summed over tasks)" if source == {"stages"}
+                      else "ms per batch (Spark phases, wall time)")
+        ax.set_xlabel("max_fetch_bytes per partition")
+        ax.set_title(f"Where a batch's time goes, per batch size ({results['stream']})")
+        ax.legend(loc="upper left", fontsize="small")
+        ax.grid(True, axis="y", alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+    finally:
+        plt.close(fig)
