@@ -7,9 +7,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from trident_spark.cli import demo, query, run, status
+from trident_spark.cli import demo, query, run, status, tune
 
-SUBCOMMANDS = (run, demo, query, status)
+SUBCOMMANDS = (run, demo, query, status, tune)
 
 EPILOG = """examples:
   trident-spark demo                                  word count on a local broker, start to end
@@ -18,6 +18,7 @@ EPILOG = """examples:
   trident-spark query "sqlite:///tmp/wc.db?table=counts" cat dog
                                                       current values of two keys of a state
   trident-spark status checkpoints/wordcount --follow each stream's rates, bottleneck and verdict, live
+  trident-spark tune app.py --sweep 16k..1m:7         batch sizes on a fixed slice: the knee, a report
   trident-spark run --help                            options of one subcommand
 """
 
