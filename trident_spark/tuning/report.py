@@ -150,7 +150,7 @@ def _plan(batches: list[dict[str, Any]], knee: SizeStats, sweep: Sweep) -> dict[
 def write_report(results: dict[str, Any], out_dir: Path) -> Path:
     """Write results.json, the two plots and report.md into ``out_dir``; returns report.md's path."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "results.json").write_text(json.dumps(results, indent=1, sort_keys=True, default=str))
+    (out_dir / "results.json").write_text(json.dumps(results, indent=1, default=str))
     plot_throughput_latency(results, out_dir / "throughput_latency.png")
     plot_stage_breakdown(results, out_dir / "stage_breakdown.png")
     path = out_dir / "report.md"
@@ -257,7 +257,9 @@ def _recommendation_lines(rec: dict[str, Any] | None, plan: dict[str, Any] | Non
     lines.append("")
     if plan and "markdown" in plan:
         lines += ["### The variable sheet at the knee (Little's Law)", "",
-                  "`plan_from_progress` on the knee's batches, aiming at its median latency:", "",
+                  "`plan_from_progress` on the knee's batches, aiming at its median latency. The sheet "
+                  "extrapolates the knee's costs linearly and knows nothing of the sharp rise: where it "
+                  "asks for larger batches than the knee, the knee wins.", "",
                   plan["markdown"], ""]
     elif plan and "error" in plan:
         lines += [f"The variable sheet could not be filled from the knee's batches: {plan['error']}", ""]
@@ -293,10 +295,15 @@ def plot_throughput_latency(results: dict[str, Any], path: Path) -> None:
         bottom.set_ylabel("batch latency (ms)")
         bottom.set_xlabel("max_fetch_bytes per partition (records per batch below)")
         bottom.legend(loc="upper left", fontsize="small")
+        outliers = [s for s in sizes if s.get("regime") == "outlier"]
+        if outliers:
+            bottom.plot([s["size"] for s in outliers], [s["latency_p50_ms"] for s in outliers], "x",
+                        color="grey", markersize=12, label="outlier (left out)")
         for ax in (top, bottom):
             ax.set_xscale("log", base=2)
             ax.grid(True, alpha=0.3)
             _shade_regimes(ax, sizes)
+        _regime_legend(fig, sizes)
         bottom.set_xticks(x)
         bottom.set_xticklabels([f"{s['label']}\n{s['records_per_batch']:,.0f}" for s in sizes], fontsize=8)
         knee = results.get("knee") or {}
@@ -307,10 +314,20 @@ def plot_throughput_latency(results: dict[str, Any], path: Path) -> None:
                             textcoords="offset points", xytext=(-10, 25), ha="right", color="red",
                             arrowprops={"arrowstyle": "->", "color": "red"})
         fig.suptitle(f"Batch-size sweep of {results['stream']}")
-        fig.tight_layout()
+        fig.tight_layout(rect=(0, 0.04, 1, 1))
         fig.savefig(path, dpi=110)
     finally:
         plt.close(fig)
+
+
+def _regime_legend(fig: Any, sizes: list[dict[str, Any]]) -> None:
+    from matplotlib.patches import Patch
+
+    titles = {"flat": "flat", "growing": "slowly growing", "sharp": "sharp rise"}
+    present = [r for r in titles if any(s.get("regime") == r for s in sizes)]
+    if present:
+        fig.legend(handles=[Patch(color=REGIME_COLOURS[r], label=titles[r]) for r in present],
+                   loc="lower center", ncol=len(present), fontsize="small", frameon=False)
 
 
 def _shade_regimes(ax: Any, sizes: list[dict[str, Any]]) -> None:
@@ -345,6 +362,8 @@ def plot_stage_breakdown(results: dict[str, Any], path: Path) -> None:
         for i, s in enumerate(sizes):
             if s["label"] == knee:
                 ax.bar([i], [bottoms[i]], fill=False, edgecolor="red", linewidth=2, label="knee")
+        ax.plot(positions, [s["latency_p50_ms"] for s in sizes], "kD", markersize=5,
+                label="median batch latency (wall)")
         ax.set_xticks(positions)
         ax.set_xticklabels([f"{s['label']}\n{s['records_per_batch']:,.0f} rec" for s in sizes], fontsize=8)
         source = {s.get("stage_source") for s in sizes}
