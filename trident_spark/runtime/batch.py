@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from pyspark import Accumulator
     from pyspark.sql import DataFrame
 
+    from trident_spark.runtime.metrics import SparkJobs
+
 log = logging.getLogger(__name__)
 
 #: Causes that replay the batch (bounded by ``max_batch_retries``): asked for by an operation,
@@ -51,8 +53,9 @@ class BatchRunner:
     max_retries: int = 3
     retry_delay: float = 0.5
     #: Called after a batch with (batch id, the counters its tasks added -- state counters and
-    #: per-stage time and rows, see ``runtime.metrics`` -- and what Spark measured of its jobs).
-    on_metrics: Callable[[int, dict[Any, float], dict[str, float]], None] | None = None
+    #: per-stage time and rows, see ``runtime.metrics`` -- and the batch's Spark jobs, whose
+    #: metrics are read later, off the batch's path).
+    on_metrics: Callable[[int, dict[Any, float], SparkJobs], None] | None = None
     #: The query's checkpoint directory: where the batch whose state writes began is recorded.
     checkpoint: Path | None = None
     #: This run of the topology: executors keep opened states (and their caches) for one run.
@@ -104,7 +107,8 @@ class BatchRunner:
         after_batch(self.query, self.checkpoint, batch_id, started)  # adaptive spouts: the duration
         if self.on_metrics is not None:
             try:
-                self.on_metrics(batch_id, counters, jobs.metrics())
+                jobs.close()
+                self.on_metrics(batch_id, counters, jobs)
             except Exception as exc:  # metrics never fail a batch that succeeded
                 log.warning("stream %s: batch %d metrics not recorded: %s", self.query.name, batch_id, exc)
 

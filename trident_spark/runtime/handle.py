@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
+    from trident_spark.runtime.metrics import SparkJobs
+
 log = logging.getLogger(__name__)
 
 PROGRESS_FILE = "trident-progress.jsonl"
@@ -55,7 +57,7 @@ class TopologyHandle:
         self._progress: list[BatchProgress] = []
         self._callbacks = [on_progress] if on_progress else []
         self._lock = threading.Lock()
-        self._metrics: dict[tuple[str, int], tuple[list[str], dict[Any, float], dict[str, float]]] = {}
+        self._metrics: dict[tuple[str, int], tuple[list[str], dict[Any, float], SparkJobs | None]] = {}
         self._cores = _cores(spark)
         self._listener = _ProgressListener(self)
         spark.streams.addListener(self._listener)
@@ -66,11 +68,11 @@ class TopologyHandle:
         self._names[str(query.id)] = stream
 
     def _record_metrics(self, stream: str, order: list[str], txid: int, counters: dict[Any, float],
-                        spark: dict[str, float]) -> None:
-        """What a batch's tasks counted and Spark measured; joins the batch's progress when Spark
+                        jobs: SparkJobs) -> None:
+        """What a batch's tasks counted, and its Spark jobs; joins the batch's progress when Spark
         reports it (``runtime.metrics``)."""
         with self._lock:
-            self._metrics[(stream, txid)] = (order, counters, spark)
+            self._metrics[(stream, txid)] = (order, counters, jobs)
 
     def _write_run_info(self, trigger: str | None, streams: list[str]) -> None:
         """``trident-run.json`` in the checkpoint: what ``trident-spark status`` tells the run by."""
@@ -104,8 +106,8 @@ class TopologyHandle:
             return  # another query's, or an idle trigger
         batch = BatchProgress.from_spark(stream, progress)
         with self._lock:
-            order, counters, spark = self._metrics.pop((stream, batch.txid), ([], {}, {}))
-        batch.add_task_metrics(counters, spark, order)
+            order, counters, jobs = self._metrics.pop((stream, batch.txid), ([], {}, None))
+        batch.add_task_metrics(counters, jobs.metrics() if jobs is not None else {}, order)
         batch.cores = self._cores
         with self._lock:
             self._progress.append(batch)

@@ -186,11 +186,22 @@ class SparkJobs:
         self.sc = sc
         self.group = sc.getLocalProperty("spark.jobGroup.id") if sc is not None else None
         self.after = -1
+        self.until: int | None = None
+
+    def _newest(self) -> int:
+        assert self.sc is not None and self.group
+        return max(self.sc.statusTracker().getJobIdsForGroup(self.group), default=-1)
 
     def mark(self) -> None:
         """Remember the newest job of the group: the batch's jobs come after it."""
         if self.group and self.sc is not None:
-            self.after = max(self.sc.statusTracker().getJobIdsForGroup(self.group), default=-1)
+            self.after = self._newest()
+
+    def close(self) -> None:
+        """Remember the newest job when the batch is done: later jobs are the next batch's.
+        (Reading their metrics can then wait, off the batch's path.)"""
+        if self.group and self.sc is not None:
+            self.until = self._newest()
 
     def metrics(self, wait_s: float = 0.3) -> dict[str, float]:
         """Sums over the batch's jobs' stages (``{}`` when Spark cannot tell).
@@ -204,7 +215,7 @@ class SparkJobs:
             tracker = self.sc.statusTracker()
             stage_ids: set[int] = set()
             for job in tracker.getJobIdsForGroup(self.group):
-                if job > self.after:
+                if job > self.after and (self.until is None or job <= self.until):
                     info = tracker.getJobInfo(job)
                     if info is not None:
                         stage_ids.update(int(s) for s in info.stageIds)

@@ -140,7 +140,14 @@ class BatchProgress:
         extra = f", limited by {self.limited_by}" if self.limited_by not in (None, "available") else ""
         bad = f", {self.malformed_records} malformed skipped" if self.malformed_records else ""
         return (f"[{self.stream}] batch {self.txid}: {self.rows:,} rows, {size}, "
-                f"{self.duration_ms} ms{extra}{bad}{self._state_line()}")
+                f"{self.duration_ms} ms{extra}{bad}{self._state_line()}{self._slowest_line()}")
+
+    def _slowest_line(self) -> str:
+        slowest = self.slowest_stage()
+        total = sum(s.get("ms") or 0.0 for s in self.stages)
+        if slowest is None or not total:
+            return ""
+        return f"; slowest stage: {slowest['name']} ({slowest['ms'] / total:.0%} of task time)"
 
     def _state_line(self) -> str:
         written = self.state.get("keys_written", 0)

@@ -1,5 +1,6 @@
 """Per-batch, per-stage metrics on real Kafka (Tansu) and Spark: what ``handle.progress`` and the
-checkpoint's JSON lines say about each batch, checked against what the batch actually held."""
+checkpoint's JSON lines say about each batch, checked against what the batch actually held; and
+``trident-spark status`` on the checkpoint that run wrote (one run serves both: Spark runs are slow)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pyspark import cloudpickle
 
 from trident_spark import TridentTopology
 from trident_spark.builtin import Count, MapGet
+from trident_spark.cli.main import main
 from trident_spark.local.kafka import produce
 from trident_spark.operation import BaseFunction
 from trident_spark.runtime.progress import BatchProgress
@@ -33,7 +35,7 @@ class Split(BaseFunction):
 
 
 def test_each_batch_reports_its_stages_rows_offsets_and_spark_time(spark, kafka_bootstrap, new_topic,
-                                                                   tmp_path):
+                                                                   tmp_path, capsys, monkeypatch):
     topic = new_topic(partitions=PARTITIONS)
     produce(kafka_bootstrap, topic, [(None, s.encode(), i % PARTITIONS) for i, s in enumerate(SENTENCES)])
     topology = TridentTopology()
@@ -82,3 +84,34 @@ def test_each_batch_reports_its_stages_rows_offsets_and_spark_time(spark, kafka_
     run = json.loads((tmp_path / "ckpt" / "trident-run.json").read_text())
     assert run["streams"] == ["metrics"] and run["trigger"] == "available_now" and run["trigger_ms"] is None
     assert run["stopped"] is not None and run["cores"] == spark.sparkContext.defaultParallelism
+
+    check_status_command(tmp_path / "ckpt", batches, capsys, monkeypatch)
+
+
+def check_status_command(checkpoint, batches, capsys, monkeypatch):
+    """`trident-spark status` shows the finished run from its checkpoint, with the run's own numbers."""
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["status", str(checkpoint)]) == 0
+    out = capsys.readouterr().out
+    lines = [line.rstrip() for line in out.splitlines()]
+    assert lines[0].startswith("metrics ─")
+    assert lines[1].startswith("status      finished (started ")
+    assert lines[2] == f"batches     {len(batches)} (txid 0..{len(batches) - 1}), {len(SENTENCES)} rows"
+    assert not any("running now" in line or "interrupted" in line for line in lines)
+    rows = {line.split()[0]: line for line in lines if line.split()[:2] in (["source", "source"],
+                                                                              ["split", "python"])}
+    assert set(rows) == {"source", "split"}, out
+    assert sum(line.endswith("<- slowest") for line in lines) == 1
+    assert any(line.startswith("bottleneck  ") for line in lines)
+    # available-now reads the topic in limited batches: the backlog drains to nothing
+    assert "backlog     0 records, draining" in out
+    assert any(line.startswith("verdict     keeping up: backlog draining by ") for line in lines), out
+
+    assert main(["status", str(checkpoint), "--format", "json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["run"]["streams"] == ["metrics"] and shown["run"]["stopped"]
+    diagnosis = shown["streams"][0]["diagnosis"]
+    assert diagnosis["totals"]["rows"] == len(SENTENCES)
+    assert diagnosis["verdict"]["kind"] == "keeping up"
+    kinds = {"io", "cpu", "concurrency", "rate_limit", "memory", "bookkeeping"}
+    assert diagnosis["bottleneck"]["kind"] in kinds

@@ -130,3 +130,64 @@ def test_line_tells_what_the_state_did():
 def test_line_without_cache_lookups_has_no_hit_rate():
     p = BatchProgress("wc", txid=0, rows=5, duration_ms=12, state={"keys_written": 3, "store_writes": 1})
     assert p.line().endswith("; state: 3 keys written, 0 reads, 1 writes")
+
+
+def test_from_spark_reads_offsets_backlog_read_time_and_limit():
+    end = {"offsets": {"sentences": {"0": 1200, "1": 1180, "2": 30}},
+           "begin": {"sentences": {"2": 10}},  # a partition new in this batch
+           "batch": {"rows": 2400, "limited_by": "max_fetch_bytes", "read_limit_bytes": 100_000}}
+    latest = json.dumps({"offsets": {"sentences": {"0": 1500, "1": 1180, "2": 35}}})
+    progress = spark_progress(end, observedMetrics={"wordcount_spout": {"malformed_records": 0,
+                                                                        "read_ms": 42.5}})
+    progress["sources"][0]["latestOffset"] = latest
+    p = BatchProgress.from_spark("wordcount", progress)
+    assert p.start_offsets == {"sentences": {"0": 0, "1": 0, "2": 10}}
+    assert p.partition_rows == {"sentences[0]": 1200, "sentences[1]": 1180, "sentences[2]": 20}
+    assert p.backlog == 300 + 0 + 5
+    assert p.read_limit_bytes == 100_000
+    assert p.stages == [{"name": "source", "kind": "source", "ms": 42.5, "rows_in": None, "rows_out": 2380,
+                         "tasks": None}]
+
+
+def test_the_spout_s_own_partition_rows_win_and_unknown_backlog_is_none():
+    end = {**END_OFFSET, "batch": {**END_OFFSET["batch"], "partition_rows": {"sentences[0]": 7}}}
+    p = BatchProgress.from_spark("wordcount", spark_progress(end))
+    assert p.partition_rows == {"sentences[0]": 7}
+    assert p.backlog is None and p.stages == []
+
+
+def test_task_metrics_become_stages_in_pipeline_order_with_spark_s_rest():
+    p = BatchProgress.from_spark("wordcount", spark_progress(
+        observedMetrics={"wordcount_spout": {"read_ms": 10.0}}))
+    counters = {
+        "store_reads": 2, "keys_written": 5,
+        ("stage", "state_put", "counts / multiPut", "ms"): 30.0,
+        ("stage", "state_put", "counts / multiPut", "rows_in"): 5,
+        ("stage", "aggregate", "counts / update", "ms"): 75.0,  # includes the store's 30 + 20
+        ("stage", "state_get", "counts / multiGet", "ms"): 20.0,
+        ("stage", "python", "split", "ms"): 100.0,
+        ("stage", "python", "split", "rows_in"): 2380,
+        ("stage", "python", "split", "tasks"): 2,
+    }
+    spark = {"executor_run_ms": 400.0, "tasks": 6}
+    p.add_task_metrics(counters, spark, order=["spout", "split", "counts"])
+    assert [(s["name"], s["ms"]) for s in p.stages] == [
+        ("source", 10.0), ("split", 100.0), ("counts / multiGet", 20.0), ("counts / update", 25.0),
+        ("counts / multiPut", 30.0), ("spark", 400.0 - 185.0)]
+    assert p.state == {"store_reads": 2, "keys_written": 5}
+    assert p.spark == spark
+    assert p.slowest_stage()["name"] == "spark"
+    assert BatchProgress.from_json(p.to_json()) == p
+
+
+def test_from_json_ignores_unknown_keys_and_defaults_missing_ones():
+    line = json.dumps({"stream": "s", "txid": 1, "rows": 2, "duration_ms": 3, "from_the_future": True})
+    p = BatchProgress.from_json(line)
+    assert (p.stream, p.txid, p.stages, p.backlog) == ("s", 1, [], None)
+
+
+def test_line_names_the_slowest_stage():
+    p = BatchProgress("wc", txid=2, rows=10, duration_ms=50, bytes=100,
+                      stages=[{"name": "split", "kind": "python", "ms": 30.0},
+                              {"name": "spark", "kind": "spark", "ms": 10.0}])
+    assert p.line() == "[wc] batch 2: 10 rows, 100 B, 50 ms; slowest stage: split (75% of task time)"
