@@ -48,6 +48,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trident_spark.errors import StateError, TridentSparkError
 from trident_spark.graph import SpoutNode
 
 if TYPE_CHECKING:
@@ -398,14 +399,17 @@ def _measured_stream(slices: list[StreamSlice], stream: str | None) -> StreamSli
 def _run_once(topology: TridentTopology, spark: SparkSession, checkpoint: Path, stream: str,
               observer: SweepObserver, timeout: float, size: int, repeat: int, records: int) -> RunResult:
     began = time.monotonic()
-    handle = topology.run(checkpoint_location=checkpoint, trigger="available_now", spark=spark,
-                          on_progress=observer.batch_done)
     try:
-        if not handle.awaitTermination(timeout):
-            raise SweepError(f"the run at {size_label(size)} did not finish within {timeout:g} s "
-                             f"(checkpoint {checkpoint}); raise --run-timeout or sweep smaller slices")
-    finally:
-        handle.stop()
+        handle = topology.run(checkpoint_location=checkpoint, trigger="available_now", spark=spark,
+                              on_progress=observer.batch_done)
+        try:
+            if not handle.awaitTermination(timeout):
+                raise SweepError(f"the run at {size_label(size)} did not finish within {timeout:g} s "
+                                 f"(checkpoint {checkpoint}); raise --run-timeout or sweep smaller slices")
+        finally:
+            handle.stop()
+    except (TridentSparkError, StateError) as exc:
+        raise SweepError(f"the run at {size_label(size)} failed (checkpoint {checkpoint}): {exc}") from exc
     wall = time.monotonic() - began
     progress = handle.progress
     batches = [asdict(p) for p in progress if p.stream == stream]

@@ -126,3 +126,29 @@ def test_a_redis_state_needs_allow_state_writes_and_then_gets_a_scratch_prefix(t
     with scratch_states(topology, tmp_path, "tune-1", allow_writes=True):
         assert counts.factory.key_prefix == "wc-tune-1-0"
     assert counts.factory is user
+
+
+def test_repeats_pool_their_measured_batches():
+    from trident_spark.tuning.sweep import RunResult, size_stats
+
+    def run(repeat, durations):
+        batches = [{"txid": i, "rows": 100, "duration_ms": d, "durations_ms": {}, "stages": []}
+                   for i, d in enumerate(durations)]
+        return RunResult(4096, repeat, 100 * len(durations), 10.0, "/tmp/c", batches)
+
+    stats = size_stats(4096, [run(0, [5000, 400, 420]), run(1, [4000, 380, 600])])
+    assert (stats.runs, stats.batches, stats.measured_batches) == (2, 6, 4)
+    assert (stats.latency_p50_ms, stats.latency_p95_ms) == (400, 600)
+    assert stats.throughput == pytest.approx(400 / 1800 * 1000)
+    assert stats.wall_throughput == pytest.approx(600 / 20.0)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--sweep", "16q"], "'16q' is not a size"),
+    (["--from", "events:0=5"], "--from 'events:0=5': give JSON offsets"),
+])
+def test_tune_rejects_bad_options_before_starting_spark(argv, message, capsys):
+    from trident_spark.cli.main import main
+
+    assert main(["tune", "app.py", *argv]) == 2
+    assert message in capsys.readouterr().err
