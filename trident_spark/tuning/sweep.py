@@ -40,7 +40,6 @@ import copy
 import dataclasses
 import math
 import re
-import statistics
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -67,9 +66,6 @@ WARMUP_BATCHES = 2
 #: ``--sweep auto``: sizes, a factor of 2 apart, the largest giving at least this many batches.
 AUTO_SIZES = 8
 AUTO_MIN_BATCHES = 4
-#: A run's last batch is partial (the slice ran out) below this share of the run's largest batch;
-#: it is left out of the latency statistics like the warm-up.
-PARTIAL_BATCH = 0.8
 #: Bytes read from each partition to learn its record sizes.
 SAMPLE_BYTES = 64 * 1024
 
@@ -324,7 +320,7 @@ class SweepSettings:
 
 @dataclass
 class Sweep:
-    """Everything measured: the slices, the sizes and every run (statistics: :mod:`.sweep` functions)."""
+    """Everything measured: the slices, the sizes and every run (statistics: :mod:`.report`)."""
 
     stream: str
     slices: list[StreamSlice]
@@ -506,114 +502,6 @@ def scratch_state(factory: Any, directory: Path, tag: str, allow_writes: bool, w
                          "the topology at a scratch state, e.g. SqliteState.opaque(path='/tmp/tune.db')")
     value = f"{getattr(factory, namespace)}-{tag}"
     return dataclasses.replace(factory, **{namespace: value.lower() if namespace == "index" else value})
-
-
-# --- statistics ---------------------------------------------------------------------------------
-@dataclass
-class SizeStats:
-    """One size's numbers over its runs' measured batches (warm-up and partial last batches out).
-
-    ``throughput`` is records / the sum of the measured batches' durations (records/s);
-    ``wall_throughput`` all records of the runs / their wall time (start-up included).
-    ``stage_ms`` is the mean task time per batch of each stage (``stage_kind`` its kind);
-    without stage timings, Spark's phases of a batch (``durationMs``, wall time) stand in,
-    and ``stage_source`` says which.
-    """
-
-    size: int
-    label: str
-    runs: int
-    records: int
-    batches: int
-    measured_batches: int
-    records_per_batch: float
-    latency_p50_ms: float
-    latency_p95_ms: float
-    latency_mean_ms: float
-    throughput: float
-    wall_throughput: float
-    stage_ms: dict[str, float]
-    stage_kind: dict[str, str]
-    stage_source: str
-    limited_by: dict[str, int]
-
-    def stage_shares(self) -> dict[str, float]:
-        total = sum(self.stage_ms.values())
-        return {k: v / total for k, v in self.stage_ms.items()} if total else {}
-
-
-#: Spark's phases of a trigger (``durationMs``) shown when batches carry no stage timings.
-PHASES = ("latestOffset", "queryPlanning", "walCommit", "addBatch", "commitOffsets")
-
-
-def measured_batches(run: RunResult) -> list[dict[str, Any]]:
-    """The batches of a run that count: not the warm-up (the first), not a partial last batch."""
-    batches = sorted(run.batches, key=lambda b: b["txid"])
-    counted = batches[1:] if len(batches) > 1 else batches
-    if len(counted) > 1:
-        largest = max(b["rows"] for b in counted)
-        if counted[-1]["rows"] < PARTIAL_BATCH * largest:
-            counted = counted[:-1]
-    return [b for b in counted if b["rows"] > 0]
-
-
-def size_stats(size: int, runs: Sequence[RunResult]) -> SizeStats:
-    """Pool the measured batches of every run at ``size``."""
-    counted = [b for run in runs for b in measured_batches(run)]
-    durations = sorted(float(b["duration_ms"]) for b in counted)
-    rows = [int(b["rows"]) for b in counted]
-    total_ms = sum(durations)
-    stage_ms, kinds, source = _stage_means(counted)
-    limited: dict[str, int] = {}
-    for b in counted:
-        key = str(b.get("limited_by") or "?")
-        limited[key] = limited.get(key, 0) + 1
-    all_records = sum(int(b["rows"]) for run in runs for b in run.batches)
-    wall = sum(run.wall_s for run in runs)
-    return SizeStats(
-        size=size, label=size_label(size), runs=len(runs), records=sum(rows),
-        batches=sum(len(run.batches) for run in runs), measured_batches=len(counted),
-        records_per_batch=statistics.median(rows) if rows else 0.0,
-        latency_p50_ms=_percentile(durations, 0.5), latency_p95_ms=_percentile(durations, 0.95),
-        latency_mean_ms=total_ms / len(durations) if durations else 0.0,
-        throughput=sum(rows) / total_ms * 1000 if total_ms else 0.0,
-        wall_throughput=all_records / wall if wall else 0.0,
-        stage_ms=stage_ms, stage_kind=kinds, stage_source=source, limited_by=limited)
-
-
-def sweep_stats(sweep: Sweep) -> list[SizeStats]:
-    """Statistics of every size, smallest first."""
-    return [size_stats(size, [r for r in sweep.runs if r.size == size]) for size in sweep.sizes]
-
-
-def _percentile(ordered: list[float], q: float) -> float:
-    """Nearest-rank percentile of sorted values (a value that was measured)."""
-    if not ordered:
-        return 0.0
-    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
-
-
-def _stage_means(batches: list[dict[str, Any]]) -> tuple[dict[str, float], dict[str, str], str]:
-    timed = [b.get("stages") or [] for b in batches]
-    if batches and all(timed):
-        sums: dict[str, float] = {}
-        kinds: dict[str, str] = {}
-        for stages in timed:
-            for stage in stages:
-                name = str(stage.get("name", "?"))
-                sums[name] = sums.get(name, 0.0) + float(stage.get("ms") or 0.0)
-                kinds.setdefault(name, str(stage.get("kind", "?")))
-        return {k: v / len(batches) for k, v in sums.items()}, kinds, "stages"
-    phases: dict[str, float] = dict.fromkeys(PHASES, 0.0)
-    phases["other"] = 0.0
-    for b in batches:
-        durations = b.get("durations_ms") or {}
-        known = sum(float(durations.get(p, 0)) for p in PHASES)
-        for p in PHASES:
-            phases[p] += float(durations.get(p, 0))
-        phases["other"] += max(0.0, float(b.get("duration_ms", 0)) - known)
-    n = max(1, len(batches))
-    return ({k: v / n for k, v in phases.items() if v > 0}, {k: "phase" for k in phases}, "phases")
 
 
 # --- helpers ------------------------------------------------------------------------------------

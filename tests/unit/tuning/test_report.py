@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from trident_spark.tuning.report import render_markdown, summarize, write_report
-from trident_spark.tuning.sweep import RunResult, StreamSlice, Sweep, size_stats
+from trident_spark.tuning.report import render_markdown, size_stats, summarize, write_report
+from trident_spark.tuning.sweep import RunResult, StreamSlice, Sweep
 
 SIZES = [2048 * 2**i for i in range(6)]  # 2k .. 64k
 RECORD_BYTES = 100

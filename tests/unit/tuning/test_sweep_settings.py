@@ -129,7 +129,8 @@ def test_a_redis_state_needs_allow_state_writes_and_then_gets_a_scratch_prefix(t
 
 
 def test_repeats_pool_their_measured_batches():
-    from trident_spark.tuning.sweep import RunResult, size_stats
+    from trident_spark.tuning.report import size_stats
+    from trident_spark.tuning.sweep import RunResult
 
     def run(repeat, durations):
         batches = [{"txid": i, "rows": 100, "duration_ms": d, "durations_ms": {}, "stages": []}
