@@ -236,6 +236,10 @@ def kafka_spouts(topology: TridentTopology) -> list[SpoutNode]:
                          "sweep a topology whose streams all read Kafka")
     if not nodes:
         raise SweepError("the topology has no stream; start one with newStream(name, KafkaSpout(...))")
+    jvm = [n.stream_name for n in nodes if getattr(n.spout, "engine", "python") != "python"]
+    if jvm:
+        raise SweepError(f"stream {', '.join(map(repr, jvm))} reads Kafka with engine='jvm', which cannot "
+                         "stop at a slice's end (ending_offsets); sweep with engine='python'")
     return nodes
 
 

@@ -153,3 +153,17 @@ def test_tune_rejects_bad_options_before_starting_spark(argv, message, capsys):
 
     assert main(["tune", "app.py", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_only_python_kafka_spouts_can_be_swept():
+    from trident_spark.spout import FeederBatchSpout
+    from trident_spark.tuning.sweep import kafka_spouts
+
+    topology = TridentTopology()
+    topology.newStream("jvm", KafkaSpout("127.0.0.1:9092", ["events"], engine="jvm"))
+    with pytest.raises(SweepError, match="stream 'jvm' reads Kafka with engine='jvm'"):
+        kafka_spouts(topology)
+    topology = TridentTopology()
+    topology.newStream("fed", FeederBatchSpout(["word"]))
+    with pytest.raises(SweepError, match=r"stream 'fed' \(FeederBatchSpout\) does not read a KafkaSpout"):
+        kafka_spouts(topology)
