@@ -15,14 +15,13 @@ from trident_spark.errors import FailedException, StateConflictError, StateUnava
 from trident_spark.graph import PersistNode, StateQueryNode, ancestors
 from trident_spark.planner.compile import BatchPlan
 from trident_spark.planner.query import Output, QueryPlan
+from trident_spark.runtime.metrics import batch_description
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from pyspark import Accumulator
     from pyspark.sql import DataFrame
-
-    from trident_spark.runtime.metrics import SparkJobs
 
 log = logging.getLogger(__name__)
 
@@ -52,10 +51,9 @@ class BatchRunner:
     conf: dict[str, Any] = field(default_factory=dict)
     max_retries: int = 3
     retry_delay: float = 0.5
-    #: Called after a batch with (batch id, the counters its tasks added -- state counters and
-    #: per-stage time and rows, see ``runtime.metrics`` -- and the batch's Spark jobs, whose
-    #: metrics are read later, off the batch's path).
-    on_metrics: Callable[[int, dict[Any, float], SparkJobs], None] | None = None
+    #: Called after a batch with (batch id, the counters its tasks added: state counters and
+    #: per-stage time and rows, see ``runtime.metrics``).
+    on_metrics: Callable[[int, dict[Any, float]], None] | None = None
     #: The query's checkpoint directory: where the batch whose state writes began is recorded.
     checkpoint: Path | None = None
     #: This run of the topology: executors keep opened states (and their caches) for one run.
@@ -75,10 +73,6 @@ class BatchRunner:
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         from trident_spark.runtime.errors import translate
-        from trident_spark.runtime.metrics import SparkJobs
-
-        jobs = SparkJobs(getattr(getattr(df, "sparkSession", None), "sparkContext", None))
-        jobs.mark()
         attempt = 0
         while True:
             try:
@@ -107,8 +101,7 @@ class BatchRunner:
         after_batch(self.query, self.checkpoint, batch_id, started)  # adaptive spouts: the duration
         if self.on_metrics is not None:
             try:
-                jobs.close()
-                self.on_metrics(batch_id, counters, jobs)
+                self.on_metrics(batch_id, counters)
             except Exception as exc:  # metrics never fail a batch that succeeded
                 log.warning("stream %s: batch %d metrics not recorded: %s", self.query.name, batch_id, exc)
 
@@ -117,7 +110,7 @@ class BatchRunner:
         tasks counted (``runtime.metrics``)."""
         from trident_spark.runtime.launch import split_sources
 
-        df.sparkSession.sparkContext.setJobDescription(f"{self.query.name}: batch {batch_id}")
+        df.sparkSession.sparkContext.setJobDescription(batch_description(self.query.name, batch_id))
         shared = len(self.query.spouts) > 1
         if shared:
             df = df.persist()  # read the spouts once for all of them
@@ -173,7 +166,7 @@ class BatchRunner:
         elif results:
             # Independent Spark jobs, run side by side; a node they share is persisted, and
             # Spark computes each cached partition once (the others wait for it).
-            description = f"{self.query.name}: batch {batch_id}"
+            description = batch_description(self.query.name, batch_id)
             workers = min(MAX_CONCURRENT_OUTPUTS, len(results))
             with ThreadPoolExecutor(workers, thread_name_prefix=f"trident-{self.query.name}") as pool:
                 futures = [pool.submit(_finish_described, output, result, batch_id, description)

@@ -11,13 +11,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trident_spark.runtime.errors import translate
+from trident_spark.runtime.metrics import batch_description, batch_spark_metrics
 from trident_spark.runtime.progress import BatchProgress, ProgressCallback
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
-
-    from trident_spark.runtime.metrics import SparkJobs
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +56,7 @@ class TopologyHandle:
         self._progress: list[BatchProgress] = []
         self._callbacks = [on_progress] if on_progress else []
         self._lock = threading.Lock()
-        self._metrics: dict[tuple[str, int], tuple[list[str], dict[Any, float], SparkJobs | None]] = {}
+        self._metrics: dict[tuple[str, int], tuple[list[str], dict[Any, float]]] = {}
         self._cores = _cores(spark)
         self._listener = _ProgressListener(self)
         spark.streams.addListener(self._listener)
@@ -67,12 +66,11 @@ class TopologyHandle:
         self._queries[stream] = query
         self._names[str(query.id)] = stream
 
-    def _record_metrics(self, stream: str, order: list[str], txid: int, counters: dict[Any, float],
-                        jobs: SparkJobs) -> None:
-        """What a batch's tasks counted, and its Spark jobs; joins the batch's progress when Spark
-        reports it (``runtime.metrics``)."""
+    def _record_metrics(self, stream: str, order: list[str], txid: int, counters: dict[Any, float]) -> None:
+        """What a batch's tasks counted; joins the batch's progress when Spark reports it
+        (``runtime.metrics``)."""
         with self._lock:
-            self._metrics[(stream, txid)] = (order, counters, jobs)
+            self._metrics[(stream, txid)] = (order, counters)
 
     def _write_run_info(self, trigger: str | None, streams: list[str]) -> None:
         """``trident-run.json`` in the checkpoint: what ``trident-spark status`` tells the run by."""
@@ -106,8 +104,10 @@ class TopologyHandle:
             return  # another query's, or an idle trigger
         batch = BatchProgress.from_spark(stream, progress)
         with self._lock:
-            order, counters, jobs = self._metrics.pop((stream, batch.txid), ([], {}, None))
-        batch.add_task_metrics(counters, jobs.metrics() if jobs is not None else {}, order)
+            order, counters = self._metrics.pop((stream, batch.txid), ([], {}))
+        spark = batch_spark_metrics(self.spark.sparkContext, str(progress.get("runId")),
+                                    batch_description(stream, batch.txid))
+        batch.add_task_metrics(counters, spark, order)
         batch.cores = self._cores
         with self._lock:
             self._progress.append(batch)

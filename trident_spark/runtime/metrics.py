@@ -13,7 +13,7 @@ them (the Kafka read, a shuffle) is measured apart and left out, so the stages o
 one Spark task add up instead of counting the same wait twice.
 
 On the driver, :func:`split_counters` turns a batch's sum into the state counters and
-the stage list of ``BatchProgress.stages``; :func:`spark_task_metrics` reads what
+the stage list of ``BatchProgress.stages``; :func:`batch_spark_metrics` reads what
 Spark measured for the batch's jobs (executor run and CPU time, GC, shuffle bytes).
 """
 
@@ -178,50 +178,31 @@ def _own_time_of_updates(found: dict[tuple[str, str], dict[str, Any]]) -> None:
 
 
 # --- what Spark measured ---------------------------------------------------------------------
-class SparkJobs:
-    """The Spark jobs one batch runs: those of the streaming query's job group started after
-    :meth:`mark` (Spark runs a query's jobs in a group named after its run id)."""
+def batch_description(stream: str, txid: int) -> str:
+    """The Spark job description every job of a batch runs under (shown in Spark's UI)."""
+    return f"{stream}: batch {txid}"
 
-    def __init__(self, sc: SparkContext | None) -> None:
-        self.sc = sc
-        self.group = sc.getLocalProperty("spark.jobGroup.id") if sc is not None else None
-        self.after = -1
-        self.until: int | None = None
 
-    def _newest(self) -> int:
-        assert self.sc is not None and self.group
-        return max(self.sc.statusTracker().getJobIdsForGroup(self.group), default=-1)
-
-    def mark(self) -> None:
-        """Remember the newest job of the group: the batch's jobs come after it."""
-        if self.group and self.sc is not None:
-            self.after = self._newest()
-
-    def close(self) -> None:
-        """Remember the newest job when the batch is done: later jobs are the next batch's.
-        (Reading their metrics can then wait, off the batch's path.)"""
-        if self.group and self.sc is not None:
-            self.until = self._newest()
-
-    def metrics(self, wait_s: float = 0.3) -> dict[str, float]:
-        """Sums over the batch's jobs' stages (``{}`` when Spark cannot tell).
-
-        Spark updates its status store asynchronously: a stage still shown running is
-        waited for up to ``wait_s`` seconds.
-        """
-        if not self.group or self.sc is None:
-            return {}
-        try:
-            tracker = self.sc.statusTracker()
-            stage_ids: set[int] = set()
-            for job in tracker.getJobIdsForGroup(self.group):
-                if job > self.after and (self.until is None or job <= self.until):
-                    info = tracker.getJobInfo(job)
-                    if info is not None:
-                        stage_ids.update(int(s) for s in info.stageIds)
-            return spark_task_metrics(self.sc, sorted(stage_ids), wait_s)
-        except Exception:  # metrics must never fail a batch
-            return {}
+def batch_spark_metrics(sc: SparkContext, run_id: str, description: str, wait_s: float = 0.3,
+                        scan: int = 200) -> dict[str, float]:
+    """What Spark measured of one batch's jobs: those of the query's job group (Spark names it
+    after the query's run id) that ran under the batch's description; ``{}`` when Spark cannot
+    tell. Called by the progress listener, after the batch: nothing on the batch's own path."""
+    try:
+        ids = sorted(sc.statusTracker().getJobIdsForGroup(run_id), reverse=True)[:scan]
+        store = sc._jsc.sc().statusStore()  # type: ignore[union-attr]
+        stage_ids: set[int] = set()
+        for job_id in ids:  # newest first: the next batch's jobs, then this one's, then older ones
+            job = store.job(job_id)
+            text = job.description()
+            if text.isDefined() and text.get() == description:
+                seq = job.stageIds()
+                stage_ids.update(int(seq.apply(i)) for i in range(seq.size()))
+            elif stage_ids:
+                break  # past this batch's jobs
+        return spark_task_metrics(sc, sorted(stage_ids), wait_s) if stage_ids else {}
+    except Exception:  # metrics must never fail anything
+        return {}
 
 
 def spark_task_metrics(sc: SparkContext, stage_ids: list[int], wait_s: float = 0.3) -> dict[str, float]:
@@ -264,5 +245,5 @@ def with_spark_rest(stages: list[dict[str, Any]], spark: dict[str, float]) -> li
     return [*stages, rest]
 
 
-__all__ = ["KINDS", "STAGE", "CountersParam", "SparkJobs", "StageClock", "spark_task_metrics",
-           "split_counters", "timed", "with_spark_rest"]
+__all__ = ["KINDS", "STAGE", "CountersParam", "StageClock", "batch_description", "batch_spark_metrics",
+           "spark_task_metrics", "split_counters", "timed", "with_spark_rest"]
