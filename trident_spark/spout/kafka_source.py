@@ -65,6 +65,7 @@ from trident_spark.spout.kafka_offsets import (
 from trident_spark.tuning.adaptive import (
     INITIAL,
     NO_FEEDBACK,
+    WARM_UP,
     AdaptiveController,
     Decision,
     Observation,
@@ -280,10 +281,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._decision = Decision(min(bound, int(last)), NO_FEEDBACK, reference,  # type: ignore[arg-type]
                                       previous)  # type: ignore[arg-type]
             return
+        self._fed_batch = feedback.batch_id
+        if feedback.warmup:  # a new run: its first batch, and older measurements, are no guide
+            self._decision = Decision(min(bound, int(last)), WARM_UP)
+            return
         seen = Observation(feedback.duration_ms, int(batch.get("partition_bytes") or 0),
                            batch.get("limited_by") in BYTE_LIMITED, batch.get("record_bytes"))
         self._decision = controller.next(int(last), seen, reference, previous)  # type: ignore[arg-type]
-        self._fed_batch = feedback.batch_id
         log.info("KafkaSpout adaptive batching: batch %d took %.0f ms (target %.0f) reading %d B per "
                  "partition; limit %d -> %d B (%s)", feedback.batch_id, feedback.duration_ms,
                  controller.target_ms, seen.partition_bytes, last, self._decision.limit,

@@ -14,8 +14,9 @@ partition gave, ``L`` = its per-partition limit):
   batch*: ``L + gain * (T - d) / c``, ``c`` the cost per byte: the step closes
   ``gain`` (half) of the gap to the target. ``c`` is the marginal cost measured
   between the last two batches when their sizes differ by 10% or more (the
-  slope ``(d - d0) / (b - b0)``), kept between 1/16 of the average cost and the
-  average cost ``d / b``; otherwise the average. The average includes the
+  slope ``(d - d0) / (b - b0)``), kept between a quarter of the average cost and
+  the average cost ``d / b`` (noise makes slopes unreliable); otherwise the
+  average. The average includes the
   batch's fixed cost, so it is at least the marginal cost and never overshoots
   on a linear cost model; the slope makes a batch dominated by fixed cost grow
   fast. One step grows the limit at most ``max_growth`` (x4) times.
@@ -31,6 +32,10 @@ partition gave, ``L`` = its per-partition limit):
   shrinking further would only lose throughput (fall behind). Hold, until the
   duration rises by a quarter (a new, higher per-record cost) or falls under the
   band.
+* **Warm-up**: the first batch a driver runs (after a start or a restart) pays
+  for starting Python workers and loading code, often many times a normal
+  batch; its duration is not used (hold), and the last run's measurements are
+  not compared with this run's.
 * **Bounds**: never above ``max_bytes`` (``max_fetch_bytes``, default 1 MiB per
   partition) and never below one record (the average record size; the spout
   always takes at least one record per partition anyway).
@@ -61,7 +66,7 @@ FEEDBACK_FILE = "trident-adaptive-feedback.json"
 INITIAL, INCREASE, DECREASE = "initial", "increase", "decrease"
 ON_TARGET, NOT_CUT, AT_BOUND = "hold: on target", "hold: took all data", "hold: at bound"
 FIXED_COST, NO_FEEDBACK, NO_DATA = "hold: fixed cost", "hold: no new feedback", "hold: no data"
-AT_FLOOR = "hold: at one record"
+AT_FLOOR, WARM_UP = "hold: at one record", "hold: warm-up batch"
 
 
 @dataclass(frozen=True)
@@ -170,7 +175,7 @@ def _marginal_cost(b: int, d: float, previous: tuple[int, float] | None) -> floa
     if b0 <= 0 or 0.9 * b < b0 < 1.1 * b:
         return average  # too close to tell a slope from noise
     slope = (d - d0) / (b - b0)
-    return min(average, max(average / 16, slope))
+    return min(average, max(average / 4, slope))
 
 
 def _decrease_did_not_help(reference: tuple[int, float], b: int, d: float) -> bool:
@@ -191,6 +196,7 @@ class Feedback:
 
     batch_id: int
     duration_ms: float
+    warmup: bool = False
 
 
 def feedback_path(directory: str | os.PathLike[str]) -> Path:
@@ -198,11 +204,16 @@ def feedback_path(directory: str | os.PathLike[str]) -> Path:
     return Path(directory) / FEEDBACK_FILE
 
 
-def write_feedback(directory: str | os.PathLike[str], batch_id: int, duration_ms: float) -> None:
-    """Record a finished batch's duration, atomically (the planner may read at any time)."""
+def write_feedback(directory: str | os.PathLike[str], batch_id: int, duration_ms: float,
+                   warmup: bool = False) -> None:
+    """Record a finished batch's duration, atomically (the planner may read at any time).
+
+    ``warmup`` marks the first batch of a run, whose duration the controller ignores.
+    """
     path = feedback_path(directory)
     partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    partial.write_text(json.dumps({"batch_id": int(batch_id), "duration_ms": round(float(duration_ms), 1)}))
+    partial.write_text(json.dumps({"batch_id": int(batch_id), "duration_ms": round(float(duration_ms), 1),
+                                   "warmup": bool(warmup)}))
     os.replace(partial, path)
 
 
@@ -215,11 +226,11 @@ def read_feedback(directory: str | os.PathLike[str]) -> Feedback | None:
     >>> with tempfile.TemporaryDirectory() as d:
     ...     write_feedback(d, 7, 812.25)
     ...     read_feedback(d)
-    Feedback(batch_id=7, duration_ms=812.2)
+    Feedback(batch_id=7, duration_ms=812.2, warmup=False)
     """
     try:
         data = json.loads(feedback_path(directory).read_text())
-        return Feedback(int(data["batch_id"]), float(data["duration_ms"]))
+        return Feedback(int(data["batch_id"]), float(data["duration_ms"]), bool(data.get("warmup", False)))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -230,13 +241,20 @@ def wants_feedback(query: Any) -> bool:
                for node in getattr(query, "spouts", ()))
 
 
+#: (id of the query plan, checkpoint) of the runs that have finished a batch in this process.
+_warm: set[tuple[int, str]] = set()
+
+
 def after_batch(query: Any, checkpoint: str | os.PathLike[str] | None, batch_id: int,
                 started: float) -> None:
     """Called by the driver after a successful batch: leave its duration for the planner.
 
     ``started`` is ``time.monotonic()`` when the batch's (last) attempt began. Does
-    nothing unless the query has an adaptive spout.
+    nothing unless the query has an adaptive spout. The first batch of each run
+    (one query plan object) is marked as the warm-up.
     """
     if checkpoint is None or not wants_feedback(query):
         return
-    write_feedback(checkpoint, batch_id, (time.monotonic() - started) * 1000)
+    run = (id(query), str(checkpoint))
+    write_feedback(checkpoint, batch_id, (time.monotonic() - started) * 1000, warmup=run not in _warm)
+    _warm.add(run)

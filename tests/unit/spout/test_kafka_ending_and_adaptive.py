@@ -175,7 +175,8 @@ def test_adaptive_starts_small_and_records_limit_and_reason(tmp_path):
     assert batch["limited_by"] == "adaptive"
     assert first["offsets"] == {"t": {"0": 655, "1": 655}}  # 65536 // 100 records each
     assert batch["partition_bytes"] == 65_500
-    assert batch["adapt"] == {"reason": "initial", "feedback_batch": None, "reference": None}
+    assert batch["adapt"] == {"reason": "initial", "feedback_batch": None, "reference": None,
+                              "previous": None}
 
 
 def test_adaptive_follows_the_driver_feedback(tmp_path):
@@ -186,7 +187,8 @@ def test_adaptive_follows_the_driver_feedback(tmp_path):
     assert made.latestOffset(first, limit)["batch"]["adapt"]["reason"] == "hold: no new feedback"
     write_feedback(tmp_path, 0, 250.0)  # batch 0 took a quarter of the target
     second = made.latestOffset(first, limit)
-    assert second["batch"]["adapt"] == {"reason": "increase", "feedback_batch": 0, "reference": None}
+    assert second["batch"]["adapt"] == {"reason": "increase", "feedback_batch": 0, "reference": None,
+                                        "previous": [65_500, 250.0]}
     assert second["batch"]["read_limit_bytes"] == 65_536 + round(0.5 * 750 * 65_500 / 250)
     # the same feedback is never used twice
     third = made.latestOffset(second, limit)
@@ -197,6 +199,21 @@ def test_adaptive_follows_the_driver_feedback(tmp_path):
     made.stop()
     assert fourth["batch"]["read_limit_bytes"] == third["batch"]["partition_bytes"] // 2
     assert fourth["batch"]["adapt"]["reason"] == "decrease"
+
+
+def test_the_warm_up_batch_is_not_used(tmp_path):
+    made = reader(StubBroker({0: 100_000}), adaptive_target_ms=1000, feedback_dir=str(tmp_path))
+    limit = ReadMaxBytes(DEFAULT_ADAPTIVE_BOUND_BYTES)
+    first = made.latestOffset(made.initialOffset(), limit)
+    write_feedback(tmp_path, 0, 15_000.0, warmup=True)  # Python workers starting: not the batch's cost
+    second = made.latestOffset(first, limit)
+    write_feedback(tmp_path, 1, 250.0)
+    third = made.latestOffset(second, limit)
+    made.stop()
+    assert second["batch"]["read_limit_bytes"] == INITIAL_LIMIT_BYTES
+    assert second["batch"]["adapt"]["reason"] == "hold: warm-up batch"
+    assert second["batch"]["adapt"]["feedback_batch"] == 0
+    assert third["batch"]["adapt"]["reason"] == "increase"
 
 
 def test_a_batch_that_took_all_data_does_not_raise_the_limit(tmp_path):

@@ -20,6 +20,7 @@ from trident_spark.tuning.adaptive import (
     NOT_CUT,
     ON_TARGET,
     AdaptiveController,
+    Feedback,
     Observation,
     after_batch,
     feedback_path,
@@ -211,7 +212,11 @@ def test_after_batch_writes_only_for_adaptive_queries(tmp_path):
 
     after_batch(_Query(None), tmp_path, 0, time.monotonic())
     assert read_feedback(tmp_path) is None
-    after_batch(_Query(None, 800), tmp_path, 7, time.monotonic() - 0.25)
+    query = _Query(None, 800)
+    after_batch(query, tmp_path, 7, time.monotonic() - 0.25)
     feedback = read_feedback(tmp_path)
     assert feedback is not None and feedback.batch_id == 7 and 250 <= feedback.duration_ms < 1000
+    assert feedback.warmup  # the run's first batch: workers starting, code loading
+    after_batch(query, tmp_path, 8, time.monotonic())
+    assert read_feedback(tmp_path) == Feedback(8, pytest.approx(0, abs=50), warmup=False)
     after_batch(_Query(800), None, 8, time.monotonic())  # no checkpoint: nothing to do
