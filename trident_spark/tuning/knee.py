@@ -25,7 +25,8 @@ Thresholds (module constants, so tests and the report name them):
     sizes) is more than 3x the growing regime's (the least-squares slope of the growing
     points so far; for the first step out of the flat band, before there is one, the most a
     record can cost within the band: 25% of the smallest latency over the band's span of
-    records) ...
+    records; a slope that is not positive -- latency noise around a flat line -- makes no
+    step steep) ...
 ``SHARP_MIN_RISE = 0.25``
     ... and latency rose by more than 25% in that step (a steep step of a few ms is noise);
 ``THROUGHPUT_FALL = 0.05``
@@ -148,7 +149,9 @@ def find_knee(points: Sequence[KneePoint], *, label: dict[int, str] | None = Non
         step = (lat[i] - lat[prev]) / (rec[i] - rec[prev])
         falls = pts[i].rate < (1 - THROUGHPUT_FALL) * pts[prev].rate and lat[i] > lat[prev]
         reference = slope if slope is not None else flat_bound
-        steep = (reference is not None and step > SHARP_SLOPE_FACTOR * max(reference, 0.0)
+        # A growing regime whose fitted slope is not positive is noise around a flat line: it
+        # gives no marginal cost to be steep against, and only a fall of throughput is sharp.
+        steep = (reference is not None and reference > 0 and step > SHARP_SLOPE_FACTOR * reference
                  and lat[i] - lat[prev] > SHARP_MIN_RISE * lat[prev])
         if falls or steep:
             nxt = _next_usable(regimes, i)

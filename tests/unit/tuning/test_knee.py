@@ -126,3 +126,15 @@ def test_sizes_past_the_end_of_the_slice_count_once():
 def test_points_are_sorted_by_records_per_batch():
     points = curve(flat_linear_sharp)
     assert find_knee(list(reversed(points)), label=LABELS).knee.size == 32 * 1024
+
+
+def test_a_noisy_flat_curve_has_no_sharp_rise():
+    """Measured on examples/wordcount.py (2 cores): latency wanders between 0.8 and 2 s while the
+    batch grows 270-fold and throughput rises all the way; the fitted growing slope comes out
+    negative, which must not make every later rise look steep."""
+    measured = [(4, 115, 1406), (8, 241, 1401), (16, 484, 1268), (32, 970, 809), (64, 1942, 1374),
+                (128, 3889, 1535), (256, 7780, 2004), (512, 15564, 1879), (1024, 31130, 1795)]
+    analysis = find_knee([KneePoint(size * 1024, records, latency) for size, records, latency in measured])
+    assert analysis.sharp_index is None
+    assert analysis.knee.size == 1024 * 1024
+    assert any("no sharp rise" in note for note in analysis.notes)
