@@ -10,13 +10,7 @@ Examples
 '800 milliseconds'
 """
 
-from trident_spark.tuning.plan import (
-    PlanInputs,
-    TuningPlan,
-    measured_inputs,
-    plan,
-    plan_from_progress,
-    plan_inputs,
-)
+from trident_spark.tuning.measured import measured_inputs, plan_from_progress
+from trident_spark.tuning.plan import PlanInputs, TuningPlan, plan, plan_inputs
 
 __all__ = ["PlanInputs", "TuningPlan", "measured_inputs", "plan", "plan_from_progress", "plan_inputs"]

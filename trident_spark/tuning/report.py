@@ -247,7 +247,7 @@ def _recommendation(knee: SizeStats, partitions: int) -> dict[str, Any]:
 
 def _plan(batches: list[dict[str, Any]], knee: SizeStats, sweep: Sweep) -> dict[str, Any]:
     """:func:`plan.plan_from_progress` on the knee's batches, aiming at the knee's latency."""
-    from trident_spark.tuning.plan import measured_inputs, plan_from_progress
+    from trident_spark.tuning.measured import measured_inputs, plan_from_progress
 
     fallback = {"kafka_partitions": sweep.partitions, "cores": sweep.cores}
     try:
