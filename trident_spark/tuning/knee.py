@@ -28,7 +28,12 @@ Thresholds (module constants, so tests and the report name them):
     records; a slope that is not positive -- latency noise around a flat line -- makes no
     step steep) ...
 ``SHARP_MIN_RISE = 0.25``
-    ... and latency rose by more than 25% in that step (a steep step of a few ms is noise);
+    ... and latency rose by more than 25% in that step (a steep step of a few ms is noise) ...
+``SHARP_VS_AVERAGE = 0.75``
+    ... and the step's marginal cost is at least 75% of the smaller batch's average cost per
+    record (its latency / its records): doubling the batch then buys less than 14% more
+    throughput. Below that the step is the per-record cost coming out from under a large fixed
+    cost (the growing regime starting), not a rise: its slope was fitted on a flat stretch;
 ``THROUGHPUT_FALL = 0.05``
     or when throughput falls by more than 5% from one size to the next.
 
@@ -44,6 +49,7 @@ from dataclasses import dataclass, field
 FLAT_TOLERANCE = 0.25
 SHARP_SLOPE_FACTOR = 3.0
 SHARP_MIN_RISE = 0.25
+SHARP_VS_AVERAGE = 0.75
 THROUGHPUT_FALL = 0.05
 MIN_POINTS = 3
 
@@ -152,7 +158,8 @@ def find_knee(points: Sequence[KneePoint], *, label: dict[int, str] | None = Non
         # A growing regime whose fitted slope is not positive is noise around a flat line: it
         # gives no marginal cost to be steep against, and only a fall of throughput is sharp.
         steep = (reference is not None and reference > 0 and step > SHARP_SLOPE_FACTOR * reference
-                 and lat[i] - lat[prev] > SHARP_MIN_RISE * lat[prev])
+                 and lat[i] - lat[prev] > SHARP_MIN_RISE * lat[prev]
+                 and step > SHARP_VS_AVERAGE * lat[prev] / rec[prev])
         if falls or steep:
             nxt = _next_usable(regimes, i)
             if nxt is not None and _back_in_line(prev, i, nxt, rec, lat, reference):

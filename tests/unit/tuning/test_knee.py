@@ -138,3 +138,26 @@ def test_a_noisy_flat_curve_has_no_sharp_rise():
     assert analysis.sharp_index is None
     assert analysis.knee.size == 1024 * 1024
     assert any("no sharp rise" in note for note in analysis.notes)
+
+
+def test_the_per_record_cost_coming_out_from_under_a_fixed_cost_is_not_a_sharp_rise():
+    """Also measured on examples/wordcount.py, at larger sizes: ~2 s of per-batch overhead up to
+    62k records, then the Python Split's cost per record shows (slope 8x the flat stretch's fit)
+    while throughput still grows 30%: the growing regime starting, not the knee."""
+    measured = [(16, 485, 2196), (32, 969, 1943), (64, 1940, 1637), (128, 3889, 2020), (256, 7778, 2667),
+                (512, 15563, 2074), (1024, 31129, 2436), (2048, 62255, 1912), (4096, 124502, 2546),
+                (8192, 249072, 3912)]
+    analysis = find_knee([KneePoint(size * 1024, records, latency) for size, records, latency in measured])
+    assert analysis.sharp_index is None
+    assert analysis.knee.size == 8192 * 1024
+
+
+def test_a_steep_step_under_a_large_fixed_cost_is_still_sharp():
+    """1 s fixed + 1 ms a record, then 5 ms a record past 200 records: throughput still grows a
+    little, but each extra record costs 5x the growing regime's and near the batch average."""
+    points = []
+    for records in (25, 50, 100, 200, 400):
+        latency = 1000 + records + (4 * (records - 200) if records > 200 else 0)
+        points.append(KneePoint(records, records, latency))
+    analysis = find_knee(points)
+    assert analysis.knee.size == 200 and analysis.regimes[-1] == "sharp"
