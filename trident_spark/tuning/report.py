@@ -179,7 +179,7 @@ def summarize(sweep: Sweep, *, target: str = "", settings: dict[str, Any] | None
         "knee": knee_doc,
         "bottleneck": _bottleneck(at_knee, sweep.cores),
         "recommendation": _recommendation(knee_stats, sweep.partitions) if knee_stats else None,
-        "plan": _plan(at_knee, knee_stats, sweep) if knee_stats else None,
+        "plan": _plan(at_knee, knee_stats, sweep, _fixed_cost_ms(analysis)) if knee_stats else None,
         "scratch_states": sweep.scratch_states,
         "runs": [asdict(r) for r in sweep.runs],
     }
@@ -245,14 +245,30 @@ def _recommendation(knee: SizeStats, partitions: int) -> dict[str, Any]:
     }
 
 
-def _plan(batches: list[dict[str, Any]], knee: SizeStats, sweep: Sweep) -> dict[str, Any]:
-    """:func:`plan.plan_from_progress` on the knee's batches, aiming at the knee's latency."""
+def _fixed_cost_ms(analysis: KneeAnalysis | None) -> float | None:
+    """The batch's fixed cost as the sweep measured it: the flat regime's median latency.
+
+    One size's batches only show the driver's share of it (trigger time outside ``addBatch``);
+    the flat regime also holds Spark's per-batch job overhead, which the variable sheet must
+    subtract from the target before it sizes the per-record part."""
+    if analysis is None:
+        return None
+    flat = [analysis.points[i].latency_ms for i in analysis.indices("flat")]
+    return sorted(flat)[len(flat) // 2] if flat else None
+
+
+def _plan(batches: list[dict[str, Any]], knee: SizeStats, sweep: Sweep,
+          fixed_cost_ms: float | None = None) -> dict[str, Any]:
+    """:func:`plan.plan_from_progress` on the knee's batches, aiming at the knee's latency (the
+    fixed cost per batch from the flat regime, when the sweep found one)."""
     from trident_spark.tuning.measured import measured_inputs, plan_from_progress
 
-    fallback = {"kafka_partitions": sweep.partitions, "cores": sweep.cores}
+    fallback: dict[str, Any] = {"kafka_partitions": sweep.partitions, "cores": sweep.cores}
+    if fixed_cost_ms is not None and fixed_cost_ms < knee.latency_p50_ms:
+        fallback["batch_overhead_ms"] = round(fixed_cost_ms, 1)
     try:
         measured = measured_inputs(batches)
-        extra = {k: v for k, v in fallback.items() if v and k not in measured}
+        extra = {k: v for k, v in fallback.items() if v and (k not in measured or k == "batch_overhead_ms")}
         tuning = plan_from_progress(batches, target_batch_ms=max(1.0, knee.latency_p50_ms), **extra)
     except ValueError as exc:
         return {"error": str(exc)}

@@ -121,3 +121,16 @@ def test_without_stage_timings_the_breakdown_shows_sparks_phases(tmp_path):
                                       "commitOffsets"}
     assert "Spark's phases of a batch" in render_markdown(results)
     assert (tmp_path / "stage_breakdown.png").stat().st_size > 10_000
+
+
+def test_the_variable_sheet_takes_the_fixed_cost_from_the_flat_regime():
+    from trident_spark.tuning.knee import KneePoint, find_knee
+    from trident_spark.tuning.report import _fixed_cost_ms
+
+    points = [KneePoint(s, r, lat) for s, r, lat in
+              [(1, 500, 930), (2, 1000, 825), (4, 2000, 968), (8, 4000, 883), (16, 30000, 1117),
+               (32, 60000, 1359), (64, 120000, 2024)]]
+    analysis = find_knee(points)
+    assert analysis.indices("flat") == [0, 1, 2, 3]
+    assert _fixed_cost_ms(analysis) == 930  # the median of the flat latencies
+    assert _fixed_cost_ms(None) is None
