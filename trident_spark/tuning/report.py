@@ -495,11 +495,11 @@ def plot_stage_breakdown(results: dict[str, Any], path: Path) -> None:
         ax.plot(positions, [s["latency_p50_ms"] for s in sizes], "kD", markersize=5,
                 label="median batch latency (wall)")
         ax.set_xticks(positions)
-        ax.set_xticklabels([f"{s['label']}\n{s['records_per_batch']:,.0f} rec" for s in sizes], fontsize=8)
+        ax.set_xticklabels([f"{s['label']}\n{s['records_per_batch']:,.0f}" for s in sizes], fontsize=8)
         source = {s.get("stage_source") for s in sizes}
         ax.set_ylabel("task ms per batch (summed over tasks)" if source == {"stages"}
                       else "ms per batch (Spark phases, wall time)")
-        ax.set_xlabel("max_fetch_bytes per partition")
+        ax.set_xlabel("max_fetch_bytes per partition (records per batch below)")
         ax.set_title(f"Where a batch's time goes, per batch size ({results['stream']})")
         ax.legend(loc="upper left", fontsize="small")
         ax.grid(True, axis="y", alpha=0.3)
