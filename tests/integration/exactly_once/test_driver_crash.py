@@ -3,7 +3,8 @@
 One Kafka topic, one checkpoint, one topology writing Elasticsearch, Redis and
 SQLite state, transactional and opaque (``crash_driver.py``). The driver is
 started again and again, each start killed at a point chosen by a seeded
-``random.Random`` (the seed is printed; set EO_CRASH_SEED to replay a run):
+``random.Random`` (the seed is printed; set EO_CRASH_SEED to replay a run), each way at
+least once per run:
 
 (a) from outside, a random delay after a task of batch k started;
 (b) on an executor, right after partition i of batch k wrote one state's keys;
@@ -55,7 +56,9 @@ REPO = Path(__file__).resolve().parents[3]
 SENTENCES = 1800
 PER_TRIGGER = 300          # 6 batches of 75 records from each of the 4 partitions
 BATCHES = SENTENCES // PER_TRIGGER
-KILLS = 5
+#: Kills per run: the first three are one of each mode (a, b, c) in a random order, more are
+#: of random modes (EO_CRASH_KILLS=8 for a longer run). Each start is a Spark driver of its own.
+KILLS = int(os.environ.get("EO_CRASH_KILLS", "3"))
 SHUFFLE_PARTITIONS = 2
 RUN_TIMEOUT = 240.0
 
@@ -176,13 +179,18 @@ class Crashes:
         return {line["txid"]: line for line in map(json.loads, lines)}
 
 
-def plan_kill(rng: random.Random, first: int) -> dict[str, Any]:
-    """A kill in batch ``first`` (the replayed or next one) or the one after, at a random point.
+def kill_modes(rng: random.Random, kills: int) -> list[str]:
+    """Every mode once, in a random order, then random ones."""
+    return rng.sample("abc", 3)[:kills] + [rng.choice("abc") for _ in range(kills - 3)]
+
+
+def plan_kill(rng: random.Random, first: int, mode: str) -> dict[str, Any]:
+    """A kill by ``mode`` in batch ``first`` (the replayed or next one) or the one after, at a
+    random point.
 
     Never in the last batch: a kill after a delay must find the driver still running.
     """
     batch = min(first + rng.choice([0, 1]), BATCHES - 2)
-    mode = rng.choice("abc")
     plan: dict[str, Any] = {"mode": mode, "batch": batch}
     if mode == "b":
         plan["state"] = rng.choice(STATE_NAMES)
@@ -202,8 +210,8 @@ def test_driver_sigkills_at_random_points_leave_every_state_exact(kafka_bootstra
     states = six_states(tag, tmp_path, redis_url, elasticsearch_url)
     crashes = Crashes(tmp_path, kafka_bootstrap, topic, states)
     try:
-        for _ in range(KILLS):
-            start = crashes.start(plan_kill(rng, crashes.next_batch()), rng)
+        for mode in kill_modes(rng, KILLS):
+            start = crashes.start(plan_kill(rng, crashes.next_batch(), mode), rng)
             print(start.describe())
             assert start.returncode == -signal.SIGKILL, \
                 f"seed {seed}: {start.describe()}\n{start.stderr[-3000:]}"

@@ -124,14 +124,16 @@ def settles(rows: list[dict[str, Any]], what: str) -> int:
 def test_converges_to_the_target_and_recovers_after_a_cost_step(
         spark, kafka_bootstrap, new_topic, tmp_path):
     topic = new_topic(partitions=2)
-    preload(kafka_bootstrap, topic, 150_000)
+    # A backlog throughout: at the target a batch takes about 2 x (1,500 ms - the fixed cost) /
+    # 0.4 ms records (5,000-6,500 here), so 12 batches and 11 at 4x the cost need at most ~100,000.
+    preload(kafka_bootstrap, topic, 250_000)
     cost_file = tmp_path / "cost_ms"
-    cost_file.write_text("0.2")  # ms per record: the target is ~6x the first batch's records
+    cost_file.write_text("0.4")  # ms per record: the target is ~4x the first batch's records
     checkpoint = tmp_path / "ckpt"
     handle = start(spark, kafka_bootstrap, topic, cost_file, checkpoint)
     try:
         wait_for(lambda: batches_done(handle, 12), "12 batches at the first cost", timeout=150)
-        cost_file.write_text("0.8")  # 4x the cost per record
+        cost_file.write_text("1.6")  # 4x the cost per record
         stepped_after = last_txid(handle)  # the batch running now may see either
         wait_for(lambda: batches_done(handle, 1) and last_txid(handle) > stepped_after + 11,
                  "11 batches at the new cost", timeout=150)
@@ -140,8 +142,8 @@ def test_converges_to_the_target_and_recovers_after_a_cost_step(
     rows = batches(handle, checkpoint)
     before = [r for r in rows if r["txid"] <= stepped_after]
     after = [r for r in rows if r["txid"] > stepped_after]
-    show(before, "before the step (0.2 ms per record)")
-    show(after, "after the step (0.8 ms per record)")
+    show(before, "before the step (0.4 ms per record)")
+    show(after, "after the step (1.6 ms per record)")
     assert before[0]["limit"] == INITIAL_LIMIT_BYTES
     assert all(r["limited_by"] in ("adaptive", "max_fetch_bytes") for r in rows)  # backlog throughout
     assert all(r["limit"] <= 1024 * 1024 for r in rows)
