@@ -74,6 +74,7 @@ def main(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
     from trident_spark.cli.live import LiveProgress
+    from trident_spark.durations import trigger_millis
     from trident_spark.runtime.session import local_session
 
     console = Console(stderr=True)
@@ -86,7 +87,7 @@ def main(args: argparse.Namespace) -> int:
     trigger = "available_now" if args.available_now else args.trigger
     console.print(f"[bold]running[/] {args.target} (checkpoint {checkpoint}, trigger {trigger})")
     # a live view on a terminal, one line per batch otherwise
-    progress = LiveProgress(console, trigger_ms=_trigger_ms(trigger))
+    progress = LiveProgress(console, trigger_ms=trigger_millis(trigger))
     handle = None
     try:
         with progress:
@@ -102,12 +103,3 @@ def main(args: argparse.Namespace) -> int:
             handle.stop()
     return 0
 
-
-def _trigger_ms(trigger: str) -> float | None:
-    """The trigger interval in ms; None for available-now and once (or a trigger run() refuses)."""
-    from trident_spark.durations import parse_seconds
-
-    try:
-        return None if trigger in ("available_now", "availableNow", "once") else parse_seconds(trigger) * 1000
-    except ValueError:
-        return None

@@ -134,7 +134,9 @@ def test_run_prints_a_line_per_batch_when_piped(monkeypatch, capsys):
 
 
 def test_the_trigger_interval_of_run():
-    assert run_command._trigger_ms("1 second") == 1000
-    assert run_command._trigger_ms("250 milliseconds") == 250
-    assert run_command._trigger_ms("available_now") is None
-    assert run_command._trigger_ms("every now and then") is None
+    from trident_spark.durations import trigger_millis
+
+    assert trigger_millis("1 second") == 1000
+    assert trigger_millis("250 milliseconds") == 250
+    assert trigger_millis("available_now") is None
+    assert trigger_millis("every now and then") is None
