@@ -109,6 +109,7 @@ class TopologyHandle:
                                     batch_description(stream, batch.txid))
         batch.add_task_metrics(counters, spark, order)
         batch.cores = self._cores
+        batch.warmup = not any(p.stream == stream for p in self.progress)
         with self._lock:
             self._progress.append(batch)
         try:

@@ -63,6 +63,9 @@ class BatchProgress:
     stages: list[dict[str, Any]] = field(default_factory=list)
     spark: dict[str, float] = field(default_factory=dict)
     cores: int | None = None
+    #: The first batch this process ran for the stream: it starts Spark's Python workers, so its
+    #: time is not the stream's steady state (``status`` and ``tune`` leave it out).
+    warmup: bool = False
 
     @classmethod
     def from_spark(cls, stream: str, progress: dict[str, Any]) -> BatchProgress:

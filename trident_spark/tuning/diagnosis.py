@@ -235,28 +235,32 @@ def diagnose(batches: Sequence[Any], *, trigger_ms: float | None = None, window:
                          [], Finding("unknown", "no batches", "the stream has not finished a batch yet"),
                          Verdict(UNKNOWN, "no finished batch yet"))
     cores = next((int(c) for b in reversed(recent) if (c := value_of(b, "cores")) is not None), cores)
-    durations = [int(value_of(b, "duration_ms", 0)) for b in recent]
+    # A run's first batch starts Spark's Python workers (seconds to tens of seconds): it says
+    # nothing of the steady state, so durations and stage times leave it out when others exist.
+    steady = [b for b in recent if not value_of(b, "warmup", False)] or recent
+    durations = [int(value_of(b, "duration_ms", 0)) for b in steady]
+    steady_rows = [int(value_of(b, "rows", 0)) for b in steady]
     rows = [int(value_of(b, "rows", 0)) for b in recent]
     last = recent[-1]
     input_rate, source = _input_rate(recent)
-    busy_s = sum(d for d, r in zip(durations, rows, strict=True) if r) / 1000
+    busy_s = sum(d for d, r in zip(durations, steady_rows, strict=True) if r) / 1000
     backlog = value_of(last, "backlog")
     trend_slope, trend = _backlog_trend(recent, rows)
     limited = [b for b in recent if value_of(b, "limited_by", "available") != "available"]
-    stages = _stages(recent)
+    stages = _stages(steady)
     diagnosis = Diagnosis(
         stream=name, totals=totals, window=len(recent),
         last={key: value_of(last, key) for key in ("txid", "rows", "bytes", "duration_ms", "limited_by",
                                                    "timestamp", "backlog")},
         trigger_ms=trigger_ms, input_rate=input_rate, input_rate_source=source,
-        processing_rate=sum(rows) / busy_s if busy_s else None,
+        processing_rate=sum(steady_rows) / busy_s if busy_s else None,
         duration_last=durations[-1], duration_mean=sum(durations) / len(durations),
         duration_p50=percentile(durations, 0.5), duration_p95=percentile(durations, 0.95),
         backlog=None if backlog is None else int(backlog), backlog_slope=trend_slope, backlog_trend=trend,
         limited_share=len(limited) / len(recent), empty_share=rows.count(0) / len(recent), cores=cores,
         stages=stages, bottleneck=Finding("unknown", "", ""), verdict=Verdict(UNKNOWN, ""),
     )
-    return _with(diagnosis, bottleneck=bottleneck(recent, stages, cores),
+    return _with(diagnosis, bottleneck=bottleneck(steady, stages, cores),
                  verdict=verdict(diagnosis, limited))
 
 

@@ -250,3 +250,18 @@ def test_io_when_spark_work_dominates_but_waits():
 def test_no_stage_timings_but_executor_time_is_unknown():
     f = diagnose([batch(i, stages=[], run=1400) for i in range(3)]).bottleneck
     assert (f.kind, f.explanation) == ("unknown", "the progress has executor times but no per-stage timings")
+
+
+def test_a_run_s_warm_up_batch_is_left_out_of_durations_and_stages():
+    batches = [{"stream": "wc", "txid": 0, "rows": 1000, "duration_ms": 30_000, "warmup": True,
+                "limited_by": "available", "backlog": 0,
+                "stages": [{"name": "split", "kind": "python", "ms": 29_000.0}]}]
+    batches += [{"stream": "wc", "txid": i, "rows": 1000, "duration_ms": 400, "limited_by": "available",
+                 "backlog": 0, "stages": [{"name": "split", "kind": "python", "ms": 300.0}]}
+                for i in range(1, 5)]
+    d = diagnose(batches, trigger_ms=1000)
+    assert (d.duration_p95, d.duration_mean) == (400, 400)
+    assert d.stages[0].ms == 300.0
+    assert d.totals.batches == 5 and d.totals.rows == 5000
+    only_warmup = diagnose(batches[:1], trigger_ms=1000)
+    assert only_warmup.duration_last == 30_000  # nothing else to judge by
