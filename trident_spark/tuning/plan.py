@@ -18,7 +18,7 @@ measured cost of a record it derives the records per batch, the spout's read
 limits, the trigger, the partitions per stage and the state's cache and round
 trip sizes, each with the formula and the numbers behind it.
 :func:`~trident_spark.tuning.measured.plan_from_progress` takes the measured inputs
-from finished batches.
+from finished batches; :mod:`~trident_spark.tuning.plan_text` writes a plan out as text.
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from typing import Any
+
+from trident_spark.tuning import plan_text
+from trident_spark.tuning.plan_text import _num, budget_terms, cost_terms, overhead_term
 
 # What each argument is, and an example value, for the error messages.
 _ARGUMENTS: dict[str, tuple[str, str]] = {
@@ -245,24 +248,7 @@ class TuningPlan:
 
     def rows(self) -> list[tuple[str, str, str]]:
         """``(setting, value, formula)`` for each derived setting, in the order of the method."""
-        values: dict[str, str] = {
-            "parallelism": _num(self.parallelism),
-            "records_per_batch": _num(self.records_per_batch),
-            "max_offsets_per_trigger": _num(self.max_offsets_per_trigger),
-            "max_fetch_bytes": _num(self.max_fetch_bytes),
-            "min_partitions": _num(self.min_partitions) if self.min_partitions is not None else "",
-            "trigger": self.trigger,
-            "stage_partitions": _num(self.stage_partitions),
-            "cache_size": _num(self.cache_size) if self.cache_size is not None else "",
-            "max_multi_get_batch_size": _num(self.max_multi_get_batch_size or 0),
-            "max_multi_put_batch_size": _num(self.max_multi_put_batch_size or 0),
-            "expected_batch_ms": f"{_num(self.expected_batch_ms)} ms",
-            "throughput": f"{_num(round(self.throughput))} records/s",
-            "keeps_up": "yes" if self.keeps_up else "no",
-            "parallelism_needed": _num(self.parallelism_needed or 0),
-        }
-        return [(name, values[name], formula.removeprefix(f"{name} = "))
-                for name, formula in self.formulas.items()]
+        return plan_text.plan_rows(self)
 
     def explain(self) -> str:
         """The plan as aligned lines: inputs, then setting, value and formula, then warnings.
@@ -273,16 +259,7 @@ class TuningPlan:
         >>> print(p.explain().splitlines()[4])
         max_offsets_per_trigger  1,600             records_per_batch = 1,600
         """
-        rows = [("setting", "value", "formula"), *self.rows()]
-        name_width = max(len(row[0]) for row in rows) + 2
-        value_width = max(len(row[1]) for row in rows) + 2
-        lines = [f"Tuning plan for {self._inputs_line()}"]
-        lines += [f"{name:<{name_width}}{value:<{value_width}}{formula}".rstrip()
-                  for name, value, formula in rows]
-        if self.warnings:
-            lines.append("warnings:")
-            lines += [f"  - {warning}" for warning in self.warnings]
-        return "\n".join(lines)
+        return plan_text.explain(self)
 
     def to_markdown(self) -> str:
         """The plan as a Markdown table (setting, value, formula) and a list of warnings.
@@ -293,22 +270,7 @@ class TuningPlan:
         >>> print(p.to_markdown().splitlines()[5])
         | records_per_batch | 1,600 | `target_batch_ms / per_record_ms x parallelism = 800 / 8 x 16 = 1,600` |
         """
-        lines = [f"Tuning plan for {self._inputs_line()}.", "",
-                 "| setting | value | formula |", "|---|---|---|"]
-        lines += [f"| {name} | {value} | `{formula}` |" for name, value, formula in self.rows()]
-        if self.warnings:
-            lines += ["", "**Warnings**", ""]
-            lines += [f"* {warning.replace('|', '/')}" for warning in self.warnings]
-        return "\n".join(lines)
-
-    def _inputs_line(self) -> str:
-        i = self.inputs
-        parts = [f"{_num(i.kafka_partitions)} Kafka partitions", f"{_num(i.record_bytes)}-byte records",
-                 f"{_num(i.per_record_ms)} ms per record in the expensive stage",
-                 f"{_num(i.target_batch_ms)} ms target batch", f"{_num(self.parallelism)} cores"]
-        if i.input_records_per_second is not None:
-            parts.append(f"{_num(i.input_records_per_second)} records/s arriving")
-        return ", ".join(parts)
+        return plan_text.to_markdown(self)
 
 
 def plan(*, kafka_partitions: int, record_bytes: float, per_record_ms: float, target_batch_ms: float,
@@ -457,9 +419,9 @@ class _Sheet:
         sweet = self._store_round_trips(records)
         expected_ms = i.batch_overhead_ms + records / p * i.record_cost_ms
         self.formulas["expected_batch_ms"] = (
-            f"expected_batch_ms = {self._overhead_term()[0]}records_per_batch / parallelism x "
-            f"{self._cost_terms()[0]} = {self._overhead_term()[1]}{_num(records)} / {p} x "
-            f"{self._cost_terms()[1]} = {_num(expected_ms)}")
+            f"expected_batch_ms = {overhead_term(self.i)[0]}records_per_batch / parallelism x "
+            f"{cost_terms(self.i)[0]} = {overhead_term(self.i)[1]}{_num(records)} / {p} x "
+            f"{cost_terms(self.i)[1]} = {_num(expected_ms)}")
         throughput = self._throughput(p)
         batch_s = self._batch_seconds(records, trigger_ms)
         self.formulas["throughput"] = (
@@ -474,33 +436,6 @@ class _Sheet:
             expected_batch_ms=expected_ms, throughput=throughput, keeps_up=keeps_up,
             parallelism_needed=needed, warnings=tuple(self.warnings), formulas=self.formulas)
 
-    # -- the formulas' terms, written out only when they differ from the simple case ---------
-
-    def _budget_terms(self) -> tuple[str, str]:
-        i = self.i
-        if i.batch_overhead_ms == 0:
-            return "target_batch_ms", _num(i.target_batch_ms)
-        return ("(target_batch_ms - batch_overhead_ms)",
-                f"({_num(i.target_batch_ms)} - {_num(i.batch_overhead_ms)})")
-
-    def _overhead_term(self) -> tuple[str, str]:
-        if self.i.batch_overhead_ms == 0:
-            return "", ""
-        return "batch_overhead_ms + ", f"{_num(self.i.batch_overhead_ms)} + "
-
-    def _cost_terms(self) -> tuple[str, str]:
-        i = self.i
-        names, numbers = ["per_record_ms"], [_num(i.per_record_ms)]
-        if i.fan_out != 1:
-            names[0] += " x fan_out"
-            numbers[0] += f" x {_num(i.fan_out)}"
-        if i.other_stages_per_record_ms:
-            names.append("other_stages_per_record_ms")
-            numbers.append(_num(i.other_stages_per_record_ms))
-        if len(names) == 1 and i.fan_out == 1:
-            return names[0], numbers[0]
-        return f"({' + '.join(names)})", f"({' + '.join(numbers)})"
-
     # -- the settings ----------------------------------------------------------------------
 
     def _records_for(self, parallelism: int) -> tuple[float, int]:
@@ -511,7 +446,7 @@ class _Sheet:
     def _records_per_batch(self) -> int:
         i, p = self.i, self.p
         exact, records = self._records_for(p)
-        (budget, budget_n), (cost, cost_n) = self._budget_terms(), self._cost_terms()
+        (budget, budget_n), (cost, cost_n) = budget_terms(self.i), cost_terms(self.i)
         formula = (f"records_per_batch = {budget} / {cost} x parallelism = {budget_n} / {cost_n} x {p} "
                    f"= {_num(exact)}")
         if records != exact:
@@ -635,12 +570,12 @@ class _Sheet:
         needed = max(1, math.ceil(round(exact, 9)))
         while self._throughput(needed) < rate:  # flooring records can cost a core more
             needed += 1
-        cost_n = self._cost_terms()[1]
+        cost_n = cost_terms(self.i)[1]
         scale, scale_n = ("", "") if i.batch_overhead_ms == 0 else (
             " x target_batch_ms / (target_batch_ms - batch_overhead_ms)",
             f" x {_num(i.target_batch_ms)} / {_num(budget)}")
         self.formulas["parallelism_needed"] = (
-            f"parallelism_needed = ceil(input_records_per_second x {self._cost_terms()[0]} / 1000{scale}) "
+            f"parallelism_needed = ceil(input_records_per_second x {cost_terms(self.i)[0]} / 1000{scale}) "
             f"= ceil({_num(rate)} x {cost_n} / 1000{scale_n}) = {needed}")
         if not keeps_up:
             extra = (f"; with more than {i.kafka_partitions} cores also add Kafka partitions or set "
@@ -657,11 +592,3 @@ class _Sheet:
                 f"near 80%")
         return keeps_up, needed
 
-
-def _num(value: float) -> str:
-    """A number as the formulas write it: ``1,600``, ``0.8``, ``1,828.57``, ``0.8004``."""
-    if value == int(value):
-        return f"{int(value):,}"
-    if abs(value) >= 1:
-        return f"{value:,.2f}".rstrip("0").rstrip(".")
-    return f"{value:.4g}"
