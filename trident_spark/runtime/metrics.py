@@ -183,26 +183,43 @@ def batch_description(stream: str, txid: int) -> str:
     return f"{stream}: batch {txid}"
 
 
-def batch_spark_metrics(sc: SparkContext, run_id: str, description: str, wait_s: float = 0.3,
+def batch_spark_metrics(sc: SparkContext, run_id: str, description: str, wait_s: float = 1.0,
                         scan: int = 200) -> dict[str, float]:
     """What Spark measured of one batch's jobs: those of the query's job group (Spark names it
     after the query's run id) that ran under the batch's description; ``{}`` when Spark cannot
-    tell. Called by the progress listener, after the batch: nothing on the batch's own path."""
+    tell. Called by the progress listener, after the batch: nothing on the batch's own path.
+
+    Spark's status store is filled asynchronously: while it shows none of the batch's jobs yet,
+    this asks again, for up to ``wait_s`` seconds."""
+    deadline = time.monotonic() + wait_s
     try:
-        ids = sorted(sc.statusTracker().getJobIdsForGroup(run_id), reverse=True)[:scan]
-        store = sc._jsc.sc().statusStore()  # type: ignore[union-attr]
-        stage_ids: set[int] = set()
-        for job_id in ids:  # newest first: the next batch's jobs, then this one's, then older ones
-            job = store.job(job_id)
-            text = job.description()
-            if text.isDefined() and text.get() == description:
-                seq = job.stageIds()
-                stage_ids.update(int(seq.apply(i)) for i in range(seq.size()))
-            elif stage_ids:
-                break  # past this batch's jobs
-        return spark_task_metrics(sc, sorted(stage_ids), wait_s) if stage_ids else {}
+        while True:
+            stage_ids = _batch_stage_ids(sc, run_id, description, scan)
+            if stage_ids or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        return spark_task_metrics(sc, sorted(stage_ids), max(0.0, deadline - time.monotonic())) \
+            if stage_ids else {}
     except Exception:  # metrics must never fail anything
         return {}
+
+
+def _batch_stage_ids(sc: SparkContext, run_id: str, description: str, scan: int) -> set[int]:
+    ids = sorted(sc.statusTracker().getJobIdsForGroup(run_id), reverse=True)[:scan]
+    store = sc._jsc.sc().statusStore()  # type: ignore[union-attr]
+    stage_ids: set[int] = set()
+    for job_id in ids:  # newest first: the next batch's jobs, then this one's, then older ones
+        try:
+            job = store.job(job_id)
+        except Exception:  # not in the store (yet, or any more)
+            continue
+        text = job.description()
+        if text.isDefined() and text.get() == description:
+            seq = job.stageIds()
+            stage_ids.update(int(seq.apply(i)) for i in range(seq.size()))
+        elif stage_ids:
+            break  # past this batch's jobs
+    return stage_ids
 
 
 def spark_task_metrics(sc: SparkContext, stage_ids: list[int], wait_s: float = 0.3) -> dict[str, float]:

@@ -57,7 +57,12 @@ def test_each_batch_reports_its_stages_rows_offsets_and_spark_time(spark, kafka_
         names = [stage["name"] for stage in b.stages]
         # Pipeline order: the read, the operator, the store round trips around the update, the rest.
         assert names[0] == "source" and names[-1] == "spark", names
-        assert kinds["python"] == 1 and kinds["state_get"] == 1 and kinds["state_put"] == 1, names
+        assert kinds["python"] == 1 and kinds["state_put"] == 1, names
+        # The persist goes to the store only for keys its worker's cache missed (the counters'
+        # store_reads also count the query's reads, which never use the cache).
+        assert kinds["state_get"] <= 1, names
+        get = next((stage for stage in b.stages if stage["kind"] == "state_get"), None)
+        assert get is None or 0 < get["rows_in"] <= b.state["keys_read"], (get, b.state)
         assert kinds["state_query"] == 1 and kinds["aggregate"] >= 1, names
         by_name = {stage["name"]: stage for stage in b.stages}
         assert by_name["source"]["rows_out"] == b.rows and by_name["source"]["ms"] > 0
@@ -67,7 +72,11 @@ def test_each_batch_reports_its_stages_rows_offsets_and_spark_time(spark, kafka_
         put = next(stage for stage in b.stages if stage["kind"] == "state_put")
         assert put["rows_in"] == b.state["keys_written"]
         assert b.spark["executor_run_ms"] > 0 and b.spark["tasks"] >= PARTITIONS
-        assert sum(s["ms"] for s in b.stages) == pytest.approx(b.spark["executor_run_ms"], rel=0.01, abs=2)
+        # Our stages fit in Spark's own task time; "spark" is the rest of it.
+        measured = sum(s["ms"] for s in b.stages if s["kind"] != "spark")
+        assert measured <= b.spark["executor_run_ms"] * 1.05 + 5, (measured, b.spark)
+        rest = by_name["spark"]["ms"]
+        assert rest == pytest.approx(max(0.0, b.spark["executor_run_ms"] - measured), abs=0.01)
         # Records per partition come from the batch's offsets and add up to its rows.
         assert sum(b.partition_rows.values()) == b.rows
         assert set(b.partition_rows) <= {f"{topic}[{p}]" for p in range(PARTITIONS)}
