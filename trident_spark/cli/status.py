@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from trident_spark.runtime.progress import PROGRESS_FILE, RUN_FILE  # light: no pyspark import
+
 HELP = "show each stream's progress, principal bottleneck and First-Rule verdict from a checkpoint"
 DESCRIPTION = """\
 Show how each stream of a topology is doing, from its checkpoint directory alone
@@ -41,9 +43,6 @@ EPILOG = """examples:
 
 exit status: 0 shown (also after Ctrl-C with --follow), 2 no such checkpoint or no progress in it
 """
-#: What the runtime writes (``runtime.handle.PROGRESS_FILE``; not imported: that pulls in pyspark).
-PROGRESS_FILE = "trident-progress.jsonl"
-RUN_FILE = "trident-run.json"
 
 
 class StatusError(Exception):

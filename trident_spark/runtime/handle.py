@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from trident_spark.runtime.errors import translate
 from trident_spark.runtime.metrics import batch_description, batch_spark_metrics
-from trident_spark.runtime.progress import BatchProgress, ProgressCallback
+from trident_spark.runtime.progress import PROGRESS_FILE, RUN_FILE, BatchProgress, ProgressCallback
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -20,9 +20,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-PROGRESS_FILE = "trident-progress.jsonl"
-#: In the checkpoint directory: when and how the topology was started, and when it stopped.
-RUN_FILE = "trident-run.json"
 
 
 def _now() -> str:
@@ -54,6 +51,8 @@ class TopologyHandle:
         self._queries: dict[str, StreamingQuery] = {}
         self._names: dict[str, str] = {}
         self._progress: list[BatchProgress] = []
+        self._streams_seen: set[str] = set()  # streams that finished a batch in this process
+        self._run_info: dict[str, Any] | None = None  # trident-run.json, once the run starts
         self._callbacks = [on_progress] if on_progress else []
         self._lock = threading.Lock()
         self._metrics: dict[tuple[str, int], tuple[list[str], dict[Any, float]]] = {}
@@ -87,7 +86,7 @@ class TopologyHandle:
         self._save_run_info()
 
     def _save_run_info(self) -> None:
-        info = getattr(self, "_run_info", None)
+        info = self._run_info
         if info is None:
             return
         try:
@@ -109,7 +108,8 @@ class TopologyHandle:
                                     batch_description(stream, batch.txid))
         batch.add_task_metrics(counters, spark, order)
         batch.cores = self._cores
-        batch.warmup = not any(p.stream == stream for p in self.progress)
+        batch.warmup = stream not in self._streams_seen
+        self._streams_seen.add(stream)
         with self._lock:
             self._progress.append(batch)
         try:
@@ -174,7 +174,7 @@ class TopologyHandle:
 
     def stop(self) -> None:
         """Stop every stream (a running batch is interrupted and will be replayed on restart)."""
-        if getattr(self, "_run_info", None) is not None and self._run_info["stopped"] is None:
+        if self._run_info is not None and self._run_info["stopped"] is None:
             self._run_info["stopped"] = _now()
             self._save_run_info()
         for query in self._queries.values():

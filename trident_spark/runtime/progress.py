@@ -7,6 +7,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+#: In each stream's checkpoint directory: one ``BatchProgress.to_json()`` line per finished batch.
+PROGRESS_FILE = "trident-progress.jsonl"
+#: In the checkpoint directory: when and how the topology was started, and when it stopped.
+RUN_FILE = "trident-run.json"
+
 
 @dataclass
 class BatchProgress:
