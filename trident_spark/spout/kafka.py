@@ -143,7 +143,8 @@ class KafkaSpout:
             topics=tuple(topics or ()),
             pattern=pattern,
             starting_offsets=_offsets_option(starting_offsets),
-            ending_offsets=None if ending_offsets is None else _offsets_option(ending_offsets),
+            ending_offsets=(None if ending_offsets is None
+                            else _offsets_option(ending_offsets, "ending_offsets")),
             max_fetch_bytes=max_fetch_bytes,
             adaptive_target_ms=adaptive_target_ms,
             max_offsets_per_trigger=max_offsets_per_trigger,
@@ -199,8 +200,19 @@ class KafkaSpout:
         return spark.readStream.format(FORMAT_NAME).option("config", self.config.to_json()).load()
 
 
-def _offsets_option(offsets: str | Mapping[str, Mapping[int | str, int]]) -> str | dict[str, dict[str, int]]:
+def _offsets_option(offsets: str | Mapping[str, Mapping[int | str, int]],
+                    what: str = "starting_offsets") -> str | dict[str, dict[str, int]]:
     """``"earliest"``/``"latest"`` as given; a mapping with partitions as strings (JSON keys)."""
     if isinstance(offsets, str):
         return offsets
-    return {t: {str(p): int(o) for p, o in parts.items()} for t, parts in offsets.items()}
+    option: dict[str, dict[str, int]] = {}
+    for topic, parts in offsets.items():
+        option[topic] = {}
+        for partition, offset in parts.items():
+            try:
+                option[topic][str(int(partition))] = int(offset)
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"KafkaSpout({what}=...): {topic}[{partition}] -> {offset!r} is not a partition number "
+                    f"and an offset; write e.g. {{{topic!r}: {{0: 1200, 1: -1}}}}") from None
+    return option

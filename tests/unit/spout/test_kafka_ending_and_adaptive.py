@@ -262,3 +262,10 @@ def test_trigger_once_reads_everything_regardless(tmp_path):
     made = reader(StubBroker({0: 5000}), adaptive_target_ms=1000, feedback_dir=str(tmp_path))
     [document] = run_batches(made, made.initialOffset(), 1, limit=ReadAllAvailable())
     assert document["offsets"] == {"t": {"0": 5000}}
+
+
+@pytest.mark.parametrize("option", ["starting_offsets", "ending_offsets"])
+def test_an_offset_mapping_that_is_not_numbers_names_the_option_and_the_partition(option):
+    expected = rf"KafkaSpout\({option}=\.\.\.\): words\[0\] -> 'x' is not a partition number and an offset"
+    with pytest.raises(ValueError, match=expected + r"; write e\.g\. "):
+        KafkaSpout("127.0.0.1:9092", ["words"], **{option: {"words": {0: "x"}}})
