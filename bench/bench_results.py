@@ -23,3 +23,25 @@ def save_results(result: dict[str, Any], name: str, stamp: str,
     if plot(result, png):
         console.print(f"plot:    {png}")
     return out
+
+
+def pyplot() -> Any | None:
+    """matplotlib's ``pyplot`` drawing to files only (the Agg backend), or None without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    return plt
+
+
+def save_figure(fig: Any, path: Path) -> bool:
+    """Lay out ``fig``, write it to ``path`` as a PNG and free it; True (what a ``plot`` returns)."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True

@@ -53,7 +53,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench_results import save_results
+from bench_results import pyplot, save_figure, save_results
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -444,12 +444,8 @@ def print_summary(result: dict[str, Any]) -> None:
 
 
 def plot(result: dict[str, Any], path: Path) -> bool:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return False
     rounds, setup, summary = result["rounds"], result["setup"], result["summary"]
     fig, (left, right, cpu) = plt.subplots(1, 3, figsize=(17, 4.5))
@@ -472,10 +468,7 @@ def plot(result: dict[str, Any], path: Path) -> bool:
     right.legend(fontsize=8)
     cpu_bars(cpu, names, [summary[c]["cpu_s"] for c in CONTENDERS], CPU_PARTS, setup["records"])
     cpu.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
+    return save_figure(fig, path)
 
 
 # --- main ---------------------------------------------------------------------------------

@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench_results import save_results
+from bench_results import pyplot, save_figure, save_results
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from rich.console import Console
 from rich.table import Table
@@ -319,12 +319,8 @@ def summarise(rounds: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def plot(result: dict[str, Any], path: Path) -> bool:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return False
     rounds = result["rounds"]
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
@@ -353,10 +349,7 @@ def plot(result: dict[str, Any], path: Path) -> bool:
         bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
     right.set(ylabel="median ms per micro-batch", title=f"one micro-batch of {setup['batch']:,} records")
     right.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
+    return save_figure(fig, path)
 
 
 def print_summary(result: dict[str, Any]) -> None:

@@ -1,0 +1,70 @@
+"""bench/state.py's contenders: ``native`` (Spark's own state, the baseline) or a backend with
+optional state settings, parsed from ``--backends`` (``native,sqlite,redis[cache_size=10000],es``),
+with their labels and target ratios."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+BACKENDS = ("sqlite", "redis", "es")
+LABELS = {"native": "Spark native (RocksDB)", "sqlite": "SqliteState", "redis": "RedisState",
+          "es": "ElasticsearchState (osmem)"}
+TARGETS = {"sqlite": 0.8, "redis": 0.8, "es": 0.5}
+#: State settings a contender may carry (``redis[cache_size=10000]``), with their parsers.
+SETTINGS: dict[str, Callable[[str], Any]] = {
+    "cache_size": int,
+    "max_multi_get_batch_size": lambda v: None if v.lower() == "none" else int(v),
+    "max_multi_put_batch_size": lambda v: None if v.lower() == "none" else int(v),
+    "synchronous": str.upper,  # SQLite only
+}
+
+
+@dataclass(frozen=True)
+class Contender:
+    """``native``, or a backend with optional state settings: ``redis[cache_size=10000]``."""
+
+    kind: str
+    settings: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def name(self) -> str:
+        if not self.settings:
+            return self.kind
+        return f"{self.kind}[" + ",".join(f"{k}={'none' if v is None else v}" for k, v in self.settings) + "]"
+
+    @property
+    def label(self) -> str:
+        base = LABELS[self.kind]
+        if not self.settings:
+            return base
+        return f"{base} " + ", ".join(f"{k}={'none' if v is None else v}" for k, v in self.settings)
+
+    @property
+    def target(self) -> float | None:
+        return TARGETS.get(self.kind) if not self.settings else None
+
+
+def parse_contenders(text: str) -> list[Contender]:
+    """``native,sqlite,redis[cache_size=10000,max_multi_get_batch_size=none],es``."""
+    found = []
+    for spec in re.findall(r"[a-z]+(?:\[[^\]]*\])?", text):
+        match = re.fullmatch(r"([a-z]+)(?:\[([^\]]*)\])?", spec)
+        assert match is not None
+        kind, body = match.group(1), match.group(2)
+        if kind not in ("native", *BACKENDS):
+            raise SystemExit(f"unknown contender {kind!r}: one of native, {', '.join(BACKENDS)}")
+        settings = []
+        for item in filter(None, (body or "").split(",")):
+            key, _, value = item.partition("=")
+            if key not in SETTINGS or (key == "synchronous" and kind != "sqlite") or kind == "native":
+                raise SystemExit(f"{spec}: unknown setting {key!r}; one of {', '.join(SETTINGS)}")
+            settings.append((key, SETTINGS[key](value)))
+        found.append(Contender(kind, tuple(settings)))
+    if not found or found[0].kind != "native" or sum(c.kind == "native" for c in found) != 1:
+        raise SystemExit("--backends: list native first, then backends, e.g. native,sqlite,redis,es")
+    if len({c.name for c in found}) != len(found):
+        raise SystemExit("--backends: a contender is listed twice")
+    return found
