@@ -53,8 +53,8 @@ def attempt() -> int:
     return -1 if context is None else context.attemptNumber()
 
 
-class FailOnceAfterWrite(BaseFilter):
-    """Downstream of a state's newValuesStream: raises once in partition 0 of the failing batch."""
+class FailsOnce:
+    """An operation that fails once, in partition 0 of batch ``fail_batch``, for state ``state``."""
 
     def __init__(self, state: str, out: str, fail_batch: int) -> None:
         self.state, self.out, self.fail_batch = state, out, fail_batch
@@ -64,6 +64,10 @@ class FailOnceAfterWrite(BaseFilter):
     def prepare(self, conf: dict[str, Any], context: Any) -> None:
         self.failing = context.txid == self.fail_batch and context.partition_index == 0
         self.where = f"{self.state}-{context.txid}-{context.partition_index}"
+
+
+class FailOnceAfterWrite(FailsOnce, BaseFilter):
+    """Downstream of a state's newValuesStream: raises once in partition 0 of the failing batch."""
 
     def isKeep(self, tuple: Any) -> bool:
         if self.failing:
@@ -74,17 +78,8 @@ class FailOnceAfterWrite(BaseFilter):
         return True
 
 
-class HalfThenFail(StateUpdater):
+class HalfThenFail(FailsOnce, StateUpdater):
     """Counts its partition's words; writes the first half of the keys, fails once, writes the rest."""
-
-    def __init__(self, state: str, out: str, fail_batch: int) -> None:
-        self.state, self.out, self.fail_batch = state, out, fail_batch
-        self.where = ""
-        self.failing = False
-
-    def prepare(self, conf: dict[str, Any], context: Any) -> None:
-        self.failing = context.txid == self.fail_batch and context.partition_index == 0
-        self.where = f"{self.state}-{context.txid}-{context.partition_index}"
 
     def updateState(self, state: Any, tuples: list[Any], collector: Any) -> None:
         counts = Counter(t["word"] for t in tuples)
