@@ -193,7 +193,8 @@ class TridentTopology:
     def run(self, checkpoint_location: str | Path, trigger: str | None = "1 second",
             spark: SparkSession | None = None, on_progress: ProgressCallback | None = None,
             conf: dict[str, Any] | None = None, max_batch_retries: int = 3,
-            retry_delay: float = 0.5) -> TopologyHandle:
+            retry_delay: float = 0.5, outage_budget: float = 180.0, progress_history: int = 100,
+            accept_state_loss: bool = False) -> TopologyHandle:
         """Start every query on Spark; returns at once with a handle.
 
         Parameters
@@ -215,6 +216,16 @@ class TridentTopology:
         max_batch_retries, retry_delay : int, float
             A batch whose operation raises ``FailedException`` is replayed up to this many
             times (``retry_delay`` seconds apart, doubling), then the query fails.
+        outage_budget : float, default 180
+            Seconds a batch keeps retrying while a broker or store does not answer (with
+            backoff; progress says what it waits for) before the query fails naming the address.
+        progress_history : int, default 100
+            Batches of progress the handle keeps in memory (``handle.progress``), as Spark's
+            ``spark.sql.streaming.numRecentProgressUpdates``; the checkpoint's JSON lines keep more.
+        accept_state_loss : bool, default False
+            Run even though a state lost data or was rolled back behind this checkpoint
+            (``StateLostError``): its record is re-based on the checkpoint and counting goes on
+            from what the store holds. Only for a loss you have accepted.
         """
         from trident_spark.runtime.launch import start_queries
 
@@ -224,7 +235,8 @@ class TridentTopology:
                 or max_batch_retries < 0:
             raise TopologyError(f"run(): max_batch_retries must be an int >= 0, got {max_batch_retries!r}")
         return start_queries(self.queries(), Path(checkpoint_location), trigger, spark, on_progress,
-                             conf or {}, max_batch_retries, retry_delay)
+                             conf or {}, max_batch_retries, retry_delay, outage_budget=outage_budget,
+                             progress_history=progress_history, accept_state_loss=accept_state_loss)
 
     def explain(self, spark: SparkSession | None = None, mode: str = "simple") -> str:
         """The topology's queries: their Trident operations and the Spark plan of one batch.

@@ -21,7 +21,8 @@ SPOUT_TAG = "__spout"
 
 def start_queries(queries: list[QueryPlan], checkpoint: Path, trigger: str | None,
                   spark: SparkSession | None, on_progress: ProgressCallback | None, conf: dict[str, Any],
-                  max_batch_retries: int, retry_delay: float) -> TopologyHandle:
+                  max_batch_retries: int, retry_delay: float, *, outage_budget: float = 180.0,
+                  progress_history: int = 100, accept_state_loss: bool = False) -> TopologyHandle:
     """Check the spouts, then start every query; returns the handle over them."""
     from trident_spark.planner.state_plan import check_reachable, check_shared, state_factory
     from trident_spark.runtime.handle import TopologyHandle
