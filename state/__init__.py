@@ -19,6 +19,7 @@ Modules, one idea each:
 * ``factory``     picklable settings that open a state on the executor
 * ``memory``, ``sqlite``, ``redis``, ``elasticsearch``  the backends
 * ``url``         :func:`open_state`
+* ``redaction``   secrets out of reprs, messages and logs: the one redaction every module uses
 
 Examples
 --------

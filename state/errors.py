@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .redaction import redact_text
+
 
 class StateError(Exception):
     """Base class of every error the state layer raises on purpose.
@@ -18,7 +20,13 @@ class StateError(Exception):
     --------
     >>> isinstance(StateAheadError("memory://wc", ["cat"], stored_txid=7, batch_txid=2), StateError)
     True
+    >>> str(StateError("redis://:s3cret@cache:6379/0?prefix=wc: the state was closed"))
+    'redis://:***@cache:6379/0?prefix=wc: the state was closed'
     """
+
+    def __init__(self, *args: object) -> None:
+        # Every message passes the one redaction (.redaction): no password or key reaches a user.
+        super().__init__(*(redact_text(arg) if isinstance(arg, str) else arg for arg in args))
 
 
 class StateConfigError(StateError, ValueError):
@@ -63,7 +71,7 @@ class StateAheadError(StateError):
 
     def __init__(self, address: str, key: Sequence[Any], *, stored_txid: int, batch_txid: int,
                  txid_offset: int = 0) -> None:
-        self.address = address
+        self.address = redact_text(address)
         self.key = list(key)
         self.stored_txid = stored_txid
         self.batch_txid = batch_txid
@@ -109,7 +117,7 @@ class StateTypeMismatchError(StateError):
     """
 
     def __init__(self, address: str, key: Sequence[Any] | None, *, expected: str, found: str) -> None:
-        self.address = address
+        self.address = redact_text(address)
         self.key = None if key is None else list(key)
         self.expected = expected
         self.found = found
@@ -141,9 +149,9 @@ class UnreadableValueError(StateError):
     """
 
     def __init__(self, address: str, key: Sequence[Any] | None, reason: str) -> None:
-        self.address = address
+        self.address = redact_text(address)
         self.key = None if key is None else list(key)
-        self.reason = reason
+        self.reason = redact_text(reason)
         what = f"key {self.key!r}" if self.key is not None else "a key"
         super().__init__(
             f"cannot read the stored value of {what} in {address}: {reason}; the value was written by "
@@ -168,8 +176,8 @@ class StateUnavailableError(StateError):
     """
 
     def __init__(self, address: str, reason: str) -> None:
-        self.address = address
-        self.reason = reason
+        self.address = redact_text(address)
+        self.reason = redact_text(reason)
         super().__init__(f"cannot use the state store at {address}: {reason}")
 
 
@@ -194,7 +202,7 @@ class ScanUnsupportedError(StateError, NotImplementedError):
     """
 
     def __init__(self, address: str, backend: str) -> None:
-        self.address = address
+        self.address = redact_text(address)
         self.backend = backend
         super().__init__(
             f"{address}: {backend} cannot list its keys (it does not implement scanVersioned); "
@@ -221,7 +229,7 @@ class StateConflictError(StateError):
     """
 
     def __init__(self, address: str, key: Sequence[Any], *, attempts: int) -> None:
-        self.address = address
+        self.address = redact_text(address)
         self.key = list(key)
         self.attempts = attempts
         super().__init__(

@@ -24,6 +24,7 @@ from .batching import BatchingMap, check_batch_size
 from .cache import CachedMap
 from .errors import StateConfigError
 from .map import MAP_KINDS, MapState
+from .redaction import redact_url
 from .serializers import Serializer, default_serializer
 from .stats import StateStats
 from .values import StateType
@@ -118,7 +119,8 @@ class StateFactory(ABC):
     def url(self) -> str:
         """The state as an ``open_state`` URL: the type and every setting that differs from its default.
 
-        The serializer cannot be written in a URL; a custom one is left out.
+        The serializer cannot be written in a URL; a custom one is left out. The URL
+        carries the state's password or API key, if any: show :attr:`redacted_url` instead.
 
         Examples
         --------
@@ -134,6 +136,21 @@ class StateFactory(ABC):
                 continue
             params[field.name] = "none" if value is None else str(value)
         return f"{location}?{urllib.parse.urlencode(params, safe='/')}"
+
+    @property
+    def redacted_url(self) -> str:
+        """:attr:`url` as people see it: passwords, API keys and tokens shown as ``***``.
+
+        ``url`` keeps every secret, so that it opens the same state; every message,
+        repr, log line and status output shows this instead (``state/redaction.py``).
+
+        Examples
+        --------
+        >>> from trident_spark.state import RedisState
+        >>> RedisState.opaque(url="redis://:s3cret@cache:6379/0", key_prefix="wc").redacted_url
+        'redis://:***@cache:6379/0?prefix=wc&type=opaque'
+        """
+        return redact_url(self.url)
 
     @property
     def effective_serializer(self) -> Serializer:

@@ -30,6 +30,7 @@ from .errors import StateConfigError
 from .factory import StateFactory
 from .map import MapState
 from .memory import MemoryState
+from .redaction import redact_text, redact_url
 from .sqlite import SqliteState
 from .values import StateType
 
@@ -61,22 +62,9 @@ class Scheme:
     example: str
 
 
-def redact(url: str) -> str:
-    """``url`` with any password replaced by ``***`` (for messages).
-
-    Examples
-    --------
-    >>> redact("redis://:secret@host:6379/0")
-    'redis://:***@host:6379/0'
-    """
-    try:
-        parts = urllib.parse.urlsplit(url)
-    except ValueError:
-        return url
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+#: ``url`` with its password and secret parameters shown as ``***`` (for messages): the one
+#: redaction of :mod:`.redaction`, under the name the backends import.
+redact = redact_url
 
 
 def _parse_type(value: str, url: str) -> StateType:
@@ -112,7 +100,7 @@ def _build_memory(url: str, parts: urllib.parse.SplitResult, params: dict[str, s
                   settings: dict[str, Any]) -> StateFactory:
     name = urllib.parse.unquote(parts.netloc)
     if not name or parts.path not in ("", "/"):
-        raise StateConfigError(f"memory state URL {url!r} needs one name: memory://NAME")
+        raise StateConfigError(f"memory state URL {redact(url)!r} needs one name: memory://NAME")
     return MemoryState(name=name, **settings)
 
 
@@ -122,7 +110,7 @@ def _build_sqlite(url: str, parts: urllib.parse.SplitResult, params: dict[str, s
     if path.startswith("//"):
         path = path[1:]          # sqlite:////abs/path.db (SQLAlchemy's absolute form)
     if not path:
-        raise StateConfigError(f"sqlite state URL {url!r} needs a file path: "
+        raise StateConfigError(f"sqlite state URL {redact(url)!r} needs a file path: "
                                f"sqlite:///absolute/path.db or sqlite://relative/path.db")
     extra: dict[str, Any] = {}
     if "table" in params:
@@ -132,7 +120,7 @@ def _build_sqlite(url: str, parts: urllib.parse.SplitResult, params: dict[str, s
         try:
             extra["busy_timeout"] = float(value)
         except ValueError:
-            raise StateConfigError(f"state URL {url}: busy_timeout={value!r} is not a "
+            raise StateConfigError(f"state URL {redact(url)}: busy_timeout={value!r} is not a "
                                    f"number of seconds") from None
     if "synchronous" in params:
         extra["synchronous"] = params.pop("synchronous")
@@ -178,7 +166,7 @@ def parse_state_url(url: str) -> StateFactory:
     ('wc', 'transactional', 0)
     """
     if not isinstance(url, str) or "://" not in url:
-        raise StateConfigError(f"{url!r} is not a state URL; examples: "
+        raise StateConfigError(f"{redact_text(repr(url))} is not a state URL; examples: "
                                + ", ".join(s.example for s in SCHEMES.values()))
     try:
         parts = urllib.parse.urlsplit(url)

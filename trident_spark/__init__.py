@@ -13,6 +13,7 @@ from trident_spark.errors import FailedException, TopologyError
 from trident_spark.fields import Fields, TridentTuple
 from trident_spark.grouped import ChainedAggregatorDeclarer, GroupedStream
 from trident_spark.operation import TridentCollector
+from trident_spark.state.redaction import install_log_redaction
 from trident_spark.stream import Stream
 from trident_spark.topology import TridentTopology
 from trident_spark.trident_state import TridentState
@@ -33,3 +34,5 @@ __version__ = "0.1.0"
 
 # A library leaves logging to the application: no output unless it configures logging.
 logging.getLogger(__name__).addHandler(logging.NullHandler())
+# Whatever handlers the application sets, our records show no password, key or token.
+install_log_redaction(__name__)

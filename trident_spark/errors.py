@@ -17,10 +17,23 @@ from trident_spark.state.errors import (
     StateUnavailableError,
     UnreadableValueError,
 )
+from trident_spark.state.redaction import redact_text
 
 
 class TridentSparkError(Exception):
-    """Base class of every error trident-spark raises on purpose."""
+    """Base class of every error trident-spark raises on purpose.
+
+    Its message passes the one redaction (``trident_spark.state.redaction``): a
+    password, API key or token in it (a state URL, a setting) shows as ``***``.
+
+    Examples
+    --------
+    >>> str(TridentSparkError("state redis://:s3cret@cache:6379/0 is already persisted"))
+    'state redis://:***@cache:6379/0 is already persisted'
+    """
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(redact_text(arg) if isinstance(arg, str) else arg for arg in args))
 
 
 class TopologyError(TridentSparkError):

@@ -241,11 +241,13 @@ class TridentTopology:
     def explain(self, spark: SparkSession | None = None, mode: str = "simple") -> str:
         """The topology's queries: their Trident operations and the Spark plan of one batch.
 
-        ``mode`` is Spark's explain mode ("simple", "extended", "formatted", "cost").
+        ``mode`` is Spark's explain mode ("simple", "extended", "formatted", "cost"). Spark's plan
+        shows the spouts' options: passwords, keys and tokens in them show as ``***``.
         """
         from trident_spark.planner.explain import explain
+        from trident_spark.state.redaction import redact_text
 
-        return explain(self.queries(), spark, mode)
+        return redact_text(explain(self.queries(), spark, mode))
 
 
 def _state_identity(factory: Any) -> str:

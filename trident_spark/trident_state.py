@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from trident_spark.graph import PersistNode
+from trident_spark.state.redaction import redact_text
 from trident_spark.validation import check_parallelism
 
 if TYPE_CHECKING:
@@ -29,9 +30,19 @@ class TridentState:
         self.node = node
 
     def describe(self) -> str:
-        """How messages name this state: its URL when it has one."""
+        """How messages and the repr name this state: its URL when it has one, without secrets.
+
+        Examples
+        --------
+        >>> from trident_spark import TridentTopology
+        >>> from trident_spark.state import RedisState
+        >>> state = TridentTopology().newStaticState(
+        ...     RedisState.opaque(url="redis://:s3cret@cache:6379/0", key_prefix="wc"))
+        >>> state
+        TridentState(redis://:***@cache:6379/0?prefix=wc&type=opaque)
+        """
         url = getattr(self.factory, "url", None)
-        return str(url) if url else repr(self.factory)
+        return redact_text(str(url) if url else repr(self.factory))
 
     def __repr__(self) -> str:
         return f"TridentState({self.describe()})"

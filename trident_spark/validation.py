@@ -22,6 +22,7 @@ from trident_spark.operation import (
     ReducerAggregator,
     StateUpdater,
 )
+from trident_spark.state.redaction import redact_text
 
 FieldsLike = Fields | str | Sequence[str]
 
@@ -65,6 +66,7 @@ def describe(value: object) -> str:
         shown = type(value).__name__
     else:
         shown = repr(value)
+    shown = redact_text(shown)  # a state's URL or a spout's options may carry a password
     if len(shown) > _MAX_SHOWN:
         shown = shown[:_MAX_SHOWN] + "..."
     if kind is None:

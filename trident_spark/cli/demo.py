@@ -94,7 +94,7 @@ def main(args: argparse.Namespace) -> int:
                    .project(["value", "word", "count"])
                    .collect())
         checkpoint = str(work / "checkpoint")
-        console.print(f"state: {state.url}\nstarting Spark (local mode)...")
+        console.print(f"state: {state.redacted_url}\nstarting Spark (local mode)...")
         started = time.monotonic()
         handle = None
         try:
@@ -135,7 +135,8 @@ def main(args: argparse.Namespace) -> int:
         for word, count in sorted(zip(words, stored, strict=True), key=lambda wc: -(wc[1] or 0))[:args.top]:
             table.add_row(word, f"{count:,}")
         console.print(table)
-        console.print(f"the same from the command line: trident-spark query '{state.url}' nation people")
+        console.print(f"the same from the command line: trident-spark query '{state.redacted_url}' "
+                      "nation people")
         wrong = [w for w, c in zip(words, stored, strict=True) if c != expected[w]]
         if rows != len(sentences) or wrong:
             console.print(f"[red]expected {len(sentences)} sentences and exact counts; read {rows}, "

@@ -150,11 +150,13 @@ def check_exists(factory: Any) -> None:
 def read(url: str, wanted: list[Query]) -> tuple[str, str, list[Any]]:
     """``(address, state type, values)`` of the keys, read from the state at ``url``."""
     from trident_spark.state import MemoryState, parse_state_url
+    from trident_spark.state.redaction import redact_url
 
     factory = parse_state_url(url)
     check_exists(factory)
     if isinstance(factory, MemoryState) and len(MemoryState.store(factory.name)) == 0:
-        print(f"note: {url} is empty in this process: a memory state lives in the process that writes it; "
+        print(f"note: {redact_url(url)} is empty in this process: a memory state lives in the process "
+              f"that writes it; "
               f"query a sqlite://, redis:// or es:// state from another process", file=sys.stderr)
     with factory.open() as state:
         values = state.multiGet([q.key for q in wanted])

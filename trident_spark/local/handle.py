@@ -8,6 +8,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Literal
 
+from trident_spark.state.redaction import redact_url
+
 __all__ = ["Provider", "ServiceHandle", "ServiceName"]
 
 ServiceName = Literal["kafka", "redis", "elasticsearch"]
@@ -58,6 +60,12 @@ class ServiceHandle:
     _stopper: Callable[[], None] | None = field(default=None, repr=False, compare=False)
     _discard_logs: Callable[[], None] | None = field(default=None, repr=False, compare=False)
     _stopped: bool = field(default=False, repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        # A local Redis started with a password has it in its address: shown as ***.
+        return (f"ServiceHandle(name={self.name!r}, address={redact_url(self.address)!r}, "
+                f"provider={self.provider!r}, log_path={self.log_path!r}, pid={self.pid!r}, "
+                f"keep_logs={self.keep_logs!r})")
 
     @property
     def stopped(self) -> bool:

@@ -12,6 +12,7 @@ import importlib.resources
 import os
 import shutil
 import tempfile
+import urllib.parse
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -19,6 +20,7 @@ from pathlib import Path
 from trident_spark.local.handle import ServiceHandle, ServiceName
 from trident_spark.local.probes import http_answers, kafka_answers, redis_answers
 from trident_spark.local.process import LocalProcess, ServiceStartError, free_port, wait_until
+from trident_spark.state.redaction import redact_url
 
 __all__ = [
     "ServiceNotInstalledError",
@@ -165,7 +167,7 @@ def _launch(
                 partial(ready, address),
                 timeout=timeout,
                 process=process,
-                what=f"{name} at {address}",
+                what=f"{name} at {redact_url(address)}",
             )
             break
         except ServiceStartError:
@@ -224,11 +226,15 @@ def start_local_kafka(
 
 
 def start_local_redis(
-    *, timeout: float = 30.0, log_dir: Path | None = None, keep_logs: bool = False
+    *, timeout: float = 30.0, log_dir: Path | None = None, keep_logs: bool = False,
+    password: str | None = None,
 ) -> ServiceHandle:
     """Start ``redis-server`` on a free port, without persistence.
 
     It runs in a temporary directory that :meth:`ServiceHandle.stop` removes.
+    With ``password``, clients must AUTH with it (``requirepass``, given in a
+    config file readable only by this user, not on the command line); the
+    handle's address then carries it: ``redis://:PASSWORD@127.0.0.1:PORT/0``.
 
     Examples
     --------
@@ -238,15 +244,25 @@ def start_local_redis(
     """
     binary = str(redis_server_binary())
     data_dir = Path(tempfile.mkdtemp(prefix="trident-spark-redis-data-"))
+    config: list[str] = []
+    userinfo = ""
+    if password is not None:
+        conf = data_dir / "auth.conf"
+        conf.touch(mode=0o600)
+        # redis.conf quoting: a double-quoted string with backslash escapes.
+        quoted = password.replace("\\", "\\\\").replace('"', '\\"')
+        conf.write_text(f'requirepass "{quoted}"\n', encoding="utf-8")
+        config = [str(conf)]
+        userinfo = f":{urllib.parse.quote(password, safe='')}@"
 
     def argv(port: int) -> list[str]:
-        return [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+        return [binary, *config, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
                 "--appendonly", "no", "--dir", str(data_dir), "--logfile", ""]  # fmt: skip
 
     return _launch(
         "redis",
         argv_for=argv,
-        address_for=lambda port: f"redis://127.0.0.1:{port}/0",
+        address_for=lambda port: f"redis://{userinfo}127.0.0.1:{port}/0",
         ready=lambda address: redis_answers(address),
         timeout=timeout,
         log_dir=log_dir,

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from trident_spark import errors
+from trident_spark.state.redaction import redact_text
 
 _STATE_ERRORS = ("StateAheadError|StateTypeMismatchError|StateUnavailableError|UnreadableValueError|"
                  "StateConflictError|StateConfigError|StateError")
@@ -47,7 +48,7 @@ def translate(stream: str, exc: BaseException) -> BaseException:
         found = matches[-1]
         cls: type[Exception] = getattr(errors, found.group("cls"), None) or (
             OperatorError if found.group("cls") == "OperatorError" else StreamFailedError)
-        original = _message(text, found)
+        original = redact_text(_message(text, found))  # executors' text: no secret reaches the driver's error
         message = original
         if f"stream {stream!r}" not in message:
             message = f"{message} (stream {stream!r})"

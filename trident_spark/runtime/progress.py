@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from trident_spark.state.redaction import redact_text
+
 #: In each stream's checkpoint directory: one ``BatchProgress.to_json()`` line per finished batch.
 PROGRESS_FILE = "trident-progress.jsonl"
 #: In the checkpoint directory: when and how the topology was started, and when it stopped.
@@ -147,8 +149,9 @@ class BatchProgress:
         size = f"{self.bytes:,} B" if self.bytes is not None else "? B"
         extra = f", limited by {self.limited_by}" if self.limited_by not in (None, "available") else ""
         bad = f", {self.malformed_records} malformed skipped" if self.malformed_records else ""
-        return (f"[{self.stream}] batch {self.txid}: {self.rows:,} rows, {size}, "
-                f"{self.duration_ms} ms{extra}{bad}{self._state_line()}{self._slowest_line()}")
+        # Stage names are operator labels, which may show a user's object: no secret gets through.
+        return redact_text(f"[{self.stream}] batch {self.txid}: {self.rows:,} rows, {size}, "
+                           f"{self.duration_ms} ms{extra}{bad}{self._state_line()}{self._slowest_line()}")
 
     def _slowest_line(self) -> str:
         slowest = self.slowest_stage()

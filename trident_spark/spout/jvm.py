@@ -14,6 +14,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from trident_spark.spout.kafka_config import KafkaSpoutConfig
+from trident_spark.state.redaction import redact_options
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -89,7 +90,7 @@ def jvm_dataframe(spark: SparkSession, spout: KafkaSpout) -> DataFrame:
         partitions, record_bytes = measure_topic(config)
         record_bytes = record_bytes or float(config.max_fetch_bytes)
     opts = jvm_options(config, partitions=partitions, record_bytes=record_bytes)
-    log.info("KafkaSpout(engine='jvm') options: %s", opts)
+    log.info("KafkaSpout(engine='jvm') options: %s", redact_options(opts))
     raw = spark.readStream.format("kafka").options(**opts).load()
     key = F.col("key").cast("string") if config.key_format == "str" else F.col("key")
     if config.value_format == "json":

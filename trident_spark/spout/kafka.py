@@ -168,7 +168,7 @@ class KafkaSpout:
     def __repr__(self) -> str:
         config = self.config
         what = f"topics={list(config.topics)}" if config.topics else f"pattern={config.pattern!r}"
-        return f"KafkaSpout({self.config.bootstrap_servers!r}, {what})"
+        return f"KafkaSpout({self.config.address!r}, {what})"  # kafka_options (secrets) left out
 
     @property
     def fields(self) -> list[str]:

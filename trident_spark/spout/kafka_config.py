@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from trident_spark.durations import parse_seconds
+from trident_spark.state.redaction import redact_options, redact_text
 
 ValueFormat = Literal["str", "bytes", "json"]
 KeyFormat = Literal["str", "bytes"]
@@ -156,11 +157,17 @@ class KafkaSpoutConfig:
         if self.on_malformed not in ("fail", "skip"):
             raise ValueError(f"KafkaSpout(on_malformed={self.on_malformed!r}): use 'fail' or 'skip'")
 
+    def __repr__(self) -> str:
+        # kafka_options may hold sasl.password, ssl.key.password, ...: shown as ***.
+        shown = {**asdict(self), "bootstrap_servers": self.address,
+                 "kafka_options": redact_options(self.kafka_options)}
+        return f"KafkaSpoutConfig({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
+
     # --- derived -----------------------------------------------------------------
     @property
     def address(self) -> str:
-        """The bootstrap address as users wrote it, for error messages."""
-        return self.bootstrap_servers
+        """The bootstrap address as users wrote it, for error messages (without any password)."""
+        return redact_text(self.bootstrap_servers)
 
     @property
     def adaptive(self) -> bool:
