@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sqlite3
 import sys
-import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,8 +13,9 @@ DESCRIPTION = """\
 Read the current values of keys of a state, as Trident's DRPC queries did:
 `curr` of an opaque state, `val` of a transactional one, the value of a
 non-transactional one; a key that is not in the state is shown as (missing)
-(null with --format json). Nothing is written: a SQLite file or table, or an
-Elasticsearch index, that does not exist is an error, not created.
+(null with --format json). Nothing is written or created: a SQLite file or
+table, or an Elasticsearch index, that does not exist is an error (the
+topology that writes a state creates it).
 
 STATE_URL is what open_state() takes: memory://NAME, sqlite:///path.db?table=T,
 redis://host:6379/0?prefix=P, es://host:9200/INDEX; add type=transactional or
@@ -116,41 +114,11 @@ def queries(args: argparse.Namespace) -> list[Query]:
     return found
 
 
-def check_exists(factory: Any) -> None:
-    """Refuse a SQLite file or table, or an Elasticsearch index, that is not there (opening creates it)."""
-    from trident_spark.state import ElasticsearchState, SqliteState, StateUnavailableError
-
-    if isinstance(factory, SqliteState):
-        path = factory.path
-        if not os.path.isfile(path):
-            raise StateUnavailableError(path, "no such file; check the path (a stream creates the file "
-                                              "with its first batch)")
-        try:
-            with sqlite3.connect(f"file:{urllib.parse.quote(path)}?mode=ro", uri=True) as db:
-                tables = [row[0] for row in db.execute(
-                    "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
-        except sqlite3.Error:
-            return  # not readable as SQLite: opening the state says why
-        if factory.table not in tables:
-            there = ", ".join(tables[:20]) if tables else "none"
-            raise StateUnavailableError(path, f"no table {factory.table!r} in it (tables: {there}); "
-                                              f"name the state's table with ?table=NAME")
-    elif isinstance(factory, ElasticsearchState):
-        # A probe that gives up after connect_timeout, like the state's own first request.
-        probe = factory.with_settings(request_timeout=factory.connect_timeout).open_backing_map()
-        try:
-            status, _ = probe.request("HEAD", f"/{urllib.parse.quote(factory.index, safe='')}")
-        finally:
-            probe.close()
-        if status == 404:
-            raise StateUnavailableError(probe.address, f"no index {factory.index!r}; check the index "
-                                                       f"name (a stream creates it with its first batch)")
-
-
 def read(url: str, wanted: list[Query]) -> tuple[str, str, list[Any]]:
     """``(address, state type, values)`` of the keys, read from the state at ``url``."""
     from trident_spark.state import MemoryState, parse_state_url
     from trident_spark.state.redaction import redact_url
+    from trident_spark.state.url import check_exists
 
     factory = parse_state_url(url)
     check_exists(factory)

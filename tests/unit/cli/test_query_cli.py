@@ -138,9 +138,14 @@ def test_bad_state_url(capsys):
 def test_missing_sqlite_file_is_an_error_and_is_not_created(tmp_path, capsys):
     path = tmp_path / "typo" / "wc.db"
     assert run(capsys, f"sqlite://{path}", "cat") == (
-        1, "", f"error: cannot use the state store at {path}: no such file; check the path (a stream "
-               f"creates the file with its first batch)\n")
+        1, "", f"error: cannot use the state store at {path}: no such file (and no directory {path.parent}); "
+               f"nothing was created. Check the path: the topology that writes a state creates it with its "
+               f"first batch (a program that writes one itself opens it with open_state(url, create=True))\n")
     assert not path.parent.exists()
+    path.parent.mkdir()
+    code, _, err = run(capsys, f"sqlite://{path}", "cat")
+    assert code == 1 and f"at {path}: no such file; nothing was created. Check the path: " in err
+    assert list(path.parent.iterdir()) == []
 
 
 def test_missing_sqlite_table_is_an_error_and_is_not_created(counts, capsys):

@@ -9,6 +9,7 @@ from trident_spark.state import (
     SqliteState,
     StateConfigError,
     StateType,
+    StateUnavailableError,
     open_state,
     parse_state_url,
 )
@@ -128,3 +129,49 @@ def test_a_password_never_appears_in_errors():
 def test_not_a_string():
     with pytest.raises(StateConfigError, match="is not a state URL"):
         parse_state_url(None)
+
+
+# -- reading creates nothing ---------------------------------------------------------------------
+
+CREATED_BY = ("the topology that writes a state creates it with its first batch (a program that writes one "
+              "itself opens it with open_state(url, create=True))")
+
+
+def test_reading_a_mistyped_sqlite_path_fails_naming_it_and_creates_nothing(tmp_path):
+    path = tmp_path / "mistyped" / "dir" / "x.db"
+    with pytest.raises(StateUnavailableError) as info:
+        open_state(f"sqlite://{path}")
+    assert str(info.value) == (f"cannot use the state store at {path}: no such file (and no directory "
+                               f"{path.parent}); nothing was created. Check the path: {CREATED_BY}")
+    assert info.value.address == str(path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_missing_file_in_an_existing_directory_and_a_factory_are_refused_too(tmp_path):
+    path = tmp_path / "wc.db"
+    for target in (f"sqlite://{path}?table=counts", SqliteState.opaque(path=path, table="counts")):
+        with pytest.raises(StateUnavailableError) as info:
+            open_state(target)
+        assert str(info.value) == (f"cannot use the state store at {path}: no such file; nothing was "
+                                   f"created. Check the path: {CREATED_BY}")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_missing_table_is_refused_and_not_created(tmp_path):
+    path = tmp_path / "wc.db"
+    with SqliteState.opaque(path=path, table="counts").open() as state:
+        state.multiUpdate(0, [["cat"]], [add(1)])
+    with pytest.raises(StateUnavailableError) as info:
+        open_state(f"sqlite://{path}?table=count")
+    assert str(info.value) == (f"cannot use the state store at {path}: no table 'count' in it "
+                               f"(tables: counts); name the state's table with ?table=NAME")
+    assert open_state(f"sqlite://{path}?table=counts").multiGet([["cat"]]) == [1]
+    with pytest.raises(StateUnavailableError, match="no table 'count'"):
+        open_state(f"sqlite://{path}?table=count")        # still not created by the failed read
+
+
+def test_create_true_opens_as_a_topology_does(tmp_path):
+    path = tmp_path / "new" / "prices.db"
+    with open_state(f"sqlite://{path}?table=prices&type=transactional", create=True) as state:
+        state.multiPut(0, [["apple"]], [0.5])
+    assert open_state(f"sqlite://{path}?table=prices&type=transactional").multiGet([["apple"]]) == [0.5]
