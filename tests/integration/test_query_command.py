@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import redis as redis_py
 
-from trident_spark.state import ElasticsearchState, RedisState
+from trident_spark.state import ElasticsearchState, RedisState, StateUnavailableError, open_state
 
 pytestmark = pytest.mark.integration
 
@@ -92,8 +92,12 @@ def test_reads_elasticsearch_and_never_creates_an_index(elasticsearch_url, es_in
     url = f"{elasticsearch_url}/{es_index}"
     done = query(url, "cat")
     assert (done.returncode, done.stdout) == (1, "")
-    assert done.stderr == (f"error: cannot use the state store at {url}: no index '{es_index}'; check the "
-                           f"index name (a stream creates it with its first batch)\n")
+    assert done.stderr == (f"error: cannot use the state store at {url}: no index '{es_index}'; nothing was "
+                           f"created. Check the index name: the topology that writes a state creates it with "
+                           f"its first batch (a program that writes one itself opens it with "
+                           f"open_state(url, create=True))\n")
+    with pytest.raises(StateUnavailableError, match=f"no index '{es_index}'; nothing was created"):
+        open_state(url)
     admin = ElasticsearchState.opaque(hosts=[elasticsearch_url], index=es_index).open_backing_map()
     assert admin.request("HEAD", f"/{es_index}")[0] == 404
     admin.close()
