@@ -35,13 +35,16 @@ Examples
 
 from .base import BackingMap, Versioned, VersionedBackingMap
 from .batch_view import BatchState
+from .commit_record import CommitLog, CommitRecord
 from .elasticsearch import ElasticsearchState
 from .errors import (
     ScanUnsupportedError,
+    StateAdoptionError,
     StateAheadError,
     StateConfigError,
     StateConflictError,
     StateError,
+    StateLostError,
     StateTypeMismatchError,
     StateUnavailableError,
     UnreadableValueError,
@@ -66,6 +69,8 @@ __all__ = [
     "GLOBAL_KEY",
     "BackingMap",
     "BatchState",
+    "CommitLog",
+    "CommitRecord",
     "ElasticsearchState",
     "JSONNonTransactionalSerializer",
     "JSONOpaqueSerializer",
@@ -79,11 +84,13 @@ __all__ = [
     "ScanUnsupportedError",
     "Serializer",
     "SqliteState",
+    "StateAdoptionError",
     "StateAheadError",
     "StateConfigError",
     "StateConflictError",
     "StateError",
     "StateFactory",
+    "StateLostError",
     "StateStats",
     "StateType",
     "StateTypeMismatchError",

@@ -61,6 +61,9 @@ class StateAheadError(StateError):
         ``txid_offset``).
     txid_offset : int
         The offset the state was opened with.
+    largest_txid : int or None
+        The largest txid the store holds, when known (its commit record): the
+        ``txid_offset`` the message asks for is counted from it, not from this key.
 
     Examples
     --------
@@ -70,12 +73,14 @@ class StateAheadError(StateError):
     """
 
     def __init__(self, address: str, key: Sequence[Any], *, stored_txid: int, batch_txid: int,
-                 txid_offset: int = 0) -> None:
+                 txid_offset: int = 0, largest_txid: int | None = None) -> None:
         self.address = redact_text(address)
         self.key = list(key)
         self.stored_txid = stored_txid
         self.batch_txid = batch_txid
         self.txid_offset = txid_offset
+        self.largest_txid = largest_txid
+        largest = stored_txid if largest_txid is None else max(stored_txid, largest_txid)
         offset_note = (f" (batch id {batch_txid - txid_offset} + txid_offset {txid_offset})"
                        if txid_offset else "")
         # Equal txids are refused only for a batch this checkpoint never wrote: not a replay.
@@ -86,7 +91,7 @@ class StateAheadError(StateError):
             f"{compared} batch txid {batch_txid}{offset_note}{new_note}; the checkpoint was reset or "
             f"two queries write this state; the update was refused rather than overwrite newer values. "
             f"To adopt the stored values, restart with a txid_offset that puts this stream's txids "
-            f"after every txid in the state (here at least {stored_txid - (batch_txid - txid_offset) + 1}; "
+            f"after every txid in the state (here at least {largest - (batch_txid - txid_offset) + 1}; "
             f"the largest stored txid + 1 always works) and keep that setting from then on; "
             f"to reset, delete the state (or point the stream at a new one) and restart; "
             f"never let two queries write one state")
@@ -238,12 +243,85 @@ class StateConflictError(StateError):
             f"or raise max_conflict_retries if many tasks legitimately share these keys")
 
 
+class StateAdoptionError(StateError):
+    """A new checkpoint adopts a state, but its first batch re-reads records the state already counted.
+
+    Raised before the batch writes. The message gives the offsets where the
+    state's last committed batch ended, to start the spout from.
+
+    Examples
+    --------
+    >>> isinstance(StateAdoptionError("adopting memory://wc: ..."), StateError)
+    True
+    """
+
+
+class StateLostError(StateError):
+    """The store holds less than the checkpoint committed to it: its data was lost or rolled back.
+
+    Every state keeps a commit record beside its keys (``commit_record.py``): the
+    last batch whose writes completed. The checkpoint remembers the same. A store
+    that restarted empty (Redis without persistence, an in-memory server), was
+    replaced, or was restored from an older backup no longer agrees, and counting
+    on would silently give wrong values (a lost key counts from zero again), so
+    the query stops instead.
+
+    Attributes
+    ----------
+    address : str
+        The state, as a URL without secrets.
+    kind : str
+        ``"missing"`` (no commit record: emptied or replaced), ``"behind"`` (an
+        older record: rolled back) or ``"replaced"`` (a record of another store
+        generation).
+    committed_txid : int
+        The last txid the checkpoint committed to this state.
+    stored_txid : int or None
+        The last txid the store's record says it holds (None: no record).
+
+    Examples
+    --------
+    >>> err = StateLostError("redis://127.0.0.1:6379/0?prefix=wc", kind="missing", committed_txid=24,
+    ...                      stored_txid=None)
+    >>> str(err).split(", but")[0]
+    'state lost data: redis://127.0.0.1:6379/0?prefix=wc holds no commit record'
+    """
+
+    def __init__(self, address: str, *, kind: str, committed_txid: int, stored_txid: int | None,
+                 detail: str = "") -> None:
+        self.address = redact_text(address)
+        self.kind = kind
+        self.committed_txid = committed_txid
+        self.stored_txid = stored_txid
+        found = {
+            "missing": "holds no commit record",
+            "behind": f"holds the values of txid {stored_txid}",
+            "replaced": f"holds another store's values (txid {stored_txid}, another generation)",
+        }.get(kind, kind)
+        why = {
+            "missing": "the store was emptied (restarted without persistence?) or replaced",
+            "behind": "the store was rolled back (restored from an older backup?) or lost recent writes",
+            "replaced": "the store was emptied and written by another run, or replaced by another store",
+        }.get(kind, "")
+        extra = f" ({detail})" if detail else ""
+        super().__init__(
+            f"state lost data: {address} {found}, but this checkpoint committed batches up to txid "
+            f"{committed_txid} to it; {why}{extra}. Counting on would silently give wrong values, so "
+            f"the stream stopped before writing. What to do: restore the store from a backup or "
+            f"snapshot taken at or after txid {committed_txid} and restart (an exact recovery); or "
+            f"rebuild: delete the state and the checkpoint and re-read the topic from its start; or "
+            f"accept the loss explicitly with run(..., accept_state_loss=True), which re-bases the "
+            f"record on the checkpoint and counts on from what the store holds now")
+
+
 __all__ = [
     "ScanUnsupportedError",
+    "StateAdoptionError",
     "StateAheadError",
     "StateConfigError",
     "StateConflictError",
     "StateError",
+    "StateLostError",
     "StateTypeMismatchError",
     "StateUnavailableError",
     "UnreadableValueError",

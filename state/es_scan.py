@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from .base import Key, Versioned
 from .errors import StateError, UnreadableValueError
 from .es_documents import stored_bytes
-from .keys import decode_scanned_key, is_hashed
+from .keys import decode_scanned_key, is_hashed, is_reserved
 from .serializers import deserialize_stored
 
 if TYPE_CHECKING:
@@ -60,7 +60,8 @@ def scan_index(store: ElasticsearchBackingMap, size: int) -> Iterator[tuple[Key,
             if not hits:
                 return
             for hit in hits:
-                yield _scanned(store, hit)
+                if not is_reserved(str(hit.get("_id"))):
+                    yield _scanned(store, hit)
             if not isinstance(scroll_id, str):
                 raise StateError(f"{store.address}: a scroll search answered no _scroll_id")
             status, answer = store._request("POST", "/_search/scroll",

@@ -22,6 +22,7 @@ from typing import Any, Self
 from .base import VersionedBackingMap
 from .batching import BatchingMap, check_batch_size
 from .cache import CachedMap
+from .commit_record import CommitLog, CommitRecordSerializer
 from .errors import StateConfigError
 from .map import MAP_KINDS, MapState
 from .redaction import redact_url
@@ -186,6 +187,32 @@ class StateFactory(ABC):
             layered = CachedMap(layered, self.cache_size, stats=stats)
         return MAP_KINDS[self.state_type](layered, txid_offset=self.txid_offset,
                                           max_conflict_retries=self.max_conflict_retries, stats=stats)
+
+    def open_commit_log(self) -> CommitLog:
+        """The state's commit record (``commit_record.py``), read and written straight to the store.
+
+        Examples
+        --------
+        >>> from trident_spark.state import MemoryState
+        >>> MemoryState.opaque(name="doc-commit").open_commit_log().read() is None
+        True
+        """
+        backing = dataclasses.replace(self, serializer=CommitRecordSerializer()).open_backing_map()
+        return CommitLog(backing, backing.address)
+
+    def committed_offsets(self) -> dict[str, dict[str, int]]:
+        """Where a spout resumes to continue exactly after the state's last committed batch.
+
+        ``{topic: {partition: offset}}``, ready for ``KafkaSpout(starting_offsets=...)`` when a
+        new checkpoint adopts this state (see docs/state.md, "Adopting a state"); ``{}`` when
+        the state holds no commit record.
+        """
+        log = self.open_commit_log()
+        try:
+            record = log.read()
+        finally:
+            log.close()
+        return {} if record is None else record.starting_offsets()
 
     def makeState(self, **context: Any) -> MapState:
         """Trident's ``StateFactory.makeState``: the same as :meth:`open`.

@@ -15,6 +15,9 @@ store. The rules, which make the encoding injective:
 * the global key of ungrouped state (Trident's SnapshottableMap) is the empty
   key ``()``, written ``~global``: grouped keys have at least one component and
   no component starts with ``~g``, so it cannot collide with a group's key;
+* the state's commit record (``commit_record.py``) lives under the reserved
+  key :data:`COMMIT_RECORD_KEY`, written ``~commit``: no group key encodes to
+  a string starting with ``~c``, and scans leave it out (:func:`is_reserved`);
 * an encoding longer than ``max_bytes`` UTF-8 bytes (Elasticsearch's ``_id``
   limit is 512) becomes ``~h`` + the SHA-256 of the full encoding + ``|`` + as
   much of the readable encoding as fits. Readable encodings never start with
@@ -44,6 +47,7 @@ GLOBAL_KEY: tuple[()] = ()
 MAX_KEY_BYTES = 512
 
 _GLOBAL_ENCODED = "~global"
+_COMMIT_ENCODED = "~commit"
 _HASHED_TAG = "~h"
 _SEPARATOR = "|"
 _MIN_MAX_BYTES = 80
@@ -83,6 +87,56 @@ def _encode_component(value: Any) -> str:
         f"cannot use {value!r} ({type(value).__name__}) in a state key: group values must be "
         f"str, int, float, bool, None, Decimal, bytes, date or datetime; convert it (e.g. str()) "
         f"before grouping")
+
+
+class ReservedKey(tuple[()]):
+    """A key the state itself uses, never a group's: it encodes to its own tag.
+
+    It has no group values (so stores that copy group values into their rows or
+    documents copy none) and equals only a reserved key of the same tag.
+
+    Examples
+    --------
+    >>> encode_key(COMMIT_RECORD_KEY), COMMIT_RECORD_KEY == GLOBAL_KEY
+    ('~commit', False)
+    """
+
+    encoded: str
+
+    def __new__(cls, encoded: str) -> ReservedKey:
+        key = super().__new__(cls)
+        key.encoded = encoded
+        return key
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ReservedKey) and other.encoded == self.encoded
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash((ReservedKey, self.encoded))
+
+    def __repr__(self) -> str:
+        return f"ReservedKey({self.encoded!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ReservedKey, (self.encoded,))
+
+
+#: Where a state keeps its commit record (``commit_record.py``), beside its keys.
+COMMIT_RECORD_KEY = ReservedKey(_COMMIT_ENCODED)
+
+
+def is_reserved(encoded: str) -> bool:
+    """Whether an encoded key is one the state itself uses (a scan leaves it out).
+
+    Examples
+    --------
+    >>> is_reserved("~commit"), is_reserved("cat"), is_reserved("~global")
+    (True, False, False)
+    """
+    return encoded == _COMMIT_ENCODED
 
 
 def check_key(key: Any) -> Sequence[Any]:
@@ -145,6 +199,8 @@ def encode_key(key: Sequence[Any], max_bytes: int = MAX_KEY_BYTES) -> str:
     if max_bytes < _MIN_MAX_BYTES:
         raise StateConfigError(f"max_bytes must be at least {_MIN_MAX_BYTES}, got {max_bytes}")
     check_key(key)
+    if isinstance(key, ReservedKey):
+        return key.encoded
     if len(key) == 0:
         return _GLOBAL_ENCODED
     encoded = _SEPARATOR.join(_encode_component(value) for value in key)
@@ -252,5 +308,15 @@ def decode_scanned_key(encoded: str, address: str) -> list[Any]:
                          f"this state's name: give the state its own table, prefix or index") from None
 
 
-__all__ = ["GLOBAL_KEY", "MAX_KEY_BYTES", "check_key", "decode_key", "decode_scanned_key", "encode_key",
-           "is_hashed"]
+__all__ = [
+    "COMMIT_RECORD_KEY",
+    "GLOBAL_KEY",
+    "MAX_KEY_BYTES",
+    "ReservedKey",
+    "check_key",
+    "decode_key",
+    "decode_scanned_key",
+    "encode_key",
+    "is_hashed",
+    "is_reserved",
+]

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 from .base import Key, Version, Versioned, VersionedBackingMap, check_scan_batch_size
 from .errors import StateConfigError, StateError
 from .factory import StateFactory
-from .keys import decode_scanned_key, encode_key
+from .keys import decode_scanned_key, encode_key, is_reserved
 from .serializers import Serializer, deserialize_stored
 
 
@@ -156,6 +156,8 @@ class MemoryBackingMap(VersionedBackingMap):
         with self.store.lock:
             entries = sorted(self.store.entries.items())
         for encoded, (data, version) in entries:
+            if is_reserved(encoded):
+                continue
             key = decode_scanned_key(encoded, self.address)
             yield key, Versioned(deserialize_stored(self.serializer, data, key=key, address=self.address),
                                  version)

@@ -73,7 +73,7 @@ from typing import TYPE_CHECKING, Any
 from .base import Key, Version, Versioned, VersionedBackingMap, check_scan_batch_size
 from .errors import StateConfigError, StateError, StateUnavailableError
 from .factory import StateFactory
-from .keys import decode_scanned_key, encode_key
+from .keys import decode_scanned_key, encode_key, is_reserved
 from .serializers import Serializer, deserialize_stored
 from .url import Scheme, redact, register_scheme
 
@@ -339,9 +339,10 @@ class RedisBackingMap(VersionedBackingMap):
                 part = names[start:start + size]
                 data = self._mget(part)
                 for name, raw in zip(part, data, strict=True):
-                    if raw is None:
+                    encoded = name.decode("utf-8", errors="replace")[skip:]
+                    if raw is None or is_reserved(encoded):
                         continue
-                    key = decode_scanned_key(name.decode("utf-8", errors="replace")[skip:], self.address)
+                    key = decode_scanned_key(encoded, self.address)
                     yield key, self._versioned(key, raw)
             if int(cursor) == 0:
                 return

@@ -31,7 +31,7 @@ from typing import Any
 from .base import Key, Version, Versioned, VersionedBackingMap, check_scan_batch_size
 from .errors import StateConfigError, StateError, StateUnavailableError
 from .factory import StateFactory
-from .keys import decode_scanned_key, encode_key
+from .keys import decode_scanned_key, encode_key, is_reserved
 from .serializers import Serializer, deserialize_stored
 
 DEFAULT_TABLE = "trident_state"
@@ -224,6 +224,8 @@ class SqliteBackingMap(VersionedBackingMap):
                     rows = self._execute_read(
                         f'SELECT k, v, version FROM "{table}" WHERE k > ? ORDER BY k LIMIT ?', (after, size))
             for k, v, version in rows:
+                if is_reserved(k):
+                    continue
                 key = decode_scanned_key(k, self.address)
                 yield key, Versioned(deserialize_stored(self.serializer, v, key=key, address=self.address),
                                      version)

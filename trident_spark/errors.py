@@ -9,10 +9,12 @@ not :class:`TridentSparkError`: catch ``(TridentSparkError, StateError)`` for bo
 from __future__ import annotations
 
 from trident_spark.state.errors import (
+    StateAdoptionError,
     StateAheadError,
     StateConfigError,
     StateConflictError,
     StateError,
+    StateLostError,
     StateTypeMismatchError,
     StateUnavailableError,
     UnreadableValueError,
@@ -80,16 +82,31 @@ class MalformedRecordError(SpoutError):
     """A record cannot be decoded with the spout's value format."""
 
 
+class OffsetOutOfRangeError(SpoutError):
+    """An offset the spout was asked to start from lies past the end of its partition.
+
+    Examples
+    --------
+    >>> raise OffsetOutOfRangeError("KafkaSpout(starting_offsets=...): words[0] starts at 500, past ...")
+    Traceback (most recent call last):
+    ...
+    trident_spark.errors.OffsetOutOfRangeError: KafkaSpout(starting_offsets=...): words[0] starts at 500, ...
+    """
+
+
 __all__ = [
     "BrokerUnavailableError",
     "DataLossError",
     "FailedException",
     "MalformedRecordError",
+    "OffsetOutOfRangeError",
     "SpoutError",
+    "StateAdoptionError",
     "StateAheadError",
     "StateConfigError",
     "StateConflictError",
     "StateError",
+    "StateLostError",
     "StateTypeMismatchError",
     "StateUnavailableError",
     "TopologyError",
