@@ -18,6 +18,7 @@ from trident_spark.graph import AggregateNode, AggSpec
 from trident_spark.operation import Aggregator, CombinerAggregator
 from trident_spark.planner.aggregate_exec import AggLayout, AggStep, run_aggregate
 from trident_spark.planner.python_plan import named
+from trident_spark.planner.shipping import shipped
 from trident_spark.planner.types import arrow_type, spark_type
 from trident_spark.runtime.metrics import timed
 
@@ -164,7 +165,8 @@ def _stage(df: DataFrame, node: AggregateNode, mode: str, txid: int, conf: dict[
                        single_emit=not group and mode != "partial")
     fn = partial(_entry, steps, layout, txid, conf, num_partitions)
     name = node.label if mode == "full" else f"{node.label} / {mode}"
-    return df.mapInArrow(named(timed(fn, "aggregate", name, metrics), f"{mode}_{node.label}"), schema)
+    stage = named(timed(fn, "aggregate", name, metrics), f"{mode}_{node.label}")
+    return shipped(lambda: df.mapInArrow(stage, schema), [(step.label, step.aggregator) for step in steps])
 
 
 def output_types(spec: AggSpec, schema: StructType) -> list[DataType]:

@@ -10,6 +10,7 @@ from trident_spark.fields import Fields
 from trident_spark.graph import EachNode, FilterNode, MapNode, Node, PeekNode
 from trident_spark.operation import overrides_prepare
 from trident_spark.planner.python_stage import PythonStep, run_stage
+from trident_spark.planner.shipping import shipped
 from trident_spark.planner.types import arrow_type, spark_type
 
 if TYPE_CHECKING:
@@ -69,7 +70,9 @@ def python_stage(df: DataFrame, steps: list[PythonStep], last: Node | list[str],
             struct_fields.append(input_types[name])
     n = num_partitions(df, steps, partitions)
     fn = partial(_stage_entry, steps, output, arrow_types, txid, conf, n, metrics)
-    return df.mapInArrow(named(fn, "_".join(step.label for step in steps)), StructType(struct_fields))
+    stage = named(fn, "_".join(step.label for step in steps))
+    return shipped(lambda: df.mapInArrow(stage, StructType(struct_fields)),
+                   [(step.label, step.operation) for step in steps])
 
 
 def named(fn: Any, label: str) -> Any:

@@ -16,6 +16,7 @@ from trident_spark.errors import TopologyError
 from trident_spark.graph import PersistNode, StateQueryNode
 from trident_spark.operation import overrides_prepare
 from trident_spark.planner.python_plan import named
+from trident_spark.planner.shipping import shipped
 from trident_spark.planner.state_stage import StateStep, check_not_ahead, persist, query
 from trident_spark.planner.types import arrow_type, spark_type
 from trident_spark.runtime.metrics import timed
@@ -87,7 +88,8 @@ def persist_dataframe(df: DataFrame, node: PersistNode, txid: int, conf: dict[st
     n = partitions if partitions is not None else (
         int(df.rdd.getNumPartitions()) if overrides_prepare(node.updater) else -1)
     fn = timed(partial(persist, step, txid, conf, n), "aggregate", f"{node.label} / update", stats)
-    return df.mapInArrow(named(fn, node.label), StructType(struct))
+    return shipped(lambda: df.mapInArrow(named(fn, node.label), StructType(struct)),
+                   [(node.label, node.updater), (node.label, node.state)])
 
 
 def check_not_ahead_job(df: DataFrame, node: PersistNode, txid: int, written_before: bool,
@@ -131,7 +133,8 @@ def query_dataframe(df: DataFrame, node: StateQueryNode, txid: int, conf: dict[s
     n = partitions if partitions is not None else (
         int(df.rdd.getNumPartitions()) if overrides_prepare(node.function) else -1)
     fn = timed(partial(query, step, txid, conf, n), "state_query", node.label, stats)
-    return df.mapInArrow(named(fn, node.label), StructType(struct))
+    return shipped(lambda: df.mapInArrow(named(fn, node.label), StructType(struct)),
+                   [(node.label, node.function), (node.label, factory)])
 
 
 __all__ = ["check_not_ahead_job", "check_reachable", "check_shared", "persist_dataframe",

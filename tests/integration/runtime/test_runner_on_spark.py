@@ -6,16 +6,17 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
 from pyspark import cloudpickle
 
-from trident_spark import TridentTopology
+from trident_spark import TopologyError, TridentTopology
 from trident_spark.local.kafka import produce
 from trident_spark.operation import BaseFilter, BaseFunction
 from trident_spark.planner.python_stage import OperatorError
-from trident_spark.spout import KafkaSpout
+from trident_spark.spout import FeederBatchSpout, KafkaSpout
 
 pytestmark = pytest.mark.integration
 
@@ -88,14 +89,38 @@ def test_a_failing_operator_names_itself_and_the_tuple(spark, kafka_bootstrap, n
     assert "ValueError: cannot split this" in message and "(stream 'failing')" in message
 
 
+class HoldsALock(BaseFunction):
+    def __init__(self):
+        self.lock = threading.Lock()  # wrong place: belongs in prepare()
+
+    def execute(self, tuple, collector):
+        collector.emit([tuple[0]])
+
+
+def test_an_operation_that_cannot_be_pickled_names_itself_its_attribute_and_prepare(spark, tmp_path):
+    spout = FeederBatchSpout(["word"])
+    spout.feed([["cat"]])
+    topology = TridentTopology()
+    topology.newStream("locked", spout).each(["word"], HoldsALock(), ["same"]).name("guard").collect()
+    checkpoint = tmp_path / "ckpt"
+    with (pytest.raises(TopologyError) as info,
+          topology.run(checkpoint_location=checkpoint, trigger="available_now", spark=spark) as handle):
+        handle.awaitTermination(120)
+    assert str(info.value) == (
+        "guard: the operation cannot be sent to Spark's executors: its attribute self.lock holds a "
+        "_thread.lock, which cannot be pickled (TypeError: cannot pickle '_thread.lock' object). Open "
+        "connections, clients, locks and files in prepare(conf, context), which runs on the executor once "
+        "per task, and close them in cleanup(); not in __init__, which runs on the driver (stream 'locked')")
+
+
 def test_trident_spark_run_cli_runs_a_topology_file(kafka_bootstrap, new_topic, tmp_path):
     topic = new_topic(partitions=2)
     produce(kafka_bootstrap, topic, [(None, f"line {i}".encode(), i % 2) for i in range(50)])
     app = tmp_path / "app.py"
     app.write_text(textwrap.dedent(f"""
-        from trident_spark import TridentTopology
+        from trident_spark import TopologyError, TridentTopology
         from trident_spark.operation import BaseFunction
-        from trident_spark.spout import KafkaSpout
+        from trident_spark.spout import FeederBatchSpout, KafkaSpout
 
         class Upper(BaseFunction):  # defined in the user's file: shipped to executors by value
             def execute(self, tuple, collector):
