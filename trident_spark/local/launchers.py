@@ -227,11 +227,16 @@ def start_local_kafka(
 
 def start_local_redis(
     *, timeout: float = 30.0, log_dir: Path | None = None, keep_logs: bool = False,
-    password: str | None = None,
+    password: str | None = None, persistence: str = "none", data_dir: Path | None = None,
 ) -> ServiceHandle:
-    """Start ``redis-server`` on a free port, without persistence.
+    """Start ``redis-server`` on a free port; without persistence unless asked.
 
-    It runs in a temporary directory that :meth:`ServiceHandle.stop` removes.
+    ``persistence``: ``"none"`` (the default: a restart forgets everything, which a
+    state's commit record reports as ``StateLostError``), ``"aof"`` (append-only file,
+    fsync every second: a restart keeps every write but at most the last second's) or
+    ``"rdb"`` (a snapshot every 60 s after 1,000 writes, and at shutdown). It runs in
+    ``data_dir``, kept after :meth:`ServiceHandle.stop` so a server started again there
+    finds its data; without it, in a temporary directory that ``stop`` removes.
     With ``password``, clients must AUTH with it (``requirepass``, given in a
     config file readable only by this user, not on the command line); the
     handle's address then carries it: ``redis://:PASSWORD@127.0.0.1:PORT/0``.
@@ -243,7 +248,15 @@ def start_local_redis(
     'redis://127.0.0.1:40121/0'
     """
     binary = str(redis_server_binary())
-    data_dir = Path(tempfile.mkdtemp(prefix="trident-spark-redis-data-"))
+    modes = {"none": ["--save", "", "--appendonly", "no"],
+             "aof": ["--save", "", "--appendonly", "yes", "--appendfsync", "everysec"],
+             "rdb": ["--save", "60 1000", "--appendonly", "no"]}
+    if persistence not in modes:
+        raise ValueError(f"start_local_redis(persistence={persistence!r}): one of {', '.join(modes)}")
+    keep_data = data_dir is not None
+    data_dir = Path(data_dir) if data_dir is not None else Path(
+        tempfile.mkdtemp(prefix="trident-spark-redis-data-"))
+    data_dir.mkdir(parents=True, exist_ok=True)
     config: list[str] = []
     userinfo = ""
     if password is not None:
@@ -256,8 +269,8 @@ def start_local_redis(
         userinfo = f":{urllib.parse.quote(password, safe='')}@"
 
     def argv(port: int) -> list[str]:
-        return [binary, *config, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                "--appendonly", "no", "--dir", str(data_dir), "--logfile", ""]  # fmt: skip
+        return [binary, *config, "--port", str(port), "--bind", "127.0.0.1", *modes[persistence],
+                "--dir", str(data_dir), "--logfile", ""]  # fmt: skip
 
     return _launch(
         "redis",
@@ -267,7 +280,7 @@ def start_local_redis(
         timeout=timeout,
         log_dir=log_dir,
         keep_logs=keep_logs,
-        on_stop=lambda: shutil.rmtree(data_dir, ignore_errors=True),
+        on_stop=(lambda: None) if keep_data else lambda: shutil.rmtree(data_dir, ignore_errors=True),
     )
 
 
