@@ -103,9 +103,9 @@ def main(args: argparse.Namespace) -> int:
                                       on_progress=show)
                 handle.awaitTermination()
             elapsed = time.monotonic() - started
-            batches = [p for p in handle.progress if p.stream == "wordcount"]
-            rows = sum(p.rows for p in batches)
-            console.print(f"{len(batches)} batches, {rows:,} sentences in {elapsed:.1f} s "
+            counted = show.streams.get("wordcount")  # every batch (handle.progress keeps the last 100)
+            batches, rows = (counted.count, counted.rows) if counted else (0, 0)
+            console.print(f"{batches} batches, {rows:,} sentences in {elapsed:.1f} s "
                           "(including Spark start-up)")
             # DRPC-style questions: a second stream reads the state the first one wrote.
             produce(kafka.address, questions, [(None, q.encode(), 0) for q in QUESTIONS])

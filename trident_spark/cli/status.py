@@ -13,9 +13,16 @@ from pathlib import Path
 from typing import Any
 
 from trident_spark.runtime.progress import PROGRESS_FILE, RUN_FILE  # light: no pyspark import
+from trident_spark.runtime.progress_log import (
+    PROGRESS_FILE_BYTES,
+    PROGRESS_FILES_KEPT,
+    ProgressTail,
+    has_progress,
+    progress_files,
+)
 
 HELP = "show each stream's progress, principal bottleneck and First-Rule verdict from a checkpoint"
-DESCRIPTION = """\
+DESCRIPTION = f"""\
 Show how each stream of a topology is doing, from its checkpoint directory alone
 (no Spark needed): whether the run is alive, batches and rows, input vs
 processing rate, the backlog and its trend, batch durations against the
@@ -25,9 +32,11 @@ bottleneck in the tuning notes' terms, and the verdict against the First Rule
 promptly): falling behind, keeping up or starved.
 
 It reads CHECKPOINT/<stream>/trident-progress.jsonl (one line per finished
-batch), CHECKPOINT/trident-run.json (pid, trigger, cores) and Spark's
-offsets/ and commits/ logs (a batch with offsets but no commit is running, or
-was interrupted and will be replayed on restart).
+batch; past {PROGRESS_FILE_BYTES // 2**20} MiB it is rotated to trident-progress.jsonl.<n>, and the
+{PROGRESS_FILES_KEPT} newest rotated files are kept: all are read, oldest first),
+CHECKPOINT/trident-run.json (pid, trigger, cores) and Spark's offsets/ and
+commits/ logs (a batch with offsets but no commit is running, or was
+interrupted and will be replayed on restart).
 """
 EPILOG = """examples:
   trident-spark status checkpoints/wordcount
@@ -80,53 +89,6 @@ def _positive_float(text: str) -> float:
 
 
 # --- reading the checkpoint -----------------------------------------------------------------------
-class ProgressTail:
-    """The new lines of a ``trident-progress.jsonl`` since the last read.
-
-    A last line without its newline is kept for the next read unless it already parses: a writer
-    may be half-way through it. Complete lines that are not a JSON object are counted, not raised.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.offset = 0
-        self.bad_lines = 0
-
-    def read(self) -> list[dict[str, Any]]:
-        try:
-            size = self.path.stat().st_size
-            if size < self.offset:  # replaced or truncated: start over
-                self.offset = 0
-            with open(self.path, "rb") as source:
-                source.seek(self.offset)
-                data = source.read()
-        except OSError:
-            return []
-        end = data.rfind(b"\n") + 1  # through the last newline; 0 when there is none
-        complete, partial = data[:end], data[end:]
-        found = []
-        for raw in complete.split(b"\n"):
-            if raw.strip():
-                batch = self._parse(raw)
-                if batch is None:
-                    self.bad_lines += 1
-                else:
-                    found.append(batch)
-        self.offset += end
-        if partial.strip() and (batch := self._parse(partial)) is not None:
-            found.append(batch)
-            self.offset += len(partial)
-        return found
-
-    @staticmethod
-    def _parse(raw: bytes) -> dict[str, Any] | None:
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            return None
-        return value if isinstance(value, dict) and "txid" in value else None
-
-
 def batch_ids(directory: Path) -> list[int]:
     """Batch ids of a Spark metadata log (``offsets/`` or ``commits/``): files named by number."""
     try:
@@ -194,11 +156,11 @@ def locate(path: Path, stream: str | None = None) -> tuple[Path, dict[str, Path]
     if not path.is_dir():
         raise StatusError(f"{path} is not a directory; give the checkpoint directory of a run "
                           "(topology.run(checkpoint_location=...), trident-spark run --checkpoint)")
-    if (path / PROGRESS_FILE).is_file():
+    if has_progress(path):
         root, streams = path.parent, {path.name: path}
     else:
         root = path
-        streams = {d.name: d for d in sorted(path.iterdir()) if (d / PROGRESS_FILE).is_file()}
+        streams = {d.name: d for d in sorted(path.iterdir()) if d.is_dir() and has_progress(d)}
     if not streams:
         waiting = sorted(d.name for d in path.iterdir() if (d / "offsets").is_dir())
         hint = (f"; streams {', '.join(waiting)} have not finished a batch yet" if waiting else
@@ -241,6 +203,7 @@ class StatusReader:
 
     def views(self) -> list[Any]:
         from trident_spark.cli.live import StreamView
+        from trident_spark.outage import describe_wait, read_wait
 
         self._rescan()
         run = read_run(self.root)
@@ -258,8 +221,15 @@ class StatusReader:
             if self.tails[name].bad_lines:
                 notes.append(f"{self.tails[name].bad_lines} unreadable lines in "
                              f"{self.dirs[name] / PROGRESS_FILE} skipped")
+            if self.tails[name].dropped:
+                notes.append(f"progress before txid {history.first_txid} was rotated away: the figures "
+                             f"cover the {len(progress_files(self.dirs[name]))} progress files kept in "
+                             f"{self.dirs[name]}")
             if run and run.get("trigger") and not trigger_ms:
                 notes.append(f"trigger {run['trigger']}: batches run back to back, no interval to meet")
+            wait = read_wait(self.dirs[name]) if alive is not False else None
+            if wait:  # a broker or store that does not answer (trident_spark.outage)
+                notes.append(describe_wait(wait))
             diagnosis = history.diagnose(trigger_ms=trigger_ms, window=self.window, cores=cores)
             views.append(StreamView(diagnosis, status=status, pending=pending_batch(self.dirs[name], alive),
                                     notes=notes))

@@ -16,6 +16,7 @@ from trident_spark.graph import PersistNode, StateQueryNode, ancestors
 from trident_spark.planner.compile import BatchPlan
 from trident_spark.planner.query import Output, QueryPlan
 from trident_spark.runtime.metrics import batch_description
+from trident_spark.runtime.replays import SparkReads, with_attempts
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -56,6 +57,9 @@ class BatchRunner:
     on_metrics: Callable[[int, dict[Any, float]], None] | None = None
     #: The query's checkpoint directory: where the batch whose state writes began is recorded.
     checkpoint: Path | None = None
+    #: What Spark has counted of the running batch's reads (``runtime.replays``): taken before
+    #: each replay, so the batch's progress counts its rows once.
+    spark_reads: Callable[[], SparkReads | None] | None = None
     #: This run of the topology: executors keep opened states (and their caches) for one run.
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     _stats: Accumulator[dict[Any, float]] | None = field(default=None, init=False, repr=False)
@@ -74,8 +78,12 @@ class BatchRunner:
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         from trident_spark.runtime.errors import translate
         attempt = 0
+        tries, reads = 0, None
         while True:
             try:
+                if tries and self.spark_reads is not None:
+                    reads = self.spark_reads()  # Spark adds every attempt's reads to the batch's
+                tries += 1
                 started = time.monotonic()
                 counters = self.run_once(df, batch_id)
                 break
@@ -101,7 +109,7 @@ class BatchRunner:
         after_batch(self.query, self.checkpoint, batch_id, started)  # adaptive spouts: the duration
         if self.on_metrics is not None:
             try:
-                self.on_metrics(batch_id, counters)
+                self.on_metrics(batch_id, with_attempts(counters, tries, reads))
             except Exception as exc:  # metrics never fail a batch that succeeded
                 log.warning("stream %s: batch %d metrics not recorded: %s", self.query.name, batch_id, exc)
 

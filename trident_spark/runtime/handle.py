@@ -6,13 +6,17 @@ import json
 import logging
 import threading
 import time
+from collections import deque
 from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trident_spark.errors import TopologyError
 from trident_spark.runtime.errors import translate
 from trident_spark.runtime.metrics import batch_description, batch_spark_metrics
 from trident_spark.runtime.progress import PROGRESS_FILE, RUN_FILE, BatchProgress, ProgressCallback
+from trident_spark.runtime.progress_log import PROGRESS_FILE_BYTES, PROGRESS_FILES_KEPT, ProgressLog
+from trident_spark.runtime.replays import SparkReads, count_once, spark_reads_so_far, take_attempts
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -20,6 +24,33 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: Batches of progress ``handle.progress`` keeps by default: as Spark's
+#: ``spark.sql.streaming.numRecentProgressUpdates``.
+PROGRESS_HISTORY = 100
+#: Batches whose task counters wait for their progress event; more means the events stopped
+#: coming (the oldest are dropped).
+PENDING_METRICS = 64
+
+__all__ = ["PROGRESS_FILE", "PROGRESS_HISTORY", "TopologyHandle", "check_progress_history"]
+
+
+def check_progress_history(value: object) -> int:
+    """``run(progress_history=)``: an int >= 1, or a ``TopologyError`` saying what to give.
+
+    Examples
+    --------
+    >>> check_progress_history(100)
+    100
+    >>> check_progress_history(0)
+    Traceback (most recent call last):
+    ...
+    trident_spark.errors.TopologyError: run(): progress_history must be an int >= 1 (the batches of \
+progress handle.progress keeps in memory, 100 by default), got 0
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise TopologyError(f"run(): progress_history must be an int >= 1 (the batches of progress "
+                            f"handle.progress keeps in memory, {PROGRESS_HISTORY} by default), got {value!r}")
+    return value
 
 
 def _now() -> str:
@@ -38,23 +69,31 @@ def _cores(spark: Any) -> int | None:
 class TopologyHandle:
     """Running streams of one topology: one Spark streaming query per spout stream.
 
+    Memory stays flat however long it runs: ``progress`` keeps the last ``progress_history``
+    batches (Spark keeps 100 of its own), and each stream's progress file in the checkpoint
+    is rotated by size (``runtime.progress_log``); nothing else is kept per batch.
+
     Examples
     --------
     >>> handle = topology.run(checkpoint_location="/tmp/wc")   # doctest: +SKIP
     >>> handle.processAllAvailable(); handle.stop()              # doctest: +SKIP
     """
 
-    def __init__(self, spark: SparkSession, checkpoint: Path,
-                 on_progress: ProgressCallback | None = None) -> None:
+    def __init__(self, spark: SparkSession, checkpoint: Path, on_progress: ProgressCallback | None = None,
+                 progress_history: int = PROGRESS_HISTORY, *, progress_file_bytes: int = PROGRESS_FILE_BYTES,
+                 progress_files_kept: int = PROGRESS_FILES_KEPT) -> None:
         self.spark = spark
         self.checkpoint = checkpoint
         self._queries: dict[str, StreamingQuery] = {}
         self._names: dict[str, str] = {}
-        self._progress: list[BatchProgress] = []
-        self._streams_seen: set[str] = set()  # streams that finished a batch in this process
+        self._progress: deque[BatchProgress] = deque(maxlen=check_progress_history(progress_history))
+        self._last_txid: dict[str, int] = {}  # each stream's last finished batch in this process
+        self._logs: dict[str, ProgressLog] = {}
+        self._log_size = (progress_file_bytes, progress_files_kept)
         self._run_info: dict[str, Any] | None = None  # trident-run.json, once the run starts
         self._callbacks = [on_progress] if on_progress else []
         self._lock = threading.Lock()
+        # What a batch's tasks counted, until its progress event comes (then taken, with any older).
         self._metrics: dict[tuple[str, int], tuple[list[str], dict[Any, float]]] = {}
         self._cores = _cores(spark)
         self._listener = _ProgressListener(self)
@@ -70,6 +109,15 @@ class TopologyHandle:
         (``runtime.metrics``)."""
         with self._lock:
             self._metrics[(stream, txid)] = (order, counters)
+            while len(self._metrics) > PENDING_METRICS:
+                dropped = next(iter(self._metrics))
+                del self._metrics[dropped]
+                log.debug("stream %s: batch %d's progress never came; its metrics are dropped", *dropped)
+
+    def _spark_reads(self, stream: str) -> SparkReads | None:
+        """What Spark has counted so far of the batch ``stream`` is running (``runtime.replays``)."""
+        query = self._queries.get(stream)
+        return None if query is None else spark_reads_so_far(query)
 
     def _write_run_info(self, trigger: str | None, streams: list[str]) -> None:
         """``trident-run.json`` in the checkpoint: what ``trident-spark status`` tells the run by."""
@@ -101,24 +149,37 @@ class TopologyHandle:
         stream = self._names.get(query_id)
         if stream is None or "addBatch" not in (progress.get("durationMs") or {}):
             return  # another query's, or an idle trigger
-        batch = BatchProgress.from_spark(stream, progress)
+        txid = int(progress.get("batchId", -1))
         with self._lock:
-            order, counters = self._metrics.pop((stream, batch.txid), ([], {}))
+            order, counters = self._metrics.pop((stream, txid), ([], {}))
+            # Events come in order: an older batch still waiting will never get its progress.
+            for key in [k for k in self._metrics if k[0] == stream and k[1] < txid]:
+                del self._metrics[key]
+        attempts, before = take_attempts(counters)
+        if before is not None:  # replayed in this run: Spark counted every attempt's reads
+            progress = count_once(progress, before)
+        batch = BatchProgress.from_spark(stream, progress)
+        batch.attempts = attempts
         spark = batch_spark_metrics(self.spark.sparkContext, str(progress.get("runId")),
                                     batch_description(stream, batch.txid))
         batch.add_task_metrics(counters, spark, order)
         batch.cores = self._cores
-        batch.warmup = stream not in self._streams_seen
-        self._streams_seen.add(stream)
         with self._lock:
+            batch.warmup = stream not in self._last_txid
+            self._last_txid[stream] = max(batch.txid, self._last_txid.get(stream, batch.txid))
             self._progress.append(batch)
         try:
-            with open(self.checkpoint / stream / PROGRESS_FILE, "a", encoding="utf-8") as out:
-                out.write(batch.to_json() + "\n")
+            self._log(stream).append(batch.to_json())
         except OSError as exc:
-            log.warning("cannot append progress to %s: %s", self.checkpoint / stream, exc)
+            log.warning("cannot append progress to %s: %s", self.checkpoint / stream / PROGRESS_FILE, exc)
         for callback in self._callbacks:
             callback(batch)
+
+    def _log(self, stream: str) -> ProgressLog:
+        found = self._logs.get(stream)
+        if found is None:
+            found = self._logs[stream] = ProgressLog(self.checkpoint / stream, *self._log_size)
+        return found
 
     # --- public ------------------------------------------------------------------------
     @property
@@ -128,7 +189,9 @@ class TopologyHandle:
 
     @property
     def progress(self) -> list[BatchProgress]:
-        """Finished batches of every stream, in completion order."""
+        """The last finished batches of every stream, in completion order: at most
+        ``run(progress_history=)`` of them (100 by default); ``on_progress`` sees every batch,
+        and ``CHECKPOINT/<stream>/trident-progress.jsonl`` (rotated) keeps a longer history."""
         with self._lock:
             return list(self._progress)
 
@@ -202,8 +265,9 @@ class TopologyHandle:
                 continue
             txid = last["batchId"]
             while time.monotonic() < deadline:
-                if any(p.stream == stream and p.txid >= txid for p in self.progress):
-                    break
+                with self._lock:
+                    if self._last_txid.get(stream, -1) >= txid:
+                        break
                 time.sleep(0.02)
 
 

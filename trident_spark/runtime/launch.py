@@ -25,9 +25,10 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path, trigger: str | Non
                   progress_history: int = 100, accept_state_loss: bool = False) -> TopologyHandle:
     """Check the spouts, then start every query; returns the handle over them."""
     from trident_spark.planner.state_plan import check_reachable, check_shared, state_factory
-    from trident_spark.runtime.handle import TopologyHandle
+    from trident_spark.runtime.handle import TopologyHandle, check_progress_history
     from trident_spark.runtime.session import local_session
 
+    check_progress_history(progress_history)  # before Spark starts
     states = []
     for query in queries:
         for node in query.nodes:
@@ -41,13 +42,14 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path, trigger: str | Non
             check = getattr(node.spout, "check", None)
             if check is not None:
                 check()  # fail fast on the driver: unreachable broker, unknown topic
-    handle = TopologyHandle(spark, checkpoint, on_progress)
+    handle = TopologyHandle(spark, checkpoint, on_progress, progress_history)
     handle._write_run_info(trigger, [query.name for query in queries])
     try:
         for query in queries:
             (checkpoint / query.name).mkdir(parents=True, exist_ok=True)
             runner = BatchRunner(query, conf, max_batch_retries, retry_delay,
                                  on_metrics=partial(handle._record_metrics, query.name, stage_order(query)),
+                                 spark_reads=partial(handle._spark_reads, query.name),
                                  checkpoint=checkpoint / query.name)
             writer = (query_source(spark, query, checkpoint / query.name).writeStream.queryName(query.name)
                       .foreachBatch(runner)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from trident_spark.state.redaction import redact_text
@@ -73,6 +73,9 @@ class BatchProgress:
     #: The first batch this process ran for the stream: it starts Spark's Python workers, so its
     #: time is not the stream's steady state (``status`` and ``tune`` leave it out).
     warmup: bool = False
+    #: Times the batch ran in this process: more than 1 when it was replayed (``FailedException``,
+    #: lost conditional writes, an outage). ``rows`` and the spout's counts are the last attempt's.
+    attempts: int = 1
 
     @classmethod
     def from_spark(cls, stream: str, progress: dict[str, Any]) -> BatchProgress:
@@ -142,13 +145,16 @@ class BatchProgress:
         return max(self.stages, key=lambda s: s.get("ms") or 0.0, default=None)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        """One line of ``trident-progress.jsonl`` (every field holds plain JSON values, so they are
+        written as they are: no copy, once per batch on the driver)."""
+        return json.dumps(vars(self), sort_keys=True)
 
     def line(self) -> str:
         """A one-line summary for terminals and logs."""
         size = f"{self.bytes:,} B" if self.bytes is not None else "? B"
         extra = f", limited by {self.limited_by}" if self.limited_by not in (None, "available") else ""
         bad = f", {self.malformed_records} malformed skipped" if self.malformed_records else ""
+        bad += f", {self.attempts} attempts" if self.attempts > 1 else ""
         # Stage names are operator labels, which may show a user's object: no secret gets through.
         return redact_text(f"[{self.stream}] batch {self.txid}: {self.rows:,} rows, {size}, "
                            f"{self.duration_ms} ms{extra}{bad}{self._state_line()}{self._slowest_line()}")

@@ -399,9 +399,15 @@ def _measured_stream(slices: list[StreamSlice], stream: str | None) -> StreamSli
 def _run_once(topology: TridentTopology, spark: SparkSession, checkpoint: Path, stream: str,
               observer: SweepObserver, timeout: float, size: int, repeat: int, records: int) -> RunResult:
     began = time.monotonic()
+    progress: list[BatchProgress] = []  # every batch (handle.progress keeps only the last ones)
+
+    def batch_done(batch: BatchProgress) -> None:
+        progress.append(batch)
+        observer.batch_done(batch)
+
     try:
         handle = topology.run(checkpoint_location=checkpoint, trigger="available_now", spark=spark,
-                              on_progress=observer.batch_done)
+                              on_progress=batch_done)
         try:
             if not handle.awaitTermination(timeout):
                 raise SweepError(f"the run at {size_label(size)} did not finish within {timeout:g} s "
@@ -411,7 +417,6 @@ def _run_once(topology: TridentTopology, spark: SparkSession, checkpoint: Path, 
     except (TridentSparkError, StateError) as exc:
         raise SweepError(f"the run at {size_label(size)} failed (checkpoint {checkpoint}): {exc}") from exc
     wall = time.monotonic() - began
-    progress = handle.progress
     batches = [asdict(p) for p in progress if p.stream == stream]
     others: dict[str, int] = {}
     for p in progress:

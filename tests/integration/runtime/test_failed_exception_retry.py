@@ -146,10 +146,9 @@ def test_a_failed_batch_is_replayed_and_leaves_the_result_of_one_clean_run(spark
     assert sink.batches == clean_sink.batches  # no tuple of a failed attempt is left over
     assert txids(handle, "flaky") == [0, 1, 2]  # each batch id once: the replays are inside batch 1
     assert [p.rows for p in clean.progress] == [2, 3, 1]
-    # Spark's numInputRows for a replayed batch also counts rows read by the successful tasks of
-    # the failed attempts (how many depends on task timing): at least the batch's rows
-    assert [p.rows for p in handle.progress if p.txid != 1] == [2, 1]
-    assert next(p.rows for p in handle.progress if p.txid == 1) >= 3
+    # the replayed batch counts its rows once, and says it took three attempts
+    assert [(p.txid, p.rows, p.attempts) for p in handle.progress] == [(0, 2, 1), (1, 3, 3), (2, 1, 1)]
+    assert re.match(r"\[flaky\] batch 1: 3 rows, \? B, \d+ ms, 3 attempts(;|$)", handle.progress[1].line())
     replays = [r.getMessage() for r in caplog.records if "asked to be replayed" in r.getMessage()]
     assert len(replays) == 2, replays
     for n, line in enumerate(replays, start=1):
@@ -174,6 +173,10 @@ def test_a_failed_exception_from_an_aggregator_replays_the_batch(spark, tmp_path
 
     assert attempts(counter) == 3
     assert sorted_batches(sink) == sorted_batches(clean_sink)
+    # Each attempt read the batch before its aggregation failed (Spark counted 9 rows for the 3):
+    # the progress counts them once
+    assert [(p.txid, p.rows, p.attempts) for p in handle.progress] == [(0, 2, 1), (1, 3, 3), (2, 1, 1)]
+    assert [p.rows for p in clean.progress] == [2, 3, 1]
     assert sorted((t["word"], t["count"]) for t in sink.batches[1]) == sorted([
         ("cat", 2), ("end", 1), ("flaky", 1), (LONG, 1), ("the", 1)])
     assert txids(handle, "agg") == [0, 1, 2]
@@ -205,6 +208,7 @@ def test_a_failed_exception_raised_on_the_driver_replays_the_batch(spark, tmp_pa
     assert calls == [0, 1, 1, 1, 2]
     assert {txid: [t["word"] for t in tuples] for txid, tuples in sink.batches.items()} == EXPECTED_WORDS
     assert txids(handle, "driver") == [0, 1, 2]
+    assert [(p.rows, p.attempts) for p in handle.progress] == [(2, 1), (3, 3), (1, 1)]  # read 3 times
 
 
 # --- retries exhausted ---------------------------------------------------------------------------

@@ -160,6 +160,39 @@ def test_a_half_written_last_line_is_left_for_later_and_a_bad_line_is_counted(ch
     assert lines[note + 1] == f"            {progress} skipped"
 
 
+def rotate(directory, parts):
+    """Split a stream's progress file as the runtime rotates it: ``{number: lines}`` rotated files,
+    the rest left in the current file."""
+    path = directory / status.PROGRESS_FILE
+    lines = path.read_text().splitlines(keepends=True)
+    start = 0
+    for number, count in parts.items():
+        (directory / f"{status.PROGRESS_FILE}.{number}").write_text("".join(lines[start:start + count]))
+        start += count
+    path.write_text("".join(lines[start:]))
+
+
+def test_rotated_progress_files_are_read_oldest_first(checkpoint):
+    whole = show(checkpoint, "--stream", "wordcount")
+    rotate(checkpoint / "wordcount", {1: 2, 2: 3})  # .1: txid 0-1, .2: txid 2-4, current: txid 5
+    assert show(checkpoint, "--stream", "wordcount") == whole
+    (checkpoint / "wordcount" / status.PROGRESS_FILE).unlink()  # rotated, the next line not written yet
+    lines = show(checkpoint, "--stream", "wordcount")
+    assert "batches     5 (txid 0..4), 5,000 rows" in lines
+    assert "last batch  txid 4: 1,000 rows, 25,000 B, 1,200 ms, limited by max_fetch_bytes" in lines
+
+
+def test_status_says_when_older_progress_was_rotated_away(checkpoint):
+    rotate(checkpoint / "wordcount", {3: 2, 4: 2})  # .1 and .2 deleted by the runtime
+    (checkpoint / "wordcount" / f"{status.PROGRESS_FILE}.3").unlink()
+    lines = show(checkpoint, "--stream", "wordcount")
+    assert "batches     4 (txid 2..5), 4,000 rows" in lines
+    note = lines.index("note        progress before txid 2 was rotated away: the figures cover the 2 "
+                       "progress files kept in")
+    assert lines[note + 1] == f"            {checkpoint / 'wordcount'}"
+    assert not any(line.startswith("note") for line in show(checkpoint, "--stream", "questions"))
+
+
 def test_the_cli_entry_prints_once_and_exits_0(checkpoint, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
     assert main(["status", str(checkpoint)]) == 0

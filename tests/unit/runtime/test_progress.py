@@ -191,3 +191,23 @@ def test_line_names_the_slowest_stage():
                       stages=[{"name": "split", "kind": "python", "ms": 30.0},
                               {"name": "spark", "kind": "spark", "ms": 10.0}])
     assert p.line() == "[wc] batch 2: 10 rows, 100 B, 50 ms; slowest stage: split (75% of task time)"
+
+
+def test_a_replayed_batch_shows_its_attempts():
+    p = BatchProgress("s", txid=7, rows=3999, duration_ms=900, attempts=3)
+    assert p.line() == "[s] batch 7: 3,999 rows, ? B, 900 ms, 3 attempts"
+    assert BatchProgress.from_json(p.to_json()).attempts == 3
+
+
+def test_lines_written_before_attempts_were_counted_read_as_one_attempt():
+    old = json.loads(BatchProgress("s", txid=0, rows=5, duration_ms=12).to_json())
+    del old["attempts"]
+    assert BatchProgress.from_json(json.dumps(old)).attempts == 1
+
+
+def test_to_json_writes_every_field_as_asdict_would():
+    from dataclasses import asdict
+
+    p = BatchProgress.from_spark("wordcount", spark_progress())
+    p.add_task_metrics({"store_reads": 2, ("stage", "python", "f", "ms"): 1.5}, {"executor_run_ms": 9.0})
+    assert json.loads(p.to_json()) == asdict(p)
