@@ -20,7 +20,8 @@ _STATE_ERRORS = ("StateAheadError|StateTypeMismatchError|StateUnavailableError|U
                  "StateConflictError|StateConfigError|StateError")
 _OUR_ERROR = re.compile(
     r"(?:trident_spark\.[\w.]+\.)?\b(?P<cls>BrokerUnavailableError|UnknownTopicError|DataLossError|"
-    r"MalformedRecordError|SpoutError|TopologyError|FailedException|OperatorError|" + _STATE_ERRORS + r"): "
+    r"MalformedRecordError|OffsetOutOfRangeError|SpoutError|TopologyError|FailedException|OperatorError|"
+    + _STATE_ERRORS + r"): "
     r"(?P<msg>[^\n]*?)(?P<end>\s+SQLSTATE|\n|$)",
 )
 # A line after an error's first line that is not more of its message: blank, indented (a

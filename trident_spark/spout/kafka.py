@@ -14,6 +14,8 @@ from trident_spark.spout.kafka_config import (
     KeyFormat,
     MalformedPolicy,
     ValueFormat,
+    check_value_schema,
+    offsets_option,
     parse_trigger_delay,
 )
 
@@ -36,8 +38,11 @@ class KafkaSpout:
         are picked up between batches, from their earliest offset.
     starting_offsets : "earliest", "latest" or {topic: {partition: offset}}
         Where a new query starts (a restarted one resumes from its checkpoint).
-        In the mapping, -2 means earliest and -1 latest; partitions left out start
-        at earliest.
+        In the mapping, -2 means earliest and -1 latest (no other negative number);
+        partitions left out start at earliest. An offset past the end of its
+        partition fails the query's start (``OffsetOutOfRangeError``, naming the
+        partition's range); one before its first stored offset is data loss
+        (see ``fail_on_data_loss``).
     ending_offsets : "latest" or {topic: {partition: offset}}, optional
         Where the stream ends: batches never read past these offsets, and once every
         partition has reached its end no more batches run (with
@@ -78,7 +83,8 @@ class KafkaSpout:
         Split large offset ranges so a batch has at least this many Spark tasks.
     value_format : "str", "bytes" or "json"
         ``str`` decodes UTF-8 (the default); ``json`` parses objects into a struct
-        described by ``value_schema`` (a Spark DDL string).
+        described by ``value_schema`` (a Spark DDL string, ``"user STRING, clicks INT"``;
+        checked when the spout is built and parsed by Spark when the stream starts).
     key_format : "str" or "bytes"
     include_headers : bool
         Add a ``headers`` field: a list of ``{key, value}``.
@@ -142,9 +148,9 @@ class KafkaSpout:
             bootstrap_servers=bootstrap_servers,
             topics=tuple(topics or ()),
             pattern=pattern,
-            starting_offsets=_offsets_option(starting_offsets),
+            starting_offsets=offsets_option(starting_offsets, "starting_offsets"),
             ending_offsets=(None if ending_offsets is None
-                            else _offsets_option(ending_offsets, "ending_offsets")),
+                            else offsets_option(ending_offsets, "ending_offsets")),
             max_fetch_bytes=max_fetch_bytes,
             adaptive_target_ms=adaptive_target_ms,
             max_offsets_per_trigger=max_offsets_per_trigger,
@@ -187,7 +193,13 @@ class KafkaSpout:
             client.close()
 
     def to_dataframe(self, spark: SparkSession) -> DataFrame:
-        """The spout as a streaming DataFrame in ``spark`` (its fields plus internal columns)."""
+        """The spout as a streaming DataFrame in ``spark`` (its fields plus internal columns).
+
+        A ``value_schema`` Spark cannot parse fails here, before the query starts, with
+        Spark's reason and the schema as given.
+        """
+        if self.config.value_schema is not None:
+            check_value_schema(self.config.value_schema)
         if self.engine == "jvm":
             from trident_spark.spout.jvm import jvm_dataframe
 
@@ -199,20 +211,3 @@ class KafkaSpout:
             spark._trident_kafka_registered = True  # type: ignore[attr-defined]
         return spark.readStream.format(FORMAT_NAME).option("config", self.config.to_json()).load()
 
-
-def _offsets_option(offsets: str | Mapping[str, Mapping[int | str, int]],
-                    what: str = "starting_offsets") -> str | dict[str, dict[str, int]]:
-    """``"earliest"``/``"latest"`` as given; a mapping with partitions as strings (JSON keys)."""
-    if isinstance(offsets, str):
-        return offsets
-    option: dict[str, dict[str, int]] = {}
-    for topic, parts in offsets.items():
-        option[topic] = {}
-        for partition, offset in parts.items():
-            try:
-                option[topic][str(int(partition))] = int(offset)
-            except (TypeError, ValueError):
-                raise ValueError(
-                    f"KafkaSpout({what}=...): {topic}[{partition}] -> {offset!r} is not a partition number "
-                    f"and an offset; write e.g. {{{topic!r}: {{0: 1200, 1: -1}}}}") from None
-    return option

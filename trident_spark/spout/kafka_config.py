@@ -7,7 +7,9 @@ option, so everything here is plain data.
 from __future__ import annotations
 
 import json
+import operator
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -102,26 +104,29 @@ class KafkaSpoutConfig:
                 re.compile(self.pattern)
             except re.error as exc:
                 raise ValueError(f"KafkaSpout(pattern={self.pattern!r}) is not a valid regex: {exc}") from exc
-        offsets = self.starting_offsets
-        if isinstance(offsets, str) and offsets not in ("earliest", "latest"):
+        for option in ("starting_offsets", "ending_offsets"):
+            value = getattr(self, option)
+            if value is not None:
+                object.__setattr__(self, option, offsets_option(value, option))
+                self._check_offset_topics(option)
+
+    def _check_offset_topics(self, option: str) -> None:
+        """An offset mapping may only name topics the spout reads."""
+        offsets = getattr(self, option)
+        if not isinstance(offsets, dict):
+            return
+        if self.topics:
+            stray = [t for t in offsets if t not in self.topics]
+            subscribed = f"not among topics={list(self.topics)}"
+        else:
+            regex = re.compile(self.pattern or "")
+            stray = [t for t in offsets if not regex.fullmatch(t)]
+            subscribed = f"not matched by pattern={self.pattern!r}"
+        if stray:
             raise ValueError(
-                f"KafkaSpout(starting_offsets={offsets!r}): use 'earliest', 'latest' or "
-                "{topic: {partition: offset}} (offset -2 = earliest, -1 = latest)"
+                f"KafkaSpout({option}=...) names topic {', '.join(map(repr, stray))}, {subscribed}: "
+                f"give offsets only for the topics the spout reads"
             )
-        ending = self.ending_offsets
-        if isinstance(ending, str) and ending != "latest":
-            raise ValueError(
-                f"KafkaSpout(ending_offsets={ending!r}): use 'latest' or {{topic: {{partition: offset}}}} "
-                "(offset -1 = latest)"
-            )
-        if isinstance(ending, dict):
-            for topic, parts in ending.items():
-                for partition, offset in parts.items():
-                    if isinstance(offset, bool) or not isinstance(offset, int) or offset < -1:
-                        raise ValueError(
-                            f"KafkaSpout(ending_offsets=...): {topic}[{partition}] ends at {offset!r}; "
-                            "use an offset >= 0, or -1 for latest"
-                        )
 
     def _check_limits(self) -> None:
         for name in ("max_fetch_bytes", "max_offsets_per_trigger", "min_offsets_per_trigger",
@@ -154,6 +159,14 @@ class KafkaSpoutConfig:
                 "KafkaSpout(value_format='json') needs value_schema=, a Spark DDL string such as "
                 "'user STRING, clicks INT'"
             )
+        if self.value_schema is not None:
+            if not isinstance(self.value_schema, str):
+                raise value_schema_error(self.value_schema, "it is not a string")  # type: ignore[unreachable]
+            if self.value_format != "json":
+                raise ValueError(
+                    f"KafkaSpout(value_schema=...) is read only with value_format='json' (values are "
+                    f"{self.value_format!r} here): add value_format='json', or drop value_schema=")
+            value_schema_fields(self.value_schema)
         if self.on_malformed not in ("fail", "skip"):
             raise ValueError(f"KafkaSpout(on_malformed={self.on_malformed!r}): use 'fail' or 'skip'")
 
@@ -215,33 +228,253 @@ class KafkaSpoutConfig:
         return cls(**data)
 
 
+#: The negative offsets each offset option accepts (Kafka's JSON offset specs), and what they mean.
+OFFSET_SENTINELS: dict[str, dict[int, str]] = {
+    "starting_offsets": {-2: "earliest", -1: "latest"},
+    "ending_offsets": {-1: "latest"},
+}
+
+
+def _offsets_shapes(option: str) -> str:
+    """The accepted shapes of ``option``, for messages."""
+    if option == "ending_offsets":
+        return "'latest' or {topic: {partition: offset}} (offset -1 = latest)"
+    return "'earliest', 'latest' or {topic: {partition: offset}} (offset -2 = earliest, -1 = latest)"
+
+
+def _offsets_example(option: str, topic: str = "words") -> str:
+    if option == "ending_offsets":
+        return (f"ending_offsets={{{topic!r}: {{0: 5000, 1: -1}}}} (partition 0 up to offset 5000, "
+                f"partition 1 up to the latest)")
+    return (f"starting_offsets={{{topic!r}: {{0: 1200, 1: -2}}}} (partition 0 from offset 1200, "
+            f"partition 1 from the earliest)")
+
+
+def offsets_option(value: object, option: str = "starting_offsets") -> str | dict[str, dict[str, int]]:
+    """``starting_offsets`` or ``ending_offsets`` as the settings keep them, checked.
+
+    A word (``"earliest"``/``"latest"``) stays as it is; a mapping becomes
+    ``{topic: {"partition": offset}}`` (partitions as strings: JSON keys). Anything
+    else fails naming the option, the topic and partition, the accepted shapes and
+    an example. Offsets are ``>= 0``, or Kafka's -2 (earliest, starting only) and
+    -1 (latest); other negative numbers are refused here, before librdkafka sees them.
+
+    Examples
+    --------
+    >>> offsets_option({"words": {0: 1200, "1": -1}})
+    {'words': {'0': 1200, '1': -1}}
+    >>> offsets_option({"words": {0: -5}})
+    Traceback (most recent call last):
+    ...
+    ValueError: KafkaSpout(starting_offsets=...): words[0] starts at -5; use an offset >= 0, or -2 for ...
+    """
+    words = ("latest",) if option == "ending_offsets" else ("earliest", "latest")
+    if isinstance(value, str):
+        if value in words:
+            return value
+        is_json = value.lstrip().startswith("{")
+        hint = " (a JSON string is not read: pass the mapping itself)" if is_json else ""
+        raise ValueError(f"KafkaSpout({option}={value!r}): use {_offsets_shapes(option)}{hint}, "
+                         f"e.g. {_offsets_example(option)}")
+    if not isinstance(value, Mapping):
+        raise ValueError(f"KafkaSpout({option}={value!r}) is not an offset specification: use "
+                         f"{_offsets_shapes(option)}, e.g. {_offsets_example(option)}")
+    parsed: dict[str, dict[str, int]] = {}
+    for topic, partitions in value.items():
+        if not isinstance(topic, str) or not topic:
+            raise ValueError(f"KafkaSpout({option}=...): {topic!r} is not a topic name; use "
+                             f"{_offsets_shapes(option)}, e.g. {_offsets_example(option)}")
+        if not isinstance(partitions, Mapping):
+            raise ValueError(
+                f"KafkaSpout({option}=...): topic {topic!r} maps to {partitions!r} "
+                f"({type(partitions).__name__}), not to {{partition: offset}}; use "
+                f"{_offsets_shapes(option)}, e.g. {_offsets_example(option, topic)}")
+        parsed[topic] = {}
+        for partition, offset in partitions.items():
+            number = _partition_number(partition)
+            if number is None:
+                raise ValueError(
+                    f"KafkaSpout({option}=...): {topic}[{partition!r}]: {partition!r} is not a partition "
+                    f"number (0, 1, ...); write e.g. {_offsets_example(option, topic)}")
+            checked = _offset_number(offset)
+            if checked is None:
+                raise ValueError(
+                    f"KafkaSpout({option}=...): {topic}[{partition}] -> {offset!r} is not a partition number "
+                    f"and an offset; write e.g. {_offsets_example(option, topic)}")
+            sentinels = OFFSET_SENTINELS[option]
+            if checked < 0 and checked not in sentinels:
+                allowed = ", ".join(f"{n} for {word}" for n, word in sorted(sentinels.items()))
+                verb = "ends" if option == "ending_offsets" else "starts"
+                raise ValueError(
+                    f"KafkaSpout({option}=...): {topic}[{partition}] {verb} at {checked}; use an offset "
+                    f">= 0, or {allowed} (no other negative value is an offset), e.g. "
+                    f"{_offsets_example(option, topic)}")
+            parsed[topic][str(number)] = checked
+    return parsed
+
+
+def _partition_number(partition: object) -> int | None:
+    """A partition given as an int or its digits; None when it is neither."""
+    if isinstance(partition, str):
+        return int(partition) if partition.strip().isdigit() else None
+    if isinstance(partition, bool) or not hasattr(partition, "__index__"):
+        return None
+    number = operator.index(partition)
+    return number if number >= 0 else None
+
+
+def _offset_number(offset: object) -> int | None:
+    """An offset given as an int or its digits (``"-1"`` too); None for anything else (floats included)."""
+    if isinstance(offset, str):
+        try:
+            return int(offset)
+        except ValueError:
+            return None
+    if isinstance(offset, bool) or not hasattr(offset, "__index__"):
+        return None
+    return operator.index(offset)
+
+
+#: A valid value_schema, shown in messages about a bad one.
+VALUE_SCHEMA_EXAMPLE = "value_schema='user STRING, clicks INT, tags ARRAY<STRING>'"
+_CLOSING = {"<": ">", "(": ")"}
+
+
+def value_schema_error(ddl: str, reason: str) -> ValueError:
+    """The error for a ``value_schema`` that is not a Spark schema: the user's text, why, an example.
+
+    Examples
+    --------
+    >>> str(value_schema_error("n INT, word", "field 'word' has no type"))
+    "KafkaSpout(value_schema='n INT, word') is not a valid Spark schema: field 'word' has no type. Write ..."
+    """
+    return ValueError(f"KafkaSpout(value_schema={ddl!r}) is not a valid Spark schema: {reason}. Write the "
+                      f"fields as 'name TYPE, ...' (Spark DDL), e.g. {VALUE_SCHEMA_EXAMPLE}")
+
+
+def value_schema_fields(ddl: str) -> list[tuple[str, str]]:
+    """The top-level fields of a ``value_schema``: ``(name as written, type text)`` each.
+
+    Checks the shape only (every field has a name and a type, brackets and quotes
+    close); Spark checks the types when the stream's DataFrame is built
+    (:func:`check_value_schema`).
+
+    Examples
+    --------
+    >>> value_schema_fields("id BIGINT, `user name`: STRING, m MAP<STRING, INT>")
+    [('id', 'BIGINT'), ('`user name`', 'STRING'), ('m', 'MAP<STRING, INT>')]
+    >>> value_schema_fields("n INT,, word STRING")
+    Traceback (most recent call last):
+    ...
+    ValueError: KafkaSpout(value_schema='n INT,, word STRING') is not a valid Spark schema: field 2 is ...
+    """
+    if not ddl.strip():
+        raise value_schema_error(ddl, "it is empty")
+    parts = _split_top_level(ddl)
+    fields = []
+    for number, part in enumerate(parts, start=1):
+        text = part.strip()
+        if not text:
+            last = number == len(parts)
+            raise value_schema_error(ddl, "it ends with a comma" if last else f"field {number} is empty "
+                                                                              f"(two commas?)")
+        name, type_ = _split_field(ddl, text)
+        if not type_:
+            raise value_schema_error(ddl, f"field {name!r} has no type")
+        fields.append((name, type_))
+    return fields
+
+
+def _split_field(ddl: str, text: str) -> tuple[str, str]:
+    """``'a: INT'``, ``'a INT'`` or ``'`a b` INT'`` -> name as written and the type text."""
+    if text.startswith("`"):
+        end = 1
+        while True:
+            end = text.find("`", end)
+            if end < 0:
+                raise value_schema_error(ddl, f"the quoted name in {text!r} has no closing `")
+            if text[end + 1:end + 2] != "`":
+                break
+            end += 2  # `` is a quoted backquote
+        name, rest = text[:end + 1], text[end + 1:]
+    else:
+        cut = next((i for i, ch in enumerate(text) if ch.isspace() or ch == ":"), len(text))
+        name, rest = text[:cut], text[cut:]
+    rest = rest.strip()
+    return name, rest[1:].strip() if rest.startswith(":") else rest
+
+
 def _struct_body(ddl: str) -> str:
     """'a INT, b STRING' -> 'a: INT, b: STRING' (struct field syntax)."""
-    parts = [p.strip() for p in _split_top_level(ddl)]
-    out = []
-    for part in parts:
-        name, _, type_ = part.partition(" ")
-        out.append(f"{name.rstrip(':')}: {type_.strip()}")
-    return ", ".join(out)
+    return ", ".join(f"{name}: {type_}" for name, type_ in value_schema_fields(ddl))
 
 
 def _split_top_level(ddl: str) -> list[str]:
-    depth = 0
+    """``ddl`` cut at the commas outside brackets and quotes (empty parts kept: they are errors)."""
+    stack: list[str] = []
+    quote = ""
     current = ""
     parts = []
     for ch in ddl:
-        if ch in "<(":
-            depth += 1
-        elif ch in ">)":
-            depth -= 1
-        if ch == "," and depth == 0:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "`'\"":
+            quote = ch
+        elif ch in _CLOSING:
+            stack.append(_CLOSING[ch])
+        elif ch in ">)" and (not stack or stack.pop() != ch):
+            raise value_schema_error(ddl, f"{ch!r} closes nothing (or the wrong bracket)")
+        if ch == "," and not stack and not quote:
             parts.append(current)
             current = ""
         else:
             current += ch
-    if current.strip():
-        parts.append(current)
+    if quote:
+        raise value_schema_error(ddl, f"a {quote} quote is not closed")
+    if stack:
+        raise value_schema_error(ddl, f"a bracket is not closed (expected {stack[-1]!r})")
+    parts.append(current)
     return parts
+
+
+def check_value_schema(ddl: str) -> None:
+    """Let Spark parse ``value_schema`` on its own; a ValueError with Spark's reason if it cannot.
+
+    Needs an active SparkSession (called when the spout's DataFrame is built, before
+    the query starts). Spark's message quotes only the user's text this way, not the
+    spout's whole record schema.
+    """
+    from pyspark.errors import PySparkException
+    from pyspark.sql.types import DataType
+
+    try:
+        DataType.fromDDL(ddl)
+    except PySparkException as exc:
+        raise value_schema_error(ddl, _spark_reason(ddl, exc)) from None
+
+
+def _spark_reason(ddl: str, exc: Exception) -> str:
+    """Spark's parse error, one line: its message and where in ``ddl``, without the SQL dump.
+
+    Examples
+    --------
+    >>> print(_spark_reason("n INTEGR", Exception('[UNSUPPORTED_DATATYPE] Unsupported data type "INTEGR". '
+    ...                                           'SQLSTATE: 0A000 (line 1, pos 2)')))
+    Unsupported data type "INTEGR" at character 3 ('INTEGR') [Spark: UNSUPPORTED_DATATYPE]
+    """
+    text = str(exc).strip().split("\n")[0]
+    found = re.match(r"(?:\[(?P<cls>[A-Z_.]+)\]\s*)?(?P<msg>.*?)\.?\s*(?:SQLSTATE: \w+\s*)?"
+                     r"(?:\(line \d+, pos (?P<pos>\d+)\))?$", text)
+    if found is None:
+        return text
+    reason = found.group("msg")
+    if found.group("pos") is not None:
+        pos = int(found.group("pos"))
+        reason += (" at the end" if pos >= len(ddl.rstrip())
+                   else f" at character {pos + 1} ({ddl[pos:pos + 30]!r})")
+    if found.group("cls"):
+        reason += f" [Spark: {found.group('cls')}]"
+    return reason
 
 
 def parse_trigger_delay(value: float | str) -> float:

@@ -11,6 +11,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from trident_spark.errors import DataLossError, OffsetOutOfRangeError
+
 TopicPartition = tuple[str, int]
 Offsets = dict[TopicPartition, int]
 
@@ -42,6 +44,73 @@ def decode_offsets(encoded: Mapping[str, Mapping[str, int]]) -> Offsets:
         for topic, partitions in encoded.items()
         for partition, offset in partitions.items()
     }
+
+
+def starting_offset_problems(given: Mapping[TopicPartition, int], earliest: Mapping[TopicPartition, int],
+                             latest: Mapping[TopicPartition, int]) -> tuple[list[str], list[str]]:
+    """Explicit starting offsets outside their partition: ``(past the end, before the start)``.
+
+    ``given`` holds the offsets of the ``starting_offsets`` mapping (-2 earliest and
+    -1 latest are always valid); ``earliest`` and ``latest`` each partition's first
+    offset and high watermark. An offset equal to the high watermark is valid: the
+    stream starts with the next record written. Each problem is one phrase naming the
+    partition, the offset and what the partition holds.
+
+    Examples
+    --------
+    >>> past, before = starting_offset_problems({("t", 0): 500, ("t", 1): 3}, {("t", 0): 0, ("t", 1): 10},
+    ...                                         {("t", 0): 20, ("t", 1): 30})
+    >>> past
+    ['t[0] starts at 500, past the end of the partition: it holds offsets [0, 20) (high watermark 20)']
+    >>> print(before[0])
+    t[1] starts at 3, before its first stored offset 10 (records [3, 10) were deleted by retention or ...
+    """
+    past: list[str] = []
+    before: list[str] = []
+    for (topic, partition), offset in sorted(given.items()):
+        if offset < 0:
+            continue
+        low, high = earliest[(topic, partition)], latest[(topic, partition)]
+        if offset > high:
+            held = f"offsets [{low}, {high})" if high > low else f"no records (it is empty at offset {high})"
+            past.append(f"{topic}[{partition}] starts at {offset}, past the end of the partition: it holds "
+                        f"{held} (high watermark {high})")
+        elif offset < low:
+            before.append(f"{topic}[{partition}] starts at {offset}, before its first stored offset {low} "
+                          f"(records [{offset}, {low}) were deleted by retention or deletion): it holds "
+                          f"offsets [{low}, {high})")
+    return past, before
+
+
+def check_starting_offsets(given: Mapping[TopicPartition, int], earliest: Mapping[TopicPartition, int],
+                           latest: Mapping[TopicPartition, int], *, address: str,
+                           fail_on_data_loss: bool) -> None:
+    """Refuse explicit starting offsets the partitions do not hold (when a new query starts).
+
+    Past the high watermark: :class:`~trident_spark.errors.OffsetOutOfRangeError`.
+    Before the first stored offset: :class:`~trident_spark.errors.DataLossError`
+    unless ``fail_on_data_loss`` is off (then the stream starts at the earliest and
+    counts the rest as lost). Each names the partition, its range and what to do.
+
+    Examples
+    --------
+    >>> check_starting_offsets({("t", 0): 500}, {("t", 0): 0}, {("t", 0): 20}, address="b:9092",
+    ...                        fail_on_data_loss=True)
+    Traceback (most recent call last):
+    ...
+    trident_spark.errors.OffsetOutOfRangeError: KafkaSpout(starting_offsets=...) on b:9092: t[0] starts ...
+    """
+    past, before = starting_offset_problems(given, earliest, latest)
+    if past:
+        raise OffsetOutOfRangeError(
+            f"KafkaSpout(starting_offsets=...) on {address}: {'; '.join(past)}. Give an offset from the "
+            f"partition's first offset up to its high watermark, or starting_offsets='latest' (-1 for one "
+            f"partition) to read only new records, or 'earliest' (-2) to read everything it holds")
+    if before and fail_on_data_loss:
+        raise DataLossError(
+            f"KafkaSpout(starting_offsets=...) on {address}: {'; '.join(before)}. Give an offset the "
+            f"partition still holds, or 'earliest' (-2), or set fail_on_data_loss=False to start at the "
+            f"earliest and count the deleted records as lost")
 
 
 @dataclass

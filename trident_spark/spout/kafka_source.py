@@ -56,6 +56,7 @@ from trident_spark.spout.kafka_offsets import (
     RecordSizeEstimate,
     TopicPartition,
     byte_budget_end,
+    check_starting_offsets,
     decode_offsets,
     encode_offsets,
     estimate_range_bytes,
@@ -173,7 +174,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return self._high_watermarks(earliest)
         assert isinstance(wanted, dict)
         given = self._named_partitions("starting_offsets", wanted, partitions)
-        latest = self._high_watermarks(earliest) if -1 in given.values() else {}
+        named = {tp: earliest[tp] for tp, offset in given.items() if offset != -2}
+        latest = self._high_watermarks(named) if named else {}
+        check_starting_offsets(given, earliest, latest, address=self.config.address,
+                               fail_on_data_loss=self.config.fail_on_data_loss)
         start = {}
         for tp in partitions:
             offset = given.get(tp, -2)

@@ -13,6 +13,7 @@ from trident_spark.errors import (
     BrokerUnavailableError,
     DataLossError,
     MalformedRecordError,
+    OffsetOutOfRangeError,
     UnknownTopicError,
 )
 from trident_spark.local.kafka import create_topic, produce
@@ -42,22 +43,29 @@ def test_unknown_topic_is_named_with_the_topics_that_exist(spark, kafka_bootstra
     assert existing in message and "Create it first, or fix topics=" in message
 
 
-def test_broker_lost_mid_stream_fails_the_query_within_30_s(spark, tmp_path):
+def test_broker_lost_mid_stream_fails_the_query_once_the_outage_budget_is_spent(spark, tmp_path):
     with start_kafka() as kafka:
         create_topic(kafka.address, "events", partitions=1)
         produce(kafka.address, "events", [b"one", b"two"])
         topology = TridentTopology()
         sink = topology.newStream("lost", KafkaSpout(kafka.address, ["events"], timeout=5)).collect()
-        handle = topology.run(checkpoint_location=tmp_path / "ckpt", trigger="200 milliseconds", spark=spark)
+        handle = topology.run(checkpoint_location=tmp_path / "ckpt", trigger="200 milliseconds", spark=spark,
+                              outage_budget=5)
         handle.processAllAvailable()
         assert [t["value"] for t in sink.tuples] == ["one", "two"]
     started = time.monotonic()
     try:
-        with pytest.raises(BrokerUnavailableError, match=kafka.address.replace(".", r"\.")):
+        with pytest.raises(BrokerUnavailableError) as caught:
             handle.awaitTermination(60)
     finally:
         handle.stop()
+    # attempts of 5 s (timeout=5) until 5 s past the first failure: about 11 s
     assert time.monotonic() - started < 30
+    message = str(caught.value)
+    assert message.startswith(f"Kafka at {kafka.address} did not answer")
+    assert (f"; the broker at {kafka.address} did not answer for " in message
+            and " s, past outage_budget=5 s, so the stream stopped." in message)
+    assert message.endswith("raise run(outage_budget=) (stream 'lost')")
 
 
 def test_malformed_json_fails_naming_the_record(spark, kafka_bootstrap, new_topic, tmp_path):
@@ -132,6 +140,38 @@ def test_offsets_gone_from_the_broker(spark, tmp_path, fail_on_data_loss):
                 assert [t["value"] for t in sink.tuples] == [f"new-{i}" for i in range(5)]
         finally:
             handle.stop()
+
+
+def test_a_starting_offset_past_the_end_names_the_partitions_range(spark, kafka_bootstrap, new_topic,
+                                                                   tmp_path):
+    topic = new_topic(partitions=2)
+    produce(kafka_bootstrap, topic, [(None, f"r{i}".encode(), 0) for i in range(5)])
+    spout = KafkaSpout(kafka_bootstrap, [topic], starting_offsets={topic: {0: 500, 1: -2}})
+    topology = TridentTopology()
+    topology.newStream("pastend", spout).collect()
+    handle = topology.run(checkpoint_location=tmp_path / "ckpt", trigger="available_now", spark=spark)
+    try:
+        with pytest.raises(OffsetOutOfRangeError) as info:
+            handle.awaitTermination(120)
+    finally:
+        handle.stop()
+    assert str(info.value) == (
+        f"KafkaSpout(starting_offsets=...) on {kafka_bootstrap}: {topic}[0] starts at 500, past the end of "
+        "the partition: it holds offsets [0, 5) (high watermark 5). Give an offset from the partition's "
+        "first offset up to its high watermark, or starting_offsets='latest' (-1 for one partition) to read "
+        "only new records, or 'earliest' (-2) to read everything it holds (stream 'pastend')")
+
+
+def test_a_value_schema_spark_cannot_parse_is_named_without_the_spouts_columns(spark):
+    spout = KafkaSpout("127.0.0.1:1", ["t"], value_format="json", value_schema="n INTEGR, word STRING")
+    with pytest.raises(ValueError) as info:
+        spout.to_dataframe(spark)
+    assert str(info.value) == (
+        "KafkaSpout(value_schema='n INTEGR, word STRING') is not a valid Spark schema: Unsupported data "
+        "type \"INTEGR\" at character 3 ('INTEGR, word STRING') [Spark: UNSUPPORTED_DATATYPE]. Write the "
+        "fields as 'name TYPE, ...' (Spark DDL), e.g. value_schema='user STRING, clicks INT, "
+        "tags ARRAY<STRING>'")
+    assert "__read_ms" not in str(info.value)
 
 
 def test_progress_is_written_to_the_checkpoint(spark, kafka_bootstrap, new_topic, tmp_path):
