@@ -105,7 +105,8 @@ def _fill(config: KafkaSpoutConfig, consumer: Any, r: OffsetRange, position: int
     idle_since = time.monotonic()
     while position < r.until and columns.rows < config.arrow_batch_rows:
         msgs = consumer.consume(num_messages=min(CONSUME_CHUNK, r.until - position), timeout=0.5)
-        if [m.error() for m in msgs].count(None) != len(msgs):  # events: partition end, errors
+        # events: partition end, errors (``is``: a KafkaError cannot be compared with None by ==)
+        if any(m.error() is not None for m in msgs):
             position = _handle_events(config, consumer, r, position, msgs)
             msgs = [m for m in msgs if m.error() is None]
         if msgs:
@@ -115,16 +116,8 @@ def _fill(config: KafkaSpoutConfig, consumer: Any, r: OffsetRange, position: int
             if msgs:
                 columns.add(msgs)
                 position = msgs[-1].offset() + 1
-        elif _log_ends_before(consumer, r, position):
-            if config.fail_on_data_loss:
-                raise DataLossError(
-                    f"KafkaSpout: {r.topic}[{r.partition}] on {config.address} now ends before offset "
-                    f"{position}, which the batch reads ([{r.start}, {r.until})): the topic was deleted "
-                    "and re-created? Set fail_on_data_loss=False to skip such ranges."
-                )
-            log.warning("KafkaSpout: skipped [%d, %d) of %s[%d]: the partition now ends before it",
-                        position, r.until, r.topic, r.partition)
-            return r.until
+        elif (end := _log_end_before(consumer, r, position)) is not None:
+            return _past_the_end(config, r, position, end)
         elif time.monotonic() - idle_since > config.timeout_s:
             raise BrokerUnavailableError(
                 f"KafkaSpout: no records from {r.topic}[{r.partition}] at offset {position} for "
@@ -134,15 +127,33 @@ def _fill(config: KafkaSpoutConfig, consumer: Any, r: OffsetRange, position: int
     return position
 
 
-def _log_ends_before(consumer: Any, r: OffsetRange, position: int) -> bool:
-    """Whether the last fetch answer's high watermark lies before ``position``.
+def _log_end_before(consumer: Any, r: OffsetRange, position: int) -> int | None:
+    """The last fetch answer's high watermark when it lies before ``position`` (else None).
 
     Some brokers answer a fetch past the log's end with no records and no error.
     """
     from confluent_kafka import TopicPartition
 
     _, high = consumer.get_watermark_offsets(TopicPartition(r.topic, r.partition), cached=True)
-    return bool(0 <= high < position)
+    return int(high) if 0 <= high < position else None
+
+
+def _past_the_end(config: KafkaSpoutConfig, r: OffsetRange, position: int, end: int) -> int:
+    """The partition's log now ends at ``end``, before ``position``: fail, or skip the rest of the range.
+
+    The batch was planned when the log held its records, so they were removed since:
+    the topic was deleted and re-created, or the log truncated (a broker that lost data).
+    """
+    if config.fail_on_data_loss:
+        raise DataLossError(
+            f"KafkaSpout: {r.topic}[{r.partition}] on {config.address} now ends before offset {position}, "
+            f"which the batch reads ([{r.start}, {r.until})): its log ends at offset {end} (high watermark), "
+            f"so records the batch was planned with are gone (the topic deleted and re-created, or its log "
+            f"truncated). Set fail_on_data_loss=False to skip such ranges."
+        )
+    log.warning("KafkaSpout: skipped [%d, %d) of %s[%d]: the partition now ends at %d, before it",
+                position, r.until, r.topic, r.partition, end)
+    return r.until
 
 
 def _handle_events(config: KafkaSpoutConfig, consumer: Any, r: OffsetRange, position: int,
@@ -160,9 +171,14 @@ def _handle_events(config: KafkaSpoutConfig, consumer: Any, r: OffsetRange, posi
                 return r.until  # the range ends in markers (transactions, compaction)
             continue
         if code in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
-            low, _ = consumer.get_watermark_offsets(TopicPartition(r.topic, r.partition),
-                                                    timeout=config.timeout_s)
-            if config.fail_on_data_loss or low <= position:
+            low, high = consumer.get_watermark_offsets(TopicPartition(r.topic, r.partition),
+                                                       timeout=config.timeout_s)
+            if 0 <= high <= position:  # not deleted from the head: the log ends before ``position``
+                return _past_the_end(config, r, position, high)
+            if low <= position:  # within the log after all (answers raced): fetch again
+                consumer.assign([TopicPartition(r.topic, r.partition, position)])
+                return position
+            if config.fail_on_data_loss:
                 raise DataLossError(
                     f"KafkaSpout: offsets [{position}, {low}) of {r.topic}[{r.partition}] no longer "
                     f"exist on {config.address} (retention or deletion); the batch needs "
