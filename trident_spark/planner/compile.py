@@ -66,11 +66,12 @@ class BatchPlan:
         self._forms: dict[int, list[Column] | Column | None] = {}
         self._persisted: list[DataFrame] = []
 
-    def check_states_not_ahead(self, written_before: bool) -> None:
+    def check_states_not_ahead(self, written_before: bool, largest: dict[int, int] | None = None) -> None:
         """Fail, before any write, if a persisted state is ahead of this batch (run once per start).
 
         ``written_before``: this checkpoint began writing this batch before (a replay), so
-        keys stored with its txid are that attempt's.
+        keys stored with its txid are that attempt's. ``largest``: the largest txid each state
+        holds (its commit record), by ``id(factory)``, for the txid_offset an error asks for.
         """
         from trident_spark.planner.state_plan import check_not_ahead_job
 
@@ -82,7 +83,8 @@ class BatchPlan:
                     df = df.persist()
                     self._persisted.append(df)
                     self._memo[id(source)] = df
-                check_not_ahead_job(df, node, self.txid, written_before, self.run_id)
+                check_not_ahead_job(df, node, self.txid, written_before, self.run_id,
+                                    largest_txid=(largest or {}).get(id(node.state)))
 
     def release(self) -> None:
         """Unpersist what this batch cached."""

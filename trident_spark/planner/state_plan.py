@@ -93,7 +93,7 @@ def persist_dataframe(df: DataFrame, node: PersistNode, txid: int, conf: dict[st
 
 
 def check_not_ahead_job(df: DataFrame, node: PersistNode, txid: int, written_before: bool,
-                        run_id: str = "") -> None:
+                        run_id: str = "", largest_txid: int | None = None) -> None:
     """Before the first writes after a start: fail if the state holds any of the batch's keys
     with a later txid (a reset checkpoint or another writer), or with this txid when the
     checkpoint never began writing this batch, while nothing is written yet."""
@@ -103,7 +103,7 @@ def check_not_ahead_job(df: DataFrame, node: PersistNode, txid: int, written_bef
         return  # a user StateUpdater's keys are its own business
     keys = df.select(*node.group_fields) if node.group_fields else df.select()
     step = StateStep(node.label, node.state, node.updater, node.group_fields, [], {}, run_id=run_id)
-    fn = partial(check_not_ahead, step, txid, written_before)
+    fn = partial(check_not_ahead, step, txid, written_before, largest_txid=largest_txid)
     keys.mapInArrow(named(fn, f"check_{node.label}"), StructType([StructField("keys", LongType())])) \
         .write.format("noop").mode("overwrite").save()
 

@@ -170,15 +170,16 @@ def _emitted(step: StateStep, emitted: list[list[Any]]) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(arrays, names=step.output_fields)
 
 
-def check_not_ahead(step: StateStep, txid: int, written_before: bool,
-                    batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def check_not_ahead(step: StateStep, txid: int, written_before: bool, batches: Iterator[pa.RecordBatch],
+                    *, largest_txid: int | None = None) -> Iterator[pa.RecordBatch]:
     """Raise StateAheadError if a key of the partition is stored with a txid after ``txid``, or
     equal to it when this checkpoint never started writing batch ``txid`` (``written_before``
     False): then the key belongs to another history, not to an earlier attempt of the batch.
 
     Run once, before the first batch after a start writes anything, so a reset checkpoint is
     found before any task of the batch has written (a write-time check could only stop the
-    task that found it). Reads through the worker's cache, which warms it.
+    task that found it). Reads through the worker's cache, which warms it. ``largest_txid``:
+    the largest txid the state holds (its commit record), for the txid_offset the error asks for.
     """
     from trident_spark.state import StateAheadError, StateType
 
@@ -196,7 +197,7 @@ def check_not_ahead(step: StateStep, txid: int, written_before: bool,
         found = getattr(None if stored is None else stored.value, "txid", None)
         if isinstance(found, int) and (found > stored_txid or (found == stored_txid and not written_before)):
             raise StateAheadError(state.address, key, stored_txid=found, batch_txid=stored_txid,
-                                  txid_offset=state.txid_offset)
+                                  txid_offset=state.txid_offset, largest_txid=largest_txid)
     yield pa.RecordBatch.from_pydict({"keys": [len(distinct)]})
 
 

@@ -17,6 +17,12 @@ from trident_spark.planner.compile import BatchPlan
 from trident_spark.planner.query import Output, QueryPlan
 from trident_spark.runtime.metrics import batch_description
 from trident_spark.runtime.replays import SparkReads, with_attempts
+from trident_spark.runtime.state_commits import (
+    StateCommits,
+    batch_offsets,
+    check_adopted_offsets,
+    first_offsets,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -66,6 +72,9 @@ class BatchRunner:
     phases: list[list[Output]] = field(default_factory=list, init=False, repr=False)
     has_state: bool = field(default=False, init=False, repr=False)
     _checked_states: bool = field(default=False, init=False, repr=False)
+    #: Re-base a state that lost data on the checkpoint instead of failing (``run(accept_state_loss=)``).
+    accept_state_loss: bool = False
+    commits: StateCommits | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         # Trident's two phases of a batch: everything that reads (stateQuery included) first,
@@ -74,6 +83,8 @@ class BatchRunner:
         self.phases = [[o for o, w in zip(self.query.outputs, writes, strict=True) if not w],
                        [o for o, w in zip(self.query.outputs, writes, strict=True) if w]]
         self.has_state = any(isinstance(n, PersistNode | StateQueryNode) for n in self.query.nodes)
+        written = [n.state for n in self.query.nodes if isinstance(n, PersistNode)]
+        self.commits = StateCommits(written, self.query.name, self.checkpoint, self.accept_state_loss)
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         from trident_spark.runtime.errors import translate
@@ -126,17 +137,46 @@ class BatchRunner:
         plan = BatchPlan(self.query, split_sources(df, self.query), batch_id, self.conf, stats, self.run_id)
         try:
             if self.has_state:
+                replaying = self._began_writing() == batch_id
                 if not self._checked_states:
-                    plan.check_states_not_ahead(self._began_writing() == batch_id)
+                    # Keys of the batch stored ahead of it, named with the largest txid the store holds.
+                    largest = self.commits.largest_txids() if self.commits else {}
+                    plan.check_states_not_ahead(replaying, largest)
                     self._checked_states = True
+                if self.commits:
+                    # The store against the checkpoint: lost, rolled back or ahead stops the batch here.
+                    self.commits.check(batch_id, replaying)
+                    self._check_adoption(df, batch_id)
+                    self.commits.begin(batch_id)
                 self._begin_writing(batch_id)
             for outputs in self.phases:
                 self._run_outputs(plan, outputs, batch_id)
+            if self.has_state and self.commits:
+                self.commits.after_writes(batch_id, self._offsets(batch_id))
         finally:
             plan.release()
             if shared:
                 df.unpersist()
         return dict(stats.value)
+
+    def _offsets(self, batch_id: int) -> dict[str, Any]:
+        return batch_offsets(self.checkpoint, batch_id, [node.stream_name for node in self.query.spouts])
+
+    def _check_adoption(self, df: DataFrame, batch_id: int) -> None:
+        """A state this checkpoint adopts (its record is older than the batch): refuse a batch that
+        re-reads what the state already counted (one Spark job, on the first batch only)."""
+        assert self.commits is not None
+        adopted = self.commits.adopted_records()
+        if not adopted:
+            return
+        from trident_spark.runtime.launch import split_sources
+
+        first: dict[tuple[str, str], int] = {}
+        for source in split_sources(df, self.query).values():
+            for where, offset in first_offsets(source).items():
+                first[where] = min(offset, first.get(where, offset))
+        for address, record, txid_offset in adopted:
+            check_adopted_offsets(address, record, self._offsets(batch_id), first, txid_offset)
 
     def _marker(self) -> Path | None:
         return None if self.checkpoint is None else self.checkpoint / WRITES_MARKER

@@ -16,8 +16,8 @@ from typing import Any
 from trident_spark import errors
 from trident_spark.state.redaction import redact_text
 
-_STATE_ERRORS = ("StateAheadError|StateTypeMismatchError|StateUnavailableError|UnreadableValueError|"
-                 "StateConflictError|StateConfigError|StateError")
+_STATE_ERRORS = ("StateAheadError|StateLostError|StateAdoptionError|StateTypeMismatchError|"
+                 "StateUnavailableError|UnreadableValueError|StateConflictError|StateConfigError|StateError")
 _OUR_ERROR = re.compile(
     r"(?:trident_spark\.[\w.]+\.)?\b(?P<cls>BrokerUnavailableError|UnknownTopicError|DataLossError|"
     r"MalformedRecordError|OffsetOutOfRangeError|SpoutError|TopologyError|FailedException|OperatorError|"
@@ -117,11 +117,15 @@ _STATE_FIELDS: dict[type[Exception], re.Pattern[str]] = {
         r"(?P<reason>.*?); the value was written by another program", re.DOTALL),
     errors.StateUnavailableError: re.compile(
         r"cannot use the state store at (?P<address>.+?): (?P<reason>.*)", re.DOTALL),
+    errors.StateLostError: re.compile(
+        r"state lost data: (?P<address>.+?) (?:holds no commit record|holds the values of txid "
+        r"(?P<stored_txid>-?\d+)|holds another store's values \(txid (?:None|-?\d+), another generation\)), "
+        r"but this checkpoint committed batches up to txid (?P<committed_txid>-?\d+) to it", re.DOTALL),
     errors.StateConflictError: re.compile(
         r"(?P<address>.+?) key (?P<key>\[.*?\]): another writer changed the key during each of "
         r"(?P<attempts>\d+) attempts", re.DOTALL),
 }
-_INT_FIELDS = ("stored_txid", "batch_txid", "txid_offset", "attempts")
+_INT_FIELDS = ("stored_txid", "batch_txid", "txid_offset", "attempts", "committed_txid")
 
 
 def _rebuild(cls: type[Exception], message: str, original: str) -> Exception:
@@ -143,6 +147,9 @@ def _rebuild(cls: type[Exception], message: str, original: str) -> Exception:
         for name in _INT_FIELDS:
             if attributes.get(name) is not None:
                 attributes[name] = int(attributes[name])
+        if cls is errors.StateLostError:
+            attributes["kind"] = ("missing" if "holds no commit record" in original else
+                                  "behind" if "holds the values of txid" in original else "replaced")
         if cls is errors.StateAheadError and attributes["txid_offset"] is None:
             attributes["txid_offset"] = 0
         if attributes.get("key") is not None:

@@ -50,7 +50,7 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path, trigger: str | Non
             runner = BatchRunner(query, conf, max_batch_retries, retry_delay,
                                  on_metrics=partial(handle._record_metrics, query.name, stage_order(query)),
                                  spark_reads=partial(handle._spark_reads, query.name),
-                                 checkpoint=checkpoint / query.name)
+                                 checkpoint=checkpoint / query.name, accept_state_loss=accept_state_loss)
             writer = (query_source(spark, query, checkpoint / query.name).writeStream.queryName(query.name)
                       .foreachBatch(runner)
                       .option("checkpointLocation", str(checkpoint / query.name)))

@@ -32,6 +32,7 @@ from trident_spark.state import (
     TransactionalValue,
     open_state,
 )
+from trident_spark.state.keys import COMMIT_RECORD_KEY, encode_key
 
 BACKENDS = ("elasticsearch", "redis", "sqlite")
 KINDS = ("transactional", "opaque")
@@ -199,6 +200,10 @@ def six_states(tag: str, workdir: Path, redis_url: str, elasticsearch_url: str,
     return {name: factories[name] for name in STATE_NAMES}
 
 
+#: The encoded key of a state's commit record (``state/commit_record.py``).
+COMMIT_RECORD_ENCODED = encode_key(COMMIT_RECORD_KEY)
+
+
 def stored_values(factory: Any, words: Iterable[str]) -> dict[str, Any]:
     """The raw stored values (TransactionalValue / OpaqueValue) of ``words``, as the store holds them."""
     words = list(words)
@@ -234,7 +239,8 @@ def assert_exact(name: str, factory: Any, expected: Expected) -> None:
         got = dict(zip(words, state.multiGet([[w] for w in words]), strict=True))
     wrong = {w: (got[w], expected.counts[w]) for w in words if got[w] != expected.counts[w]}
     assert not wrong, f"{name}: (read, expected) counts differ for {wrong}"
-    assert stored_keys(factory) == set(words), f"{name}: the store holds other keys"
+    # The words and the state's commit record (its reserved key), nothing else.
+    assert stored_keys(factory) == {*words, COMMIT_RECORD_ENCODED}, f"{name}: the store holds other keys"
     raw = stored_values(factory, words)
     if factory.state_type is StateType.TRANSACTIONAL:
         want = {w: TransactionalValue(expected.last_txid[w], expected.counts[w]) for w in words}

@@ -146,6 +146,11 @@ def test_the_first_batch_after_a_start_finds_a_state_ahead_before_anything_is_wr
     with pytest.raises(StateAheadError) as caught:
         list(check_not_ahead(key_step, 0, False, iter([batch(word=["dog", "cat", "cat"])])))
     assert caught.value.key == ["cat"] and caught.value.stored_txid == 7 and caught.value.batch_txid == 0
+    assert "(here at least 8;" in str(caught.value)
+    # The state's commit record knows a larger txid than this key's: the figure counts from it.
+    with pytest.raises(StateAheadError) as counted:
+        list(check_not_ahead(key_step, 0, False, iter([batch(word=["cat"])]), largest_txid=24))
+    assert counted.value.stored_txid == 7 and "(here at least 25;" in str(counted.value)
 
 
 def test_a_stored_txid_equal_to_a_batch_this_checkpoint_never_wrote_is_another_history():

@@ -1,0 +1,144 @@
+"""The driver's commit records: checked against the checkpoint around every batch's writes."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+
+from trident_spark.errors import StateAdoptionError, StateAheadError, StateLostError
+from trident_spark.runtime.state_commits import (
+    COMMITS_FILE,
+    StateCommits,
+    batch_offsets,
+    check_adopted_offsets,
+    state_id,
+)
+from trident_spark.state import CommitRecord, MemoryState, RedisState
+from trident_spark.state.keys import COMMIT_RECORD_KEY
+
+_names = itertools.count()
+
+
+@pytest.fixture
+def factory():
+    return MemoryState.opaque(name=f"state-commits-{next(_names)}")
+
+
+def _run_batch(commits: StateCommits, batch_id: int, replaying: bool = False, offsets=None) -> None:
+    commits.before_writes(batch_id, replaying)
+    commits.after_writes(batch_id, offsets or {})
+
+
+def test_batches_move_the_record_and_the_checkpoint_together(factory, tmp_path):
+    commits = StateCommits([factory], "words", tmp_path)
+    for batch in range(3):
+        _run_batch(commits, batch, offsets={"words": {"offsets": {"t": {"0": 10 * (batch + 1)}}}})
+    record = factory.open_commit_log().read()
+    assert (record.txid, record.writing, record.stream) == (2, None, "words")
+    saved = json.loads((tmp_path / COMMITS_FILE).read_text())
+    assert saved == {state_id(factory): {"txid": 2, "epoch": record.epoch,
+                                         "state": "memory://" + factory.name}}
+    assert factory.committed_offsets() == {"t": {"0": 30}}
+
+
+def test_a_store_restarted_empty_stops_the_next_batch_before_it_writes(factory, tmp_path):
+    commits = StateCommits([factory], "words", tmp_path)
+    _run_batch(commits, 0)
+    _run_batch(commits, 1)
+    factory.open_backing_map().multiRemove([COMMIT_RECORD_KEY])     # everything gone, record included
+    with pytest.raises(StateLostError) as lost:
+        commits.before_writes(2, False)
+    assert (lost.value.kind, lost.value.committed_txid, lost.value.stored_txid) == ("missing", 1, None)
+    assert factory.open_commit_log().read() is None               # nothing written
+
+
+def test_a_store_rolled_back_is_found_behind(factory, tmp_path):
+    commits = StateCommits([factory], "words", tmp_path)
+    _run_batch(commits, 0)
+    backup = factory.open_commit_log().read()
+    _run_batch(commits, 1)
+    _run_batch(commits, 2)
+    factory.open_commit_log().backing.multiPut([COMMIT_RECORD_KEY], [backup])   # batch 0's backup restored
+    with pytest.raises(StateLostError) as lost:
+        StateCommits([factory], "words", tmp_path).before_writes(3, False)   # a restart, too
+    assert (lost.value.kind, lost.value.committed_txid, lost.value.stored_txid) == ("behind", 2, 0)
+
+
+def test_accepting_the_loss_rebases_the_record_and_goes_on(factory, tmp_path, caplog):
+    commits = StateCommits([factory], "words", tmp_path)
+    _run_batch(commits, 0)
+    factory.open_backing_map().multiRemove([COMMIT_RECORD_KEY])
+    accepting = StateCommits([factory], "words", tmp_path, accept_loss=True)
+    _run_batch(accepting, 1)
+    record = factory.open_commit_log().read()
+    assert (record.txid, record.writing) == (1, None)
+    assert "accepted (accept_state_loss=True)" in caplog.text
+    _run_batch(StateCommits([factory], "words", tmp_path), 2)    # and the next run checks again
+
+
+def test_a_replayed_batch_finds_its_own_attempt(factory, tmp_path):
+    commits = StateCommits([factory], "words", tmp_path)
+    _run_batch(commits, 0)
+    commits.before_writes(1, False)          # the driver dies while batch 1 writes
+    restarted = StateCommits([factory], "words", tmp_path)
+    _run_batch(restarted, 1, replaying=True)
+    commits_done = StateCommits([factory], "words", tmp_path)
+    commits_done.before_writes(2, False)
+    commits_done.after_writes(2, {})         # dies after the record, before Spark's commit log
+    _run_batch(StateCommits([factory], "words", tmp_path), 2, replaying=True)
+
+
+def test_a_reset_checkpoint_is_refused_with_the_minimum_offset_then_adopted(factory, tmp_path):
+    old = StateCommits([factory], "words", tmp_path / "old")
+    for batch in range(25):
+        _run_batch(old, batch)
+    with pytest.raises(StateAheadError) as ahead:
+        StateCommits([factory], "words", tmp_path / "new").before_writes(0, False)
+    assert "here at least 25;" in str(ahead.value)
+    adopted = factory.with_settings(txid_offset=25)
+    commits = StateCommits([adopted], "words", tmp_path / "new")
+    commits.before_writes(0, False)
+    [(address, record, offset)] = commits.adopted_records()
+    assert address == "memory://" + factory.name
+    assert (record.txid, offset) == (24, 25)
+    commits.after_writes(0, {})
+    assert commits.adopted_records() == []
+
+
+def test_a_state_that_lost_its_write_during_the_batch_fails_the_completion(factory, tmp_path):
+    commits = StateCommits([factory], "words", tmp_path)
+    _run_batch(commits, 0)
+    commits.before_writes(1, False)
+    factory.open_backing_map().multiRemove([COMMIT_RECORD_KEY])
+    with pytest.raises(StateLostError, match="emptied while the batch wrote"):
+        commits.after_writes(1, {})
+
+
+def test_adopting_refuses_a_first_batch_that_rereads_counted_records():
+    record = CommitRecord("e", 24, offsets={"words": {"offsets": {"t": {"0": 100, "1": 50}}}})
+    with pytest.raises(StateAdoptionError) as refused:
+        check_adopted_offsets("sqlite:///wc.db?table=counts", record,
+                              {"words": {"offsets": {"t": {"0": 40, "1": 40}}}},
+                              {("t", "0"): 0, ("t", "1"): 0}, 25)
+    message = str(refused.value)
+    assert "t[0] from offset 0 (counted up to 100), t[1] from offset 0 (counted up to 50)" in message
+    assert 'starting_offsets={"t": {"0": 100, "1": 50}}' in message
+    assert "keep txid_offset=25" in message
+    check_adopted_offsets("x", record, {"words": {"offsets": {"t": {"0": 120, "1": 50}}}},
+                          {("t", "0"): 100}, 25)
+
+
+def test_offsets_are_read_from_sparks_offsets_log(tmp_path):
+    (tmp_path / "offsets").mkdir()
+    (tmp_path / "offsets" / "3").write_text(
+        'v1\n{"batchWatermarkMs":0}\n{"offsets":{"t":{"0":5}}}\n{"t":{"0":9}}\n')
+    assert batch_offsets(tmp_path, 3, ["a", "b"]) == {"a": {"offsets": {"t": {"0": 5}}}, "b": {"t": {"0": 9}}}
+    assert batch_offsets(tmp_path, 4, ["a"]) == {}
+
+
+def test_state_ids_name_no_secret():
+    factory = RedisState.opaque(url="redis://:hunter2@127.0.0.1:6379/0", key_prefix="wc")
+    assert "hunter2" not in state_id(factory)
+    assert state_id(factory) == state_id(factory.with_settings(cache_size=5))

@@ -1,0 +1,279 @@
+"""The driver's side of every written state's commit record, moved around each batch's writes.
+
+Before a batch writes: read each state's record, compare it with what the
+checkpoint committed (``state/commit_record.py``: lost, rolled back, replaced,
+or ahead), and mark the batch's writes as begun, conditionally. After every
+write of the batch: mark them complete with the spouts' end offsets, then
+remember ``(txid, epoch)`` in the checkpoint (``trident-state-commits.json``),
+all before Spark's commit log records the batch.
+
+A new checkpoint adopting a state (its ``txid_offset`` already past the record)
+is checked once more: its first batch must not re-read what the state counted
+(:func:`check_adopted_offsets`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from trident_spark.errors import StateAdoptionError, StateLostError
+from trident_spark.state.commit_record import (
+    CheckpointCommit,
+    CommitLog,
+    CommitRecord,
+    check_record,
+    kafka_offsets,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+log = logging.getLogger(__name__)
+
+#: In a query's checkpoint directory: per written state, the last txid committed there and its epoch.
+COMMITS_FILE = "trident-state-commits.json"
+
+
+def state_id(factory: Any) -> str:
+    """A stable name for a state's location (its URL without settings), hashed: no secret in files."""
+    location = factory.url_location() if hasattr(factory, "url_location") else repr(factory)
+    return hashlib.sha256(repr(location).encode("utf-8")).hexdigest()[:20]
+
+
+@dataclass
+class _Guard:
+    factory: Any
+    stream: str
+    log: CommitLog | None = None
+    adopting: CommitRecord | None = None
+
+    def commit_log(self) -> CommitLog:
+        if self.log is None:
+            self.log = self.factory.open_commit_log()
+        return self.log
+
+    @property
+    def offset(self) -> int:
+        return int(getattr(self.factory, "txid_offset", 0))
+
+
+@dataclass
+class StateCommits:
+    """The commit records of the states one query writes.
+
+    Parameters
+    ----------
+    factories : list
+        The state factories of the query's persists (each with ``open_commit_log``).
+    stream : str
+        The query's name.
+    checkpoint : Path or None
+        The query's checkpoint directory (None: nothing is compared with a checkpoint).
+    accept_loss : bool
+        Re-base a state that lost data on the checkpoint instead of failing (``run(accept_state_loss=True)``).
+    """
+
+    factories: list[Any]
+    stream: str
+    checkpoint: Path | None = None
+    accept_loss: bool = False
+    _guards: list[_Guard] = field(default_factory=list, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        seen: set[str] = set()
+        for factory in self.factories:
+            if not callable(getattr(factory, "open_commit_log", None)) or state_id(factory) in seen:
+                continue
+            seen.add(state_id(factory))
+            self._guards.append(_Guard(factory, self.stream))
+
+    def __bool__(self) -> bool:
+        return bool(self._guards)
+
+    # -- the checkpoint's side ---------------------------------------------------------------
+
+    def _file(self) -> Path | None:
+        return None if self.checkpoint is None else self.checkpoint / COMMITS_FILE
+
+    def _committed(self) -> dict[str, Any]:
+        path = self._file()
+        if path is None or not path.exists():
+            return {}
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            log.warning("stream %s: cannot read %s (%s); state commit records are checked from the next "
+                        "batch on", self.stream, path, exc)
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _remember(self, entries: dict[str, Any]) -> None:
+        path = self._file()
+        if path is None:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(path.name + ".tmp")
+        partial.write_text(json.dumps(entries, indent=1, sort_keys=True), encoding="utf-8")
+        os.replace(partial, path)
+
+    # -- around a batch's writes -------------------------------------------------------------
+
+    def largest_txids(self) -> dict[int, int]:
+        """The largest txid each state's record says it holds, by ``id(factory)`` (one read each)."""
+        found: dict[int, int] = {}
+        for guard in self._guards:
+            record = guard.commit_log().read()
+            if record is not None and record.highest_txid is not None:
+                found[id(guard.factory)] = record.highest_txid
+        return found
+
+    def before_writes(self, batch_id: int, replaying: bool) -> None:
+        """Check every state against the checkpoint, then mark batch ``batch_id``'s writes begun.
+
+        Raises StateLostError (or StateAheadError) before anything of the batch is written.
+        """
+        self.check(batch_id, replaying)
+        self.begin(batch_id)
+
+    def check(self, batch_id: int, replaying: bool) -> None:
+        """Compare every state's record with the checkpoint (no write, unless a loss is accepted)."""
+        committed = self._committed()
+        for guard in self._guards:
+            commit_log = guard.commit_log()
+            record = commit_log.read()
+            txid = batch_id + guard.offset
+            entry = committed.get(state_id(guard.factory))
+            known = (CheckpointCommit(int(entry["txid"]), str(entry["epoch"]))
+                     if isinstance(entry, dict) else None)
+            try:
+                check_record(commit_log.address, record, committed=known, batch_txid=txid,
+                             replaying=replaying, txid_offset=guard.offset)
+            except StateLostError as lost:
+                if not self.accept_loss:
+                    raise
+                log.warning("stream %s: %s -- accepted (accept_state_loss=True): the record is re-based on "
+                            "txid %s and counting goes on from what the store holds", self.stream,
+                            str(lost).split(". Counting on")[0], lost.committed_txid)
+                record = commit_log.rebase(lost.committed_txid, self.stream)
+                committed[state_id(guard.factory)] = self._entry(guard, record)
+                self._remember(committed)
+            guard.adopting = record if (known is None and record is not None and record.txid is not None
+                                        and not replaying) else None
+
+    def begin(self, batch_id: int) -> None:
+        """Mark batch ``batch_id``'s writes begun in every state (conditional on the record checked)."""
+        for guard in self._guards:
+            guard.commit_log().begin(batch_id + guard.offset, self.stream)
+
+    def after_writes(self, batch_id: int, offsets: dict[str, Any]) -> None:
+        """Mark batch ``batch_id``'s writes complete in every state, then in the checkpoint."""
+        committed = self._committed()
+        for guard in self._guards:
+            record = guard.commit_log().complete(batch_id + guard.offset, offsets)
+            committed[state_id(guard.factory)] = self._entry(guard, record)
+            guard.adopting = None
+        self._remember(committed)
+
+    def _entry(self, guard: _Guard, record: CommitRecord) -> dict[str, Any]:
+        return {"txid": record.txid, "epoch": record.epoch, "state": guard.commit_log().address}
+
+    def adopted_records(self) -> list[tuple[str, CommitRecord, int]]:
+        """The states this batch adopts from another checkpoint: (address, their record, txid_offset)."""
+        return [(g.commit_log().address, g.adopting, g.offset)
+                for g in self._guards if g.adopting is not None]
+
+    def close(self) -> None:
+        for guard in self._guards:
+            if guard.log is not None:
+                guard.log.close()
+                guard.log = None
+
+
+def batch_offsets(checkpoint: Path | None, batch_id: int, streams: list[str]) -> dict[str, Any]:
+    """Each spout's end offsets of a batch, from Spark's offsets log (logged before the batch ran).
+
+    The log's file ``offsets/<batch id>`` holds a version line, the batch's metadata,
+    then one JSON line per source, in the order the query reads its spouts.
+    """
+    if checkpoint is None:
+        return {}
+    try:
+        lines = (checkpoint / "offsets" / str(batch_id)).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return {}
+    sources = [line for line in lines[2:] if line.strip()]
+    found: dict[str, Any] = {}
+    for stream, line in zip(streams, sources, strict=False):
+        try:
+            found[stream] = json.loads(line)
+        except ValueError:
+            found[stream] = None
+    return found
+
+
+def check_adopted_offsets(address: str, record: CommitRecord, batch_end: dict[str, Any],
+                          first_offsets: dict[tuple[str, str], int], txid_offset: int) -> None:
+    """Refuse a first batch that re-reads what an adopted state already counted.
+
+    Parameters
+    ----------
+    address : str
+        The adopted state.
+    record : CommitRecord
+        Its commit record (offsets where its last batch ended).
+    batch_end : dict
+        This batch's end offsets by stream (Spark's offsets log).
+    first_offsets : dict
+        The smallest offset this batch read per ``(topic, partition)``.
+    txid_offset : int
+        The state's txid_offset, for the message.
+
+    Examples
+    --------
+    >>> record = CommitRecord("e", 24, offsets={"s": {"offsets": {"t": {"0": 100}}}})
+    >>> check_adopted_offsets("memory://wc", record, {"s": {"offsets": {"t": {"0": 150}}}},
+    ...                       {("t", "0"): 100}, 25)
+    """
+    counted = record.starting_offsets()
+    if not counted:
+        return
+    ends: dict[tuple[str, str], int] = {}
+    for document in batch_end.values():
+        for topic, partitions in kafka_offsets(document).items():
+            ends.update({(topic, p): o for p, o in partitions.items()})
+    overlaps = []
+    for topic, partitions in counted.items():
+        for partition, done in partitions.items():
+            first = first_offsets.get((topic, partition))
+            end = ends.get((topic, partition))
+            if (first is not None and first < done) or (end is not None and end < done):
+                start = first if first is not None else end
+                overlaps.append(f"{topic}[{partition}] from offset {start} (counted up to {done})")
+    if overlaps:
+        raise StateAdoptionError(
+            f"adopting {address}: this run's first batch re-reads records the state already counted: "
+            f"{', '.join(overlaps[:5])}{' ...' if len(overlaps) > 5 else ''}; counting them again would "
+            f"double them. The state's last committed batch (txid {record.txid}) ended at "
+            f"starting_offsets={json.dumps(counted, sort_keys=True)}: start the spout there "
+            f"(KafkaSpout(..., starting_offsets=<that>), or factory.committed_offsets()), keep "
+            f"txid_offset={txid_offset}, and restart with a new checkpoint directory")
+
+
+def first_offsets(df: DataFrame) -> dict[tuple[str, str], int]:
+    """The smallest offset a batch's DataFrame holds per (topic, partition) (one Spark job)."""
+    from pyspark.sql import functions as F
+
+    if not {"topic", "partition", "offset"} <= set(df.columns):
+        return {}
+    rows = df.groupBy("topic", "partition").agg(F.min("offset").alias("first")).collect()
+    return {(str(r["topic"]), str(r["partition"])): int(r["first"]) for r in rows}
+
+
+__all__ = ["COMMITS_FILE", "StateCommits", "batch_offsets", "check_adopted_offsets",
+           "first_offsets", "state_id"]
