@@ -104,8 +104,10 @@ def check_not_ahead_job(df: DataFrame, node: PersistNode, txid: int, written_bef
     keys = df.select(*node.group_fields) if node.group_fields else df.select()
     step = StateStep(node.label, node.state, node.updater, node.group_fields, [], {}, run_id=run_id)
     fn = partial(check_not_ahead, step, txid, written_before, largest_txid=largest_txid)
-    keys.mapInArrow(named(fn, f"check_{node.label}"), StructType([StructField("keys", LongType())])) \
-        .write.format("noop").mode("overwrite").save()
+    schema = StructType([StructField("keys", LongType())])
+    checked = shipped(lambda: keys.mapInArrow(named(fn, f"check_{node.label}"), schema),
+                      [(node.label, node.updater), (node.label, node.state)])
+    checked.write.format("noop").mode("overwrite").save()
 
 
 def query_dataframe(df: DataFrame, node: StateQueryNode, txid: int, conf: dict[str, Any],
