@@ -177,9 +177,6 @@ _NAME_EQUALS = re.compile(
 _QUOTED_NAME = re.compile(
     r"(?P<q>[\"'])(?P<name>[^\"'\s]+)(?P=q)(?P<sep>\s*:\s*)"
     r"(?P<value>\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|[^\s,}\]]+)")
-_NAME_COLON = re.compile(
-    r"(?<![\w.\-\"'])(?P<name>[A-Za-z_][\w.\-]*):[ \t]*"
-    r"(?P<value>[^\s,;'\"()\[\]{}<>]*[^\s,;:.!?'\"()\[\]{}<>])")
 
 
 def _secret_value(value: str) -> str:
@@ -207,10 +204,11 @@ def _named(match: re.Match[str]) -> str:
 def redact_text(text: str) -> str:
     """``text`` with every secret in it shown as ``***``: for messages, log lines and files.
 
-    Finds URLs (redacted as :func:`redact_url`), ``name=value`` and ``name: value``
-    pairs and ``'name': 'value'`` / ``"name": "value"`` items (reprs, JSON) whose
-    name is secret (:func:`is_secret_name`), and ``Authorization:`` headers,
-    ``Bearer TOKEN`` and ``ApiKey KEY``. Redacting twice changes nothing more.
+    Finds URLs (redacted as :func:`redact_url`); ``name=value`` pairs and
+    ``'name': 'value'`` / ``"name": "value"`` items (reprs, JSON) whose name is
+    secret (:func:`is_secret_name`); and ``Authorization:`` headers, ``Bearer TOKEN``
+    and ``ApiKey KEY``. Plain ``name: value`` is left (it is how prose reads: "the
+    server refused api_key: give ..."). Redacting twice changes nothing more.
 
     Examples
     --------
@@ -227,8 +225,8 @@ def redact_text(text: str) -> str:
     text = _HEADER.sub(lambda m: f"{m.group(1)}{m.group(2) or ''}{REDACTED}", text)
     text = _BARE_TOKEN.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
     text = _QUOTED_NAME.sub(_named, text)
-    text = _NAME_EQUALS.sub(_named, text)
-    return _NAME_COLON.sub(_named, text)
+    # ("name: value" in plain text is left: "the server refused api_key: give ..." is prose.)
+    return _NAME_EQUALS.sub(_named, text)
 
 
 # -- logging --------------------------------------------------------------------------------------

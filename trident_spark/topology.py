@@ -247,7 +247,8 @@ class TridentTopology:
         from trident_spark.planner.explain import explain
         from trident_spark.state.redaction import redact_text
 
-        return redact_text(explain(self.queries(), spark, mode))
+        text: str = redact_text(explain(self.queries(), spark, mode))
+        return text
 
 
 def _state_identity(factory: Any) -> str:

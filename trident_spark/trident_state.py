@@ -42,7 +42,8 @@ class TridentState:
         TridentState(redis://:***@cache:6379/0?prefix=wc&type=opaque)
         """
         url = getattr(self.factory, "url", None)
-        return redact_text(str(url) if url else repr(self.factory))
+        shown: str = redact_text(str(url) if url else repr(self.factory))
+        return shown
 
     def __repr__(self) -> str:
         return f"TridentState({self.describe()})"

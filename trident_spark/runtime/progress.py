@@ -156,8 +156,10 @@ class BatchProgress:
         bad = f", {self.malformed_records} malformed skipped" if self.malformed_records else ""
         bad += f", {self.attempts} attempts" if self.attempts > 1 else ""
         # Stage names are operator labels, which may show a user's object: no secret gets through.
-        return redact_text(f"[{self.stream}] batch {self.txid}: {self.rows:,} rows, {size}, "
-                           f"{self.duration_ms} ms{extra}{bad}{self._state_line()}{self._slowest_line()}")
+        line: str = redact_text(f"[{self.stream}] batch {self.txid}: {self.rows:,} rows, {size}, "
+                                f"{self.duration_ms} ms{extra}{bad}{self._state_line()}"
+                                f"{self._slowest_line()}")
+        return line
 
     def _slowest_line(self) -> str:
         slowest = self.slowest_stage()

@@ -180,7 +180,8 @@ class KafkaSpoutConfig:
     @property
     def address(self) -> str:
         """The bootstrap address as users wrote it, for error messages (without any password)."""
-        return redact_text(self.bootstrap_servers)
+        shown: str = redact_text(self.bootstrap_servers)
+        return shown
 
     @property
     def adaptive(self) -> bool:
