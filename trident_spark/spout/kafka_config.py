@@ -109,6 +109,21 @@ class KafkaSpoutConfig:
             if value is not None:
                 object.__setattr__(self, option, offsets_option(value, option))
                 self._check_offset_topics(option)
+        self._check_ends_after_starts()
+
+    def _check_ends_after_starts(self) -> None:
+        """A partition given both offsets must not end before it starts (it would read nothing)."""
+        starts, ends = self.starting_offsets, self.ending_offsets
+        if not isinstance(starts, dict) or not isinstance(ends, dict):
+            return
+        for topic, partitions in ends.items():
+            for partition, end in partitions.items():
+                start = starts.get(topic, {}).get(partition, -2)
+                if 0 <= end < start:
+                    raise ValueError(
+                        f"KafkaSpout: {topic}[{partition}] starts at {start} (starting_offsets) but ends at "
+                        f"{end} (ending_offsets), before it starts, so nothing would be read from it; give "
+                        f"an ending offset >= {start}, or -1 to end at the latest")
 
     def _check_offset_topics(self, option: str) -> None:
         """An offset mapping may only name topics the spout reads."""

@@ -108,6 +108,17 @@ def test_the_config_checks_offsets_given_to_it_directly():
         KafkaSpoutConfig(BROKER, topics=("words",), starting_offsets={"words": {"0": -3}})
 
 
+def test_an_end_before_the_start_would_read_nothing():
+    message = spout_error(starting_offsets={"words": {0: 100, 1: 5}},
+                          ending_offsets={"words": {0: 50, 1: -1}})
+    assert message == (
+        "KafkaSpout: words[0] starts at 100 (starting_offsets) but ends at 50 (ending_offsets), before it "
+        "starts, so nothing would be read from it; give an ending offset >= 100, or -1 to end at the latest")
+    spout = KafkaSpout(BROKER, ["words"], starting_offsets={"words": {0: 100}},
+                       ending_offsets={"words": {0: 100}})
+    assert spout.config.ending_offsets == {"words": {"0": 100}}  # empty, but what was asked
+
+
 # --- offsets for topics the spout does not read --------------------------------------------------
 
 
