@@ -115,6 +115,13 @@ class TridentTuple(Sequence[Any]):
     >>> t = TridentTuple(["the cat", 3], Fields("value", "n"))
     >>> t[0], t["n"], t.getStringByField("value"), t.getLong(1)
     ('the cat', 3, 'the cat', 3)
+
+    Trident's ``ITuple`` getters are all here: ``getString``, ``getInteger``, ``getLong``,
+    ``getShort``, ``getByte``, ``getDouble``, ``getFloat``, ``getBoolean``, ``getBinary``, each
+    with a ``...ByField(name)`` form; and ``size()``, ``get(i)``, ``select(fields)``.
+
+    >>> t.getFloat(1), t.getShortByField("n"), t.size(), t.get(0), t.select(["n"])
+    (3.0, 3, 2, 'the cat', [3])
     """
 
     __slots__ = ("_fields", "_index", "_values")
@@ -195,3 +202,56 @@ class TridentTuple(Sequence[Any]):
 
     def getBinaryByField(self, name: str) -> bytes:
         return self.getValueByField(name)  # type: ignore[no-any-return]
+
+    def getFloat(self, i: int) -> float:
+        return float(self._values[i])
+
+    def getFloatByField(self, name: str) -> float:
+        return float(self.getValueByField(name))
+
+    def getShort(self, i: int) -> int:
+        return int(self._values[i])
+
+    def getShortByField(self, name: str) -> int:
+        return int(self.getValueByField(name))
+
+    getByte = getShort
+    getByteByField = getShortByField
+
+    # Trident's TridentTuple is a java.util.List: size() and get(i), and select(Fields).
+    def size(self) -> int:
+        """The number of values (``len(tuple)``), as Trident's ``size()``.
+
+        Examples
+        --------
+        >>> TridentTuple(["cat", 3], Fields("word", "n")).size()
+        2
+        """
+        return len(self._values)
+
+    def get(self, i: int) -> Any:
+        """The value at position ``i``, as Trident's ``get(i)`` (the same as ``getValue(i)``).
+
+        Examples
+        --------
+        >>> TridentTuple(["cat", 3], Fields("word", "n")).get(1)
+        3
+        """
+        return self._values[i]
+
+    def select(self, fields: Fields | str | Iterable[str]) -> list[Any]:
+        """The values of ``fields``, in that order, as Trident's ``select(Fields)``.
+
+        Raises
+        ------
+        KeyError
+            A field the tuple does not have (the message lists the tuple's fields).
+
+        Examples
+        --------
+        >>> t = TridentTuple(["cat", 3, True], Fields("word", "n", "ok"))
+        >>> t.select(Fields("ok", "word"))
+        [True, 'cat']
+        """
+        names = [fields] if isinstance(fields, str) else list(fields)
+        return [self.getValueByField(name) for name in names]
