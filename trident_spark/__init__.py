@@ -12,6 +12,7 @@ import logging
 from trident_spark.errors import FailedException, TopologyError
 from trident_spark.fields import Fields, TridentTuple
 from trident_spark.grouped import ChainedAggregatorDeclarer, GroupedStream
+from trident_spark.joins import JoinOutFieldsMode, JoinType
 from trident_spark.operation import TridentCollector
 from trident_spark.state.redaction import install_log_redaction
 from trident_spark.stream import Stream
@@ -23,6 +24,8 @@ __all__ = [
     "FailedException",
     "Fields",
     "GroupedStream",
+    "JoinOutFieldsMode",
+    "JoinType",
     "Stream",
     "TopologyError",
     "TridentCollector",

@@ -112,10 +112,13 @@ class AggregateNode(Node):
 @dataclass(eq=False)
 class RepartitionNode(Node):
     """A repartitioning: ``shuffle``, ``partitionBy``, ``global``, ``batchGlobal``, ``broadcast``,
-    ``localOrShuffle``. ``key_fields`` for ``partitionBy``."""
+    ``localOrShuffle``, ``identity`` (``identityPartition``) or ``custom`` (``partition(grouping)``).
+    ``key_fields`` for ``partitionBy``; ``grouping`` for ``custom``: ``grouping(tuple,
+    num_partitions)`` returns the tuple's partition index (or a list of them)."""
 
     kind: str = "shuffle"
     key_fields: Fields = field(default_factory=Fields)
+    grouping: Any = None
 
 
 @dataclass(eq=False)
@@ -133,6 +136,22 @@ class JoinNode(Node):
 
     join_fields: list[Fields] = field(default_factory=list)
     join_types: list[str] = field(default_factory=list)
+    mode: str = "compact"  # JoinOutFieldsMode: "preserve" emits every field of each input
+
+
+@dataclass(eq=False)
+class MultiReduceNode(Node):
+    """``topology.multiReduce(streams, reducer, outputs)``: per batch, the tuples of every input
+    go to one MultiReducer (ungrouped), or to one GroupedMultiReducer call chain per group.
+
+    ``input_fields[i]`` are the fields of input ``i`` the reducer sees; ``group_fields[i]``
+    its group fields (empty lists: ungrouped). ``fields`` name the whole output tuple: for a
+    grouped reducer the group values come first, then what the reducer emits.
+    """
+
+    reducer: Any = None
+    input_fields: list[Fields] = field(default_factory=list)
+    group_fields: list[Fields] = field(default_factory=list)
 
 
 @dataclass(eq=False)

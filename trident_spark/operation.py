@@ -355,3 +355,74 @@ class CallableFlatMapFunction(FlatMapFunction):
 
     def __repr__(self) -> str:
         return _callable_name(self.fn)
+
+
+# --- multiReduce: several streams into one reducer --------------------------------------------
+class MultiReducer(Operation, Generic[S]):
+    """Trident's MultiReducer for ``topology.multiReduce(streams, reducer, out)``.
+
+    Per batch, the tuples of every input stream go to one reducer: ``init(collector)`` makes
+    the state, ``execute(state, streamIndex, tuple, collector)`` sees each tuple with the index
+    of the stream it came from (their order in ``multiReduce``), ``complete(state,
+    collector)`` ends the batch. It may emit at any point; ``out`` names the emitted fields.
+
+    Examples
+    --------
+    >>> class CountEach(MultiReducer):
+    ...     def init(self, collector):
+    ...         return [0, 0]
+    ...     def execute(self, state, streamIndex, input, collector):
+    ...         state[streamIndex] += 1
+    ...     def complete(self, state, collector):
+    ...         collector.emit(state)
+    >>> c = TridentCollector(); r = CountEach(); s = r.init(c)
+    >>> for i in [0, 1, 1]:
+    ...     r.execute(s, i, TridentTuple(["x"], ["v"]), c)
+    >>> r.complete(s, c); c.emitted
+    [[1, 2]]
+    """
+
+    output_types: dict[str, str] = {}
+
+    def init(self, collector: TridentCollector) -> S:
+        raise NotImplementedError(f"{type(self).__name__}.init(collector)")
+
+    def execute(self, state: S, streamIndex: int, input: TridentTuple, collector: TridentCollector) -> None:
+        raise NotImplementedError(f"{type(self).__name__}.execute(state, streamIndex, input, collector)")
+
+    def complete(self, state: S, collector: TridentCollector) -> None:
+        raise NotImplementedError(f"{type(self).__name__}.complete(state, collector)")
+
+
+class GroupedMultiReducer(Operation, Generic[S]):
+    """Trident's GroupedMultiReducer: ``multiReduce`` over GroupedStreams, one state per group.
+
+    ``init(collector, group)`` when a group is first seen in the batch, ``execute(state,
+    streamIndex, group, input, collector)`` per tuple, ``complete(state, group, collector)`` per
+    group at the end of the batch. ``group`` is a TridentTuple of the group values (named as
+    the first stream's group fields). The output tuple is the group values followed by what the
+    reducer emits (Trident's GroupCollector), so ``out`` names both.
+
+    Examples
+    --------
+    >>> class Pairs(GroupedMultiReducer):
+    ...     def init(self, collector, group):
+    ...         return {0: [], 1: []}
+    ...     def execute(self, state, streamIndex, group, input, collector):
+    ...         state[streamIndex].append(input[-1])
+    ...     def complete(self, state, group, collector):
+    ...         collector.emit([len(state[0]) * len(state[1])])
+    """
+
+    output_types: dict[str, str] = {}
+
+    def init(self, collector: TridentCollector, group: TridentTuple) -> S:
+        raise NotImplementedError(f"{type(self).__name__}.init(collector, group)")
+
+    def execute(self, state: S, streamIndex: int, group: TridentTuple, input: TridentTuple,
+                collector: TridentCollector) -> None:
+        raise NotImplementedError(
+            f"{type(self).__name__}.execute(state, streamIndex, group, input, collector)")
+
+    def complete(self, state: S, group: TridentTuple, collector: TridentCollector) -> None:
+        raise NotImplementedError(f"{type(self).__name__}.complete(state, group, collector)")

@@ -6,11 +6,12 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from trident_spark.errors import TopologyError
 from trident_spark.fields import Fields
-from trident_spark.graph import JoinNode, MergeNode, Node, PersistNode, SpoutNode, spouts_of
+from trident_spark.graph import JoinNode, MergeNode, MultiReduceNode, Node, PersistNode, SpoutNode, spouts_of
+from trident_spark.joins import JoinOutFieldsMode, JoinType
 from trident_spark.runtime.progress import ProgressCallback
 from trident_spark.sink import CollectSink
 from trident_spark.stream import Stream, check_state_factory
@@ -62,33 +63,171 @@ class TridentTopology:
         self._add(node)
         return Stream(self, node)
 
-    def merge(self, *streams: Stream | Sequence[Stream]) -> Stream:
-        """The union of ``streams`` within each batch; the output fields are the first stream's.
+    @overload
+    def merge(self, output_fields: Fields, /, *streams: Stream | Sequence[Stream]) -> Stream: ...
+    @overload
+    def merge(self, *streams: Stream | Sequence[Stream]) -> Stream: ...
+    def merge(self, *args: Fields | Stream | Sequence[Stream]) -> Stream:
+        """The union of ``streams`` within each batch.
 
-        Streams of different spouts merge into one Spark query, so they share batch ids.
+        ``merge(s1, s2, ...)`` or ``merge([s1, s2])``: the output fields are the first stream's.
+        ``merge(Fields(["a", "b"]), s1, s2)`` (Trident's ``merge(Fields, streams)``): the tuples
+        pass as they are, renamed to the given fields (a type declared there, ``"n:bigint"``,
+        applies). Every stream needs as many fields as the output has. Streams of different
+        spouts merge into one Spark query, so they share batch ids.
+
+        Examples
+        --------
+        >>> topology = TridentTopology()                                   # doctest: +SKIP
+        >>> merged = topology.merge(Fields("word"), words, names)          # doctest: +SKIP
+        >>> merged.getOutputFields()                                       # doctest: +SKIP
+        Fields('word')
         """
-        inputs = self._streams("merge", streams)
+        renamed: Fields | None = None
+        rest: tuple[Any, ...] = args
+        if args and isinstance(args[0], Fields):
+            renamed, rest = args[0], args[1:]
+            if not renamed:
+                raise TopologyError("merge(Fields, streams): the output Fields are empty; name one field "
+                                    "per field of the streams, e.g. merge(Fields('word'), s1, s2)")
+            check_outputs("merge", renamed)
+        label = "merge" if renamed is None else f"merge({', '.join(renamed)})"
+        inputs = self._streams(label, rest)
         first = inputs[0].getOutputFields()
-        for i, stream in enumerate(inputs[1:], start=1):
-            if len(stream.getOutputFields()) != len(first):
+        expected = len(first) if renamed is None else len(renamed)
+        for i, stream in enumerate(inputs):
+            found = stream.getOutputFields()
+            if len(found) == expected:
+                continue
+            if renamed is None:
                 raise TopologyError(
-                    f"merge: stream {i}{_origin(stream)} has {len(stream.getOutputFields())} fields "
-                    f"{list(stream.getOutputFields())} but stream 0{_origin(inputs[0])} has {len(first)} "
-                    f"{list(first)}; project them to the same number of fields first (the merged stream "
-                    "takes stream 0's field names)")
-        node = MergeNode(first, "merge", [s.node for s in inputs])
+                    f"merge: stream {i}{_origin(stream)} has {len(found)} fields {list(found)} but stream "
+                    f"0{_origin(inputs[0])} has {len(first)} {list(first)}; project them to the same "
+                    "number of fields first (the merged stream takes stream 0's field names)")
+            raise TopologyError(
+                f"{label}: stream {i}{_origin(stream)} has {len(found)} fields {list(found)} but the "
+                f"output Fields name {expected} {list(renamed)}; each tuple passes as it is, so give "
+                "one output name per field (or project the streams first)")
+        if renamed is None:
+            fields = first
+        else:
+            types = {new: renamed.declared_types.get(new, first.types[old])
+                     for new, old in zip(renamed, first, strict=True)}
+            fields = Fields(*renamed, types=types, declared=renamed.declared_types)
+        node = MergeNode(fields, label, [s.node for s in inputs])
         self._add(node)
         return Stream(self, node)
 
-    def join(self, *args: Any, how: str | Sequence[str] = "inner") -> Stream:
+    def multiReduce(self, *args: Any) -> Stream:
+        """Per batch, hand the tuples of several streams to one reducer (Trident's ``multiReduce``).
+
+        Forms: ``multiReduce([s1, s2], reducer, out)``, ``multiReduce(s1, s2, reducer, out)``, and
+        with the fields each stream hands over, ``multiReduce([f1, f2], [s1, s2], reducer, out)``
+        or ``multiReduce(f1, s1, f2, s2, reducer, out)`` (default: all of a stream's fields).
+
+        * Streams and a :class:`~trident_spark.operation.MultiReducer`: every tuple of the batch,
+          of every stream, goes to one reducer: ``init(collector)``, then ``execute(state,
+          stream_index, tuple, collector)`` per tuple, ``complete(state, collector)``; also
+          for a batch with no tuples. ``out`` names what it emits.
+        * GroupedStreams (``s.groupBy(...)``, the same number of group fields each) and a
+          :class:`~trident_spark.operation.GroupedMultiReducer`: one reducer state per group,
+          tuples of equal group values meeting whatever stream they come from. The output is
+          the group values followed by what the reducer emits, and ``out`` names it all (as in
+          Trident, where ``join`` is such a reducer): ``["key", "a", "b"]`` for one group
+          field and two emitted values.
+
+        Examples
+        --------
+        >>> counts = topology.multiReduce([clicks, views], CountBoth(), ["clicks", "views"])  # doctest: +SKIP
+        """
+        from trident_spark.grouped import GroupedStream
+        from trident_spark.operation import GroupedMultiReducer, MultiReducer
+
+        usage = ("multiReduce: use multiReduce([s1, s2], reducer, out_fields) or multiReduce([fields1, "
+                 "fields2], [s1, s2], reducer, out_fields)")
+        if len(args) == 3:
+            given, fields_given, reducer, out = list(args[0]), None, args[1], args[2]
+        elif len(args) == 4 and isinstance(args[0], list | tuple) and isinstance(args[1], list | tuple) \
+                and not isinstance(args[0], Fields):
+            given, fields_given, reducer, out = list(args[1]), list(args[0]), args[2], args[3]
+        elif len(args) == 4:
+            given, fields_given, reducer, out = [args[0], args[1]], None, args[2], args[3]
+        elif len(args) == 6:
+            given, fields_given, reducer, out = [args[1], args[3]], [args[0], args[2]], args[4], args[5]
+        else:
+            raise TopologyError(usage)
+        label = f"multiReduce({type(reducer).__name__})"
+        grouped = [isinstance(s, GroupedStream) for s in given]
+        if any(grouped) and not all(grouped):
+            raise TopologyError(f"{label}: give only Streams (for a MultiReducer) or only GroupedStreams "
+                                "(for a GroupedMultiReducer), not both; group every stream, e.g. "
+                                "s.groupBy(['key'])")
+        is_grouped = bool(given) and all(grouped)
+        wanted: type = GroupedMultiReducer if is_grouped else MultiReducer
+        if not isinstance(reducer, wanted):
+            other = "GroupedStreams" if is_grouped else "Streams"
+            if isinstance(reducer, GroupedMultiReducer):
+                hint = "; group the streams (s.groupBy([...])) for a GroupedMultiReducer"
+            elif isinstance(reducer, MultiReducer):
+                hint = "; a MultiReducer takes the streams ungrouped (drop the groupBy)"
+            else:
+                hint = "; subclass MultiReducer or GroupedMultiReducer (trident_spark.operation)"
+            raise TopologyError(f"{label}: {other} need a {wanted.__name__}, got {describe(reducer)}{hint}")
+        streams = self._streams(label, [g.toStream() if isinstance(g, GroupedStream) else g for g in given])
+        groups = [g.getGroupFields() if isinstance(g, GroupedStream) else Fields() for g in given]
+        if fields_given is not None and len(fields_given) != len(streams):
+            raise TopologyError(f"{label}: {len(streams)} streams but {len(fields_given)} lists of input "
+                                "fields; give one list per stream")
+        inputs = [resolve_inputs(label, s.getOutputFields(),
+                                 None if fields_given is None else fields_given[i],
+                                 owner=f"stream {i}{_origin(s)}")
+                  for i, s in enumerate(streams)]
+        if is_grouped and len({len(g) for g in groups}) != 1:
+            desc = ", ".join(f"{list(g)} for stream {i}" for i, g in enumerate(groups))
+            raise TopologyError(f"{label}: every stream must be grouped by the same number of fields; got "
+                                f"{desc}")
+        out_fields = as_fields(label, out, "output field")
+        check_outputs(label, out_fields)
+        width = len(groups[0])
+        if is_grouped and len(out_fields) <= width:
+            raise TopologyError(
+                f"{label}: the output is the {width} group value(s) then what the reducer emits, so name "
+                f"more than {width} output fields: {list(out_fields)} names only the group fields "
+                f"{list(groups[0])}; e.g. {[*groups[0], 'result']}")
+        from trident_spark.validation import output_fields
+
+        typed = output_fields(out_fields, reducer)
+        types = typed.types
+        for j, name in enumerate(out_fields[:width]):
+            if name not in typed.declared_types and name not in getattr(reducer, "output_types", {}):
+                types[name] = streams[0].getOutputFields().types[groups[0][j]]
+        fields = Fields(*out_fields, types=types, declared=typed.declared_types)
+        node = MultiReduceNode(fields, label, [s.node for s in streams], reducer=reducer,
+                               input_fields=inputs, group_fields=groups)
+        self._add(node)
+        return Stream(self, node)
+
+    def join(self, *args: Any, how: str | JoinType | Sequence[str | JoinType] = "inner",
+             mode: JoinOutFieldsMode | str = JoinOutFieldsMode.COMPACT) -> Stream:
         """Join streams within each batch on their join fields.
 
-        ``join(s1, ["k1"], s2, ["k2"], out[, how])`` or ``join([s1, s2], [["k1"], ["k2"]], out[, how])``.
-        ``out`` names the join fields, then the other fields of each stream in order.
-        ``how``: "inner", "outer" (full), "left", "right", or one of "inner"/"outer" per
-        stream (Trident's JoinType list: an outer stream may be missing from a result).
+        ``join(s1, ["k1"], s2, ["k2"], out[, how][, mode])`` or ``join([s1, s2], [["k1"], ["k2"]],
+        out[, how][, mode])``, as Trident's overloads.
+        ``how``: a :class:`~trident_spark.JoinType` for every stream (``JoinType.INNER``), a list
+        of one per stream (``[JoinType.INNER, JoinType.OUTER]``: an outer stream may be missing
+        from a result), or the strings "inner", "outer" (full), "left", "right".
+        ``mode``: :class:`~trident_spark.JoinOutFieldsMode`. ``COMPACT``: ``out`` names the join
+        fields, then the other fields of each stream in order. ``PRESERVE``: the join fields,
+        then every field of each stream in its own order, join fields included (None for an
+        outer stream with no tuple).
+
+        Examples
+        --------
+        >>> joined = topology.join(orders, ["id"], users, ["id"], ["id", "order_id", "item", "uid", "name"],
+        ...                        JoinType.INNER, JoinOutFieldsMode.PRESERVE)  # doctest: +SKIP
         """
-        streams, join_fields, out, how = _join_args(args, how)
+        streams, join_fields, out, how, mode = _join_args(args, how, mode)
+        preserve = _join_mode(mode) is JoinOutFieldsMode.PRESERVE
         inputs = self._streams("join", streams)
         types = _join_types(how, len(inputs))
         resolved = [resolve_inputs("join", s.getOutputFields(), f, what="join field",
@@ -99,20 +238,22 @@ class TridentTopology:
             desc = ", ".join(f"{len(f)} {list(f)} for stream {i}" for i, f in enumerate(resolved))
             raise TopologyError(f"join: every stream must join on the same number of fields (at least one); "
                                 f"got {desc}; give each stream its join fields in matching order")
-        others = [[x for x in s.getOutputFields() if x not in f]
+        others = [list(s.getOutputFields()) if preserve else [x for x in s.getOutputFields() if x not in f]
                   for s, f in zip(inputs, resolved, strict=True)]
         produced = len(resolved[0]) + sum(len(o) for o in others)
         out_fields = as_fields("join", out, "output field")
         if len(out_fields) != produced:
+            what = "fields (PRESERVE mode)" if preserve else "other fields"
             parts = [f"join fields {list(resolved[0])}"] + [
-                f"stream {i}'s other fields {o}" for i, o in enumerate(others)]
+                f"stream {i}'s {what} {o}" for i, o in enumerate(others)]
             raise TopologyError(f"join: {len(out_fields)} output fields {list(out_fields)} declared but the "
                                 f"join produces {produced}: {', then '.join(parts)}; declare {produced} "
                                 "names in that order")
         check_outputs("join", out_fields)
-        field_types = _join_output_types(inputs, resolved, out_fields)
+        field_types = _join_output_types(inputs, resolved, out_fields, preserve)
         node = JoinNode(Fields(*out_fields, types=field_types), "join", [s.node for s in inputs],
-                        join_fields=resolved, join_types=types)
+                        join_fields=resolved, join_types=types,
+                        mode=(JoinOutFieldsMode.PRESERVE if preserve else JoinOutFieldsMode.COMPACT).value)
         self._add(node)
         return Stream(self, node)
 
@@ -271,48 +412,66 @@ def _origin(stream: Stream) -> str:
     return f" (from {'+'.join(names)!r})" if names else ""
 
 
-def _join_args(args: Sequence[Any], how: str | Sequence[str]) -> tuple[list[Any], list[FieldsLike], Any,
-                                                                        str | Sequence[str]]:
+def _join_args(args: Sequence[Any], how: Any, mode: Any) -> tuple[list[Any], list[FieldsLike], Any, Any, Any]:
+    """Split Trident's join overloads: streams and fields (as lists or pairs), the output fields,
+    then optionally a JoinType (or a list of them) and a JoinOutFieldsMode."""
     if args and isinstance(args[0], list | tuple) and args and all(isinstance(s, Stream) for s in args[0]):
-        if len(args) not in (3, 4):
-            raise TopologyError("join: use join([s1, s2], [fields1, fields2], out_fields[, how])")
-        streams, fields, out = list(args[0]), list(args[1]), args[2]
-        if len(args) == 4:
-            how = args[3]
+        if len(args) not in (3, 4, 5):
+            raise TopologyError("join: use join([s1, s2], [fields1, fields2], out_fields[, how][, mode])")
+        streams, fields, out, rest = list(args[0]), list(args[1]), args[2], list(args[3:])
         if len(fields) != len(streams):
             raise TopologyError(f"join: {len(streams)} streams but {len(fields)} lists of join fields")
-        return streams, fields, out, how
-    if len(args) in (5, 6):
-        if len(args) == 6:
-            how = args[5]
-        return [args[0], args[2]], [args[1], args[3]], args[4], how
-    raise TopologyError("join: use join(s1, fields1, s2, fields2, out_fields[, how])")
+    elif len(args) in (5, 6, 7):
+        streams, fields, out, rest = [args[0], args[2]], [args[1], args[3]], args[4], list(args[5:])
+    else:
+        raise TopologyError("join: use join(s1, fields1, s2, fields2, out_fields[, how][, mode])")
+    if rest and isinstance(rest[-1], JoinOutFieldsMode):
+        mode = rest.pop()
+    if len(rest) > 1:
+        raise TopologyError(f"join: after the output fields give a JoinType (or a list, one per stream) "
+                            f"and then a JoinOutFieldsMode; got {rest!r}")
+    if rest:
+        how = rest[0]
+    return streams, fields, out, how, mode
 
 
-def _join_types(how: str | Sequence[str], n: int) -> list[str]:
-    if isinstance(how, str):
+def _join_mode(mode: Any) -> JoinOutFieldsMode:
+    if isinstance(mode, JoinOutFieldsMode):
+        return mode
+    if isinstance(mode, str) and mode.lower() in {m.value for m in JoinOutFieldsMode}:
+        return JoinOutFieldsMode(mode.lower())
+    raise TopologyError(f"join: mode must be JoinOutFieldsMode.COMPACT or JoinOutFieldsMode.PRESERVE "
+                        f"(from trident_spark import JoinOutFieldsMode), got {describe(mode)}")
+
+
+def _join_types(how: Any, n: int) -> list[str]:
+    if isinstance(how, str):  # JoinType members are strings too
         key = how.lower()
         if key not in JOIN_TYPES:
-            raise TopologyError(f"join: unknown join type {how!r}; use one of {sorted(JOIN_TYPES)} or a "
-                                "list of 'inner'/'outer' per stream")
+            raise TopologyError(f"join: unknown join type {how!r}; use JoinType.INNER, JoinType.OUTER, a "
+                                f"list of them per stream, or one of {sorted(JOIN_TYPES)}")
         pair = JOIN_TYPES[key]
         if n == 2:
             return list(pair)
         if key in ("inner", "outer", "full"):
             return [pair[0]] * n
-        raise TopologyError(f"join: {how!r} needs two streams; give a list of 'inner'/'outer' per stream")
+        raise TopologyError(f"join: {how!r} needs two streams; give a list of JoinType.INNER/OUTER per "
+                            "stream")
     if not isinstance(how, list | tuple):
-        raise TopologyError(f"join: how must be a join type such as 'inner' or a list of 'inner'/'outer' per "
-                            f"stream, got {describe(how)}")
+        raise TopologyError(f"join: the join type must be a JoinType such as JoinType.INNER, or a list of "
+                            f"JoinType per stream, got {describe(how)}")
     kinds = [str(h).lower() for h in how]
     if len(kinds) != n or any(k not in ("inner", "outer") for k in kinds):
-        raise TopologyError(f"join: give one of 'inner'/'outer' for each of the {n} streams, got {list(how)}")
+        shown = [h.value if isinstance(h, JoinType) else h for h in how]
+        raise TopologyError(f"join: give one JoinType (INNER or OUTER) for each of the {n} streams, got "
+                            f"{shown}")
     return kinds
 
 
-def _join_output_types(streams: list[Stream], keys: list[Fields], out: Fields) -> dict[str, str]:
+def _join_output_types(streams: list[Stream], keys: list[Fields], out: Fields,
+                       preserve: bool = False) -> dict[str, str]:
     source = [keys[0].types[f] for f in keys[0]]
     for stream, key in zip(streams, keys, strict=True):
         fields = stream.getOutputFields()
-        source += [fields.types[f] for f in fields if f not in key]
+        source += [fields.types[f] for f in fields if preserve or f not in key]
     return {name: out.declared_types.get(name, t) for name, t in zip(out, source, strict=True)}

@@ -17,7 +17,9 @@ from trident_spark.operation import (
     CombinerAggregator,
     Consumer,
     FlatMapFunction,
+    GroupedMultiReducer,
     MapFunction,
+    MultiReducer,
     QueryFunction,
     ReducerAggregator,
     StateUpdater,
@@ -38,6 +40,8 @@ _KINDS: tuple[tuple[type, str], ...] = (
     (FlatMapFunction, "a FlatMapFunction"),
     (Consumer, "a Consumer"),
     (Assembly, "an Assembly"),
+    (MultiReducer, "a MultiReducer"),
+    (GroupedMultiReducer, "a GroupedMultiReducer"),
 )
 _MAX_SHOWN = 80
 

@@ -245,12 +245,12 @@ def test_join_of_three_streams_counts_every_stream():
 
 
 @pytest.mark.parametrize(("how", "expected"), [
-    ("sideways", "join: unknown join type 'sideways'; use one of ['full', 'inner', 'left', 'outer', 'right'] "
-                 "or a list of 'inner'/'outer' per stream"),
-    (["inner"], "join: give one of 'inner'/'outer' for each of the 2 streams, got ['inner']"),
+    ("sideways", "join: unknown join type 'sideways'; use JoinType.INNER, JoinType.OUTER, a list of them "
+                 "per stream, or one of ['full', 'inner', 'left', 'outer', 'right']"),
+    (["inner"], "join: give one JoinType (INNER or OUTER) for each of the 2 streams, got ['inner']"),
     (["inner", "left"],
-     "join: give one of 'inner'/'outer' for each of the 2 streams, got ['inner', 'left']"),
-    (3, "join: how must be a join type such as 'inner' or a list of 'inner'/'outer' per stream, "
+     "join: give one JoinType (INNER or OUTER) for each of the 2 streams, got ['inner', 'left']"),
+    (3, "join: the join type must be a JoinType such as JoinType.INNER, or a list of JoinType per stream, "
         "got 3 (an int)"),
 ])
 def test_join_with_a_bad_how(how, expected):
@@ -266,7 +266,8 @@ def test_left_join_of_three_streams():
         a, b = keyed(t)
         t.join([a, b, other(t, "c", ("k",))], [["k"], ["k"], ["k"]], ["k", "v", "w"], "left")
 
-    assert message_of(build) == "join: 'left' needs two streams; give a list of 'inner'/'outer' per stream"
+    assert message_of(build) == ("join: 'left' needs two streams; give a list of JoinType.INNER/OUTER per "
+                                 "stream")
 
 
 def test_merge_with_different_field_counts():
@@ -290,7 +291,7 @@ def test_merge_with_different_field_counts():
          "join: stream 1 (from 's') belongs to another TridentTopology; build every stream of a join with "
          "this topology's newStream()", "join-other-topology"),
     case(lambda t, s: t.join(s, ["word"], other(t), ["k"]),
-         "join: use join(s1, fields1, s2, fields2, out_fields[, how])", "join-without-outputs"),
+         "join: use join(s1, fields1, s2, fields2, out_fields[, how][, mode])", "join-without-outputs"),
 ])
 def test_merge_and_join_given_wrong_streams(build, expected):
     assert message_of(build) == expected

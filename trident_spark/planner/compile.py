@@ -17,6 +17,7 @@ from trident_spark.graph import (
     FilterNode,
     JoinNode,
     MergeNode,
+    MultiReduceNode,
     Node,
     PersistNode,
     ProjectNode,
@@ -135,6 +136,11 @@ class BatchPlan:
             return join([self.dataframe(i) for i in node.inputs], node, self.query.partitions_of(node))
         if isinstance(node, PersistNode):
             from trident_spark.planner.query import stage_boundary
+        if isinstance(node, MultiReduceNode):
+            from trident_spark.planner.multi_reduce import multi_reduce
+
+            return multi_reduce([self.dataframe(i) for i in node.inputs], node, self.txid, self.conf,
+                                self.query.partitions_of(node), self.state_stats)
             from trident_spark.planner.state_plan import persist_dataframe
 
             return persist_dataframe(self.dataframe(node.inputs[0]), node, self.txid, self.conf,
@@ -210,7 +216,8 @@ class BatchPlan:
             return python_stage(df, steps, last, self.txid, self.conf, n, self.state_stats)
         # Ship to Python only what the operators read or pass on to readers; emit only that.
         read = set(needed).union(*(step.input_fields for step in steps))
-        df = df.select(*(f for f in df.columns if f in read))
+        # each(function, out) reads no field: still ship one column, so the stage sees every tuple
+        df = df.select(*([f for f in df.columns if f in read] or df.columns[:1]))
         return python_stage(df, steps, needed, self.txid, self.conf, n, self.state_stats)
 
 

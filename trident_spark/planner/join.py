@@ -29,6 +29,10 @@ def merge(dfs: list[DataFrame], node: MergeNode, partitions: int | None) -> Data
         renamed.append(df.select(*(F.col(n) if df.schema[n].dataType == first.schema[n].dataType
                                    else F.col(n).cast(first.schema[n].dataType).alias(n) for n in names)))
     union = reduce(lambda a, b: a.union(b), renamed)
+    declared = node.fields.declared_types  # merge(Fields("n:bigint"), ...) declares the output's types
+    if declared:
+        union = union.select(*(F.col(n).cast(declared[n]).alias(n) if n in declared else F.col(n)
+                               for n in names))
     return union.repartition(partitions) if partitions else union
 
 
@@ -43,7 +47,8 @@ def _how(left_required: bool, right_required: bool) -> str:
 
 
 def join(dfs: list[DataFrame], node: JoinNode, partitions: int | None) -> DataFrame:
-    """Trident's join within a batch: the join fields, then each input's other fields.
+    """Trident's join within a batch: the join fields, then each input's other fields (with
+    ``mode="preserve"``: each input's fields, all of them, in its order).
 
     Keys compare null-safe (a null key joins a null key, as in Trident). For an
     outer input with no match, its fields are null.
@@ -54,7 +59,9 @@ def join(dfs: list[DataFrame], node: JoinNode, partitions: int | None) -> DataFr
     parts: list[DataFrame] = []
     rest_columns: list[list[str]] = []
     for i, (df, on) in enumerate(zip(dfs, node.join_fields, strict=True)):
-        others = [f for f in df.columns if f not in on]
+        # PRESERVE (Trident's PreservingFieldsOrderJoinerMultiReducer): every field of the input
+        # in its order, join fields too, all None for an outer input without a match
+        others = list(df.columns) if node.mode == "preserve" else [f for f in df.columns if f not in on]
         columns = [F.col(k).alias(f"__k{j}_{i}") for j, k in enumerate(on)]
         columns += [F.col(f).alias(f"__s{i}_{f}") for f in others]
         part = df.select(*columns)

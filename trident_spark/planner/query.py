@@ -12,6 +12,7 @@ from trident_spark.graph import (
     AggregateNode,
     JoinNode,
     MergeNode,
+    MultiReduceNode,
     Node,
     RepartitionNode,
     SpoutNode,
@@ -36,7 +37,7 @@ def is_stage_boundary(node: Node) -> bool:
     so ``parallelismHint`` on a TridentState sizes that stage (after persistentAggregate's
     batch aggregation, or its partitionBy/global for a Reducer), keeping each key in one task.
     """
-    if isinstance(node, SpoutNode | RepartitionNode | MergeNode | JoinNode):
+    if isinstance(node, SpoutNode | RepartitionNode | MergeNode | JoinNode | MultiReduceNode):
         return True
     return isinstance(node, AggregateNode) and node.scope == "batch"
 
