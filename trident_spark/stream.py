@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from trident_spark.errors import TopologyError
 from trident_spark.fields import Fields, TridentTuple
@@ -126,15 +126,35 @@ class Stream:
         return result
 
     # --- per-tuple operations ----------------------------------------------------------
+    @overload
+    def each(self, function: BaseFunction, function_fields: FieldsLike, /) -> Stream: ...
+    @overload
     def each(self, input_fields: FieldsLike | None, operation: BaseFunction | BaseFilter,
+             function_fields: FieldsLike | None = None) -> Stream: ...
+    def each(self, input_fields: FieldsLike | BaseFunction | None,
+             operation: BaseFunction | BaseFilter | FieldsLike | None = None,
              function_fields: FieldsLike | None = None) -> Stream:
         """Run a Function (appending ``function_fields``) or a Filter on every tuple.
+
+        ``each(function, out)`` (no input fields, Trident's ``each(Function, Fields)``): the
+        function sees an empty tuple, and what it emits is still appended to the whole tuple.
 
         Examples
         --------
         >>> stream.each(["value"], Split(), ["word"])        # doctest: +SKIP
         >>> stream.each(["word"], FilterNull())              # doctest: +SKIP
+        >>> stream.each(Stamp(), ["stamp"])                  # doctest: +SKIP
         """
+        if isinstance(input_fields, BaseFunction | BaseFilter):
+            if isinstance(input_fields, BaseFilter):
+                raise TopologyError(
+                    f"each({type(input_fields).__name__}): a Filter needs its input fields, e.g. "
+                    "each(['word'], FilterNull()), or filter(f) to see every field")
+            if function_fields is not None:
+                raise TopologyError(
+                    f"each({type(input_fields).__name__}, ...): with no input fields use each(function, "
+                    "output_fields); with input fields each(input_fields, function, output_fields)")
+            return self._each("each", Fields(), input_fields, operation)  # type: ignore[arg-type]
         return self._each("each", input_fields, operation, function_fields)
 
     def _each(self, kind: str, input_fields: FieldsLike | None, operation: Any,
@@ -272,29 +292,98 @@ class Stream:
             raise TopologyError("groupBy: name at least one field to group by")
         return GroupedStream(self, group)
 
-    def minBy(self, field: str, key: Callable[[Any], Any] | None = None) -> Stream:
-        """Per partition, the whole tuple with the smallest ``field`` (``key`` orders values)."""
-        return self._compare_by("minBy", field, key)
+    def minBy(self, field: str, order: Callable[..., Any] | None = None, *,
+              key: Callable[[Any], Any] | None = None, comparator: Any = None) -> Stream:
+        """Per partition, the whole tuple with the smallest ``field`` (Trident's ``minBy``).
 
-    def maxBy(self, field: str, key: Callable[[Any], Any] | None = None) -> Stream:
-        """Per partition, the whole tuple with the largest ``field`` (``key`` orders values)."""
-        return self._compare_by("maxBy", field, key)
+        ``order`` (or ``comparator=``) may be a Java-style ``compare(a, b) -> int`` over the
+        field's values, or an object with such a ``compare`` method; a one-argument ``order``
+        (or ``key=``) maps each value to what is compared. Ties go to the later tuple and
+        None values are skipped, as in Trident.
 
-    def _compare_by(self, kind: str, field: str, key: Callable[[Any], Any] | None) -> Stream:
+        Examples
+        --------
+        >>> stream.minBy("speed")                                          # doctest: +SKIP
+        >>> stream.minBy("name", lambda a, b: len(a) - len(b))             # doctest: +SKIP
+        """
+        return self._compare_by("minBy", field, order, key, comparator)
+
+    def maxBy(self, field: str, order: Callable[..., Any] | None = None, *,
+              key: Callable[[Any], Any] | None = None, comparator: Any = None) -> Stream:
+        """Per partition, the whole tuple with the largest ``field`` (see :meth:`minBy`).
+
+        Examples
+        --------
+        >>> stream.maxBy("speed", key=abs)                                 # doctest: +SKIP
+        """
+        return self._compare_by("maxBy", field, order, key, comparator)
+
+    def min(self, comparator: Any) -> Stream:
+        """Per partition, the smallest tuple by ``comparator(a, b) -> int`` on whole TridentTuples
+        (Trident's ``min(Comparator<TridentTuple>)``); emits the whole tuple, ties to the later.
+
+        Examples
+        --------
+        >>> stream.min(lambda a, b: a.getInteger(1) - b.getInteger(1))     # doctest: +SKIP
+        """
+        return self._compare_all("min", comparator)
+
+    def max(self, comparator: Any) -> Stream:
+        """Per partition, the largest tuple by ``comparator(a, b) -> int`` (see :meth:`min`).
+
+        Examples
+        --------
+        >>> stream.max(SpeedComparator())                                  # doctest: +SKIP
+        """
+        return self._compare_all("max", comparator)
+
+    def _compare_all(self, kind: str, comparator: Any) -> Stream:
+        from trident_spark.builtin import Max, Min
+
+        if _arity(comparator) != 2:
+            raise TopologyError(
+                f"{kind}: expected a comparator, compare(a, b) -> int over two TridentTuples (or an object "
+                f"with such a compare method), got {describe(comparator)}; for one field use "
+                f"{kind}By(field, ...)")
+        aggregator = (Min if kind == "min" else Max)(comparator=comparator)
+        fields = self.node.fields
+        stream = self._aggregate([AggSpec(fields, aggregator, fields)], Fields(), "partition", check=False)
+        stream.node.label = f"{kind}({_shown(comparator)})"
+        return stream
+
+    def _compare_by(self, kind: str, field: str, order: Any, key: Any, comparator: Any) -> Stream:
         from trident_spark.builtin import Max, Min
 
         if not isinstance(field, str):
             raise TopologyError(f"{kind}: give one field name, e.g. {kind}('n'); got {field!r}")
+        label = f"{kind}({field!r})"
+        if order is not None:
+            if key is not None or comparator is not None:
+                raise TopologyError(f"{label}: give the order once: a comparator or key as the second "
+                                    "argument, or key= / comparator=")
+            arity = _arity(order)
+            if arity == 2:
+                comparator = order
+            elif arity == 1:
+                key = order
+            else:
+                raise TopologyError(
+                    f"{label}: the second argument must be a comparator compare(a, b) -> int or a key "
+                    f"function key(value), got {describe(order)}; say which with comparator= or key=")
         if key is not None and not callable(key):
-            raise TopologyError(f"{kind}({field!r}): key must be a callable that orders values, "
-                                f"got {describe(key)}")
-        self._resolve(f"{kind}({field!r})", [field])
-        aggregator = (Min if kind == "minBy" else Max)(field, key=key) if key else (
-            (Min if kind == "minBy" else Max)(field))
+            raise TopologyError(f"{label}: key must be a callable that orders values, got {describe(key)}")
+        if key is not None and comparator is not None:
+            raise TopologyError(f"{label}: give key= or comparator=, not both")
+        if comparator is not None and _arity(comparator) != 2:
+            raise TopologyError(f"{label}: comparator must be compare(a, b) -> int (or an object with such "
+                                f"a compare method), got {describe(comparator)}")
+        self._resolve(label, [field])
+        kind_class = Min if kind == "minBy" else Max
+        aggregator = kind_class(field, key=key, comparator=comparator)
         fields = self.node.fields
         stream = self._aggregate([AggSpec(fields, aggregator, fields)], Fields(), "partition",
                                  check=False)
-        stream.node.label = f"{kind}({field!r})"
+        stream.node.label = label
         return stream
 
     def _agg_spec(self, kind: str, args: tuple[Any, ...], prefix: str = "") -> AggSpec:
@@ -354,6 +443,38 @@ class Stream:
     def localOrShuffle(self) -> Stream:
         """Keep tuples where they are (Spark's stages are already local)."""
         return self._repartition("localOrShuffle")
+
+    def identityPartition(self) -> Stream:
+        """Keep the partitioning: partition ``i`` goes on as partition ``i`` (Trident's
+        ``identityPartition``). With a ``parallelismHint(n)`` after it, partition ``i`` goes to
+        ``i mod n``.
+
+        Examples
+        --------
+        >>> stream.identityPartition().each(["x"], Tag(), ["tag"])        # doctest: +SKIP
+        """
+        return self._repartition("identity")
+
+    def partition(self, grouping: Callable[[TridentTuple, int], int | Sequence[int]]) -> Stream:
+        """Send each tuple where ``grouping(tuple, num_partitions)`` says: a partition index from
+        0 to ``num_partitions - 1``, or a list of them to copy the tuple to each (Trident's
+        ``partition(CustomStreamGrouping)``). ``num_partitions`` is the next stage's
+        ``parallelismHint``, else Spark's default parallelism. An index out of range fails the
+        batch, naming this operation and the tuple.
+
+        Examples
+        --------
+        >>> stream.partition(lambda t, n: t["user_id"] % n).parallelismHint(4)   # doctest: +SKIP
+        """
+        if isinstance(grouping, type) or not callable(grouping):
+            raise TopologyError(f"partition: expected a grouping, a callable grouping(tuple, num_partitions) "
+                                f"-> partition index, got {describe(grouping)}; e.g. "
+                                "partition(lambda t, n: hash(t['user']) % n)")
+        if _arity(grouping) not in (2, None):
+            raise TopologyError(f"partition({_shown(grouping)}): the grouping is called as grouping(tuple, "
+                                f"num_partitions); {describe(grouping)} does not take two arguments")
+        return self._child(RepartitionNode(self.node.fields, f"partition({_shown(grouping)})", [self.node],
+                                           kind="custom", grouping=grouping))
 
     # --- state -------------------------------------------------------------------------
     def stateQuery(self, state: TridentState, *args: Any) -> Stream:
@@ -428,6 +549,33 @@ class Stream:
         sink = CollectSink(self.node.fields)
         self.topology._add_sink(self.node, sink)
         return sink
+
+
+def _arity(fn: Any) -> int | None:
+    """How many positional arguments ``fn`` requires (a ``compare`` method counts as 2); None
+    when Python cannot tell (some builtins)."""
+    import inspect
+
+    if callable(getattr(fn, "compare", None)) and not inspect.isroutine(fn):
+        fn = fn.compare
+    if isinstance(fn, type) or not callable(fn):
+        return -1
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    params = signature.parameters.values()
+    required = len([p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                    and p.default is p.empty])
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return max(required, 2)
+    return required
+
+
+def _shown(fn: Any) -> str:
+    """A callable's name for labels: ``by_speed``, ``<lambda>``, or its class name."""
+    name = getattr(fn, "__name__", None)
+    return str(name) if name else type(fn).__name__
 
 
 def _persistent_aggregate(stream: Stream, group: Fields, state_factory: Any,

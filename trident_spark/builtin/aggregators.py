@@ -28,6 +28,9 @@ _DECIMAL_TYPE = re.compile(r"^(?:decimal|dec|numeric)\s*(?:\(\s*(\d+)\s*(?:,\s*(
 _MAX_DECIMAL_PRECISION = 38
 _BIGINT_MAX = 2**63 - 1
 
+#: Java's Comparator: ``compare(a, b) -> int``, as a function or an object with that method.
+Comparator = Callable[[Any, Any], int] | Any
+
 
 class Count(CombinerAggregator[int]):
     """Count the tuples: Trident's ``Count`` (``init`` 1, ``combine`` a + b, ``zero`` 0).
@@ -212,19 +215,40 @@ class _ComparisonAggregator(Aggregator[_Best]):
 
     output_types = {}
 
-    def __init__(self, field: str | None = None, *, key: Callable[[Any], Any] | None = None) -> None:
+    def __init__(self, field: str | None = None, *, key: Callable[[Any], Any] | None = None,
+                 comparator: Comparator | None = None) -> None:
         if field is not None and not isinstance(field, str):
             raise TypeError(f"{type(self).__name__}: field must be a field name or None, got {field!r}")
         if key is not None and not callable(key):
             raise TypeError(f"{type(self).__name__}: key must be a callable, got {key!r}")
+        if comparator is not None and not callable(comparator) and not callable(
+                getattr(comparator, "compare", None)):
+            raise TypeError(f"{type(self).__name__}: comparator must be compare(a, b) -> int or an object "
+                            f"with such a compare method, got {comparator!r}")
+        if key is not None and comparator is not None:
+            raise TypeError(f"{type(self).__name__}: give key or comparator, not both")
         self.field = field
         self.key = key
+        self.comparator = comparator
         self.input_fields: list[str] | None = None
 
     # -- comparison -----------------------------------------------------------------------------
 
     def _better(self, new: Any, best: Any) -> bool:
         raise NotImplementedError
+
+    def _keeps_best(self, order: int) -> bool:
+        """Storm's MaxWithComparator/MinWithComparator: ``compare(best, new)``'s sign keeps the best."""
+        raise NotImplementedError
+
+    def _compare(self, best: Any, new: Any) -> int:
+        compare = getattr(self.comparator, "compare", self.comparator)
+        assert compare is not None
+        order = compare(best, new)
+        if isinstance(order, bool) or not isinstance(order, int | float):
+            raise TypeError(f"{self!r}: the comparator returned {order!r}; it must return a negative "
+                            "number, zero or a positive number (a < b, a == b, a > b), as Java's compare")
+        return 0 if order == 0 else (1 if order > 0 else -1)
 
     def _spark_best(self) -> Callable[..., Column]:
         raise NotImplementedError
@@ -245,6 +269,16 @@ class _ComparisonAggregator(Aggregator[_Best]):
         return _Best()
 
     def aggregate(self, state: _Best, tuple: TridentTuple, collector: TridentCollector) -> None:
+        if self.comparator is not None:
+            # Storm's ComparisonAggregator: the field's value, or the whole tuple without a field;
+            # a None value is skipped; the new tuple wins unless compare(best, new) keeps the best.
+            compared = tuple if self.field is None else tuple.getValueByField(self.field)
+            if compared is None:
+                return
+            if state.values is None or not self._keeps_best(self._compare(state.key, compared)):
+                state.key = compared
+                state.values = tuple.getValues()
+            return
         value = self._compared(tuple)
         if value is None:
             return
@@ -297,9 +331,9 @@ class _ComparisonAggregator(Aggregator[_Best]):
         With ``field``: ``max_by(struct(columns), field column)`` (``min_by`` for
         Min), one field of it per column; needs :meth:`bind` first. Without: the
         ``max`` of the single column, or of ``struct(columns)`` for several.
-        None (run in Python) when a ``key`` function is given.
+        None (run in Python) when a ``key`` or ``comparator`` is given.
         """
-        if self.key is not None:
+        if self.key is not None or self.comparator is not None:
             return None
         from pyspark.sql import functions as F
 
@@ -320,7 +354,7 @@ class _ComparisonAggregator(Aggregator[_Best]):
         would give a row of nulls there, which the planner drops with this
         condition (SQL ``HAVING``). Needs :meth:`bind` first when ``field`` is set.
         """
-        if self.key is not None:
+        if self.key is not None or self.comparator is not None:
             return None
         from pyspark.sql import functions as F
 
@@ -338,6 +372,9 @@ class _ComparisonAggregator(Aggregator[_Best]):
         args = [] if self.field is None else [repr(self.field)]
         if self.key is not None:
             args.append(f"key={getattr(self.key, '__name__', None) or repr(self.key)}")
+        if self.comparator is not None:
+            shown = getattr(self.comparator, "__name__", None) or type(self.comparator).__name__
+            args.append(f"comparator={shown}")
         return f"{type(self).__name__}({', '.join(args)})"
 
 
@@ -359,6 +396,12 @@ class Max(_ComparisonAggregator):
         orders structs).
     key : callable, optional
         Compare ``key(value)`` instead of the value (Python only: no SQL form).
+    comparator : callable, optional
+        A Java-style ``compare(a, b) -> int`` (negative, zero, positive), or an object with
+        such a ``compare`` method (a ``Comparator``), as Storm's ``MaxWithComparator``: it
+        compares the field's values, or whole TridentTuples when ``field`` is None. The new
+        tuple replaces the best unless ``compare(best, new) > 0`` (``< 0`` for Min), so ties
+        go to the later tuple. Python only. Give ``key`` or ``comparator``, not both.
 
     Notes
     -----
@@ -380,6 +423,9 @@ class Max(_ComparisonAggregator):
 
     def _better(self, new: Any, best: Any) -> bool:
         return bool(new >= best)
+
+    def _keeps_best(self, order: int) -> bool:
+        return order > 0
 
     def _spark_best(self) -> Callable[..., Column]:
         from pyspark.sql import functions as F
@@ -408,10 +454,22 @@ class Min(_ComparisonAggregator):
     ...     agg.aggregate(state, TridentTuple([word], ["word"]), out)
     >>> agg.complete(state, out); out.emitted
     [['ox']]
+
+    With a Java-style comparator over whole tuples (``stream.min(comparator)``):
+
+    >>> agg, out = Min(comparator=lambda a, b: a.getInteger(1) - b.getInteger(1)), TridentCollector()
+    >>> state = agg.init(0, out)
+    >>> for word, n in [("cat", 3), ("eel", 1), ("fox", 1)]:
+    ...     agg.aggregate(state, TridentTuple([word, n], ["word", "n"]), out)
+    >>> agg.complete(state, out); out.emitted
+    [['fox', 1]]
     """
 
     def _better(self, new: Any, best: Any) -> bool:
         return bool(new <= best)
+
+    def _keeps_best(self, order: int) -> bool:
+        return order < 0
 
     def _spark_best(self) -> Callable[..., Column]:
         from pyspark.sql import functions as F

@@ -7,6 +7,8 @@
 | global, batchGlobal | ``repartition(1)``; with a hint, n partitions, all rows in 0   |
 | broadcast           | every tuple copied to each of ``n`` partitions (by id)         |
 | localOrShuffle      | nothing (``repartition(n)`` if a parallelism hint asks)        |
+| identityPartition   | nothing: partition i stays i (with a hint n: ``i mod n``)      |
+| partition(grouping) | a Python stage computes each tuple's index, ``repartitionById``|
 
 ``n`` is the ``parallelismHint`` of the stage that follows, else Spark's default.
 """
@@ -46,6 +48,17 @@ def repartition(df: DataFrame, node: RepartitionNode, partitions: int | None) ->
         return broadcast(df, partitions or default_parallelism(df))
     if kind == "localOrShuffle":
         return df.repartition(partitions) if partitions else df
+    if kind == "identity":
+        if not partitions:
+            return df
+        from pyspark.sql import functions as F
+
+        # Trident's IdentityGrouping: task i sends to task i (its groups get one parallelism)
+        return df.repartitionById(partitions, F.pmod(F.spark_partition_id(), F.lit(partitions)))
+    if kind == "custom":
+        from trident_spark.planner.custom_grouping import custom_partition
+
+        return custom_partition(df, node, partitions or default_parallelism(df))
     raise TopologyError(f"{node.label}: unknown repartitioning {kind!r}")
 
 

@@ -139,7 +139,10 @@ def _apply(step: PythonStep, batch: _Batch) -> None:
     inputs = [batch.column(name) for name in step.input_fields]
     index = {name: i for i, name in enumerate(step.input_fields)}
     op = step.operation
-    tuples = (TridentTuple(values, step.input_fields, index) for values in zip(*inputs, strict=True))
+    if inputs:
+        tuples = (TridentTuple(values, step.input_fields, index) for values in zip(*inputs, strict=True))
+    else:  # each(function, out): Trident hands the function an empty tuple for each tuple
+        tuples = (TridentTuple((), step.input_fields, index) for _ in range(len(batch.rows)))
     if step.kind in ("map", "flatMap"):
         _apply_map(step, batch, tuples)
     elif isinstance(op, BaseFilter):
