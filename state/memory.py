@@ -5,24 +5,29 @@ serializer, its errors and the type-mismatch checks behave as with SQLite or
 Redis. Named stores live as long as the process: two ``open()`` of the same
 name (two "executors" in one test) see the same data.
 
-Not for Spark jobs that run Python workers in other processes: each process
-has its own memory, so executors would not share the state. Use SqliteState
-(one machine) or Redis / Elasticsearch there.
+In Spark's local mode the Python workers are other processes of this machine:
+``MemoryState.serve()`` (which ``run()`` calls) serves this process's stores over a
+local socket (:mod:`.memory_server`), and a factory pickled here carries the
+address, so workers read and write the driver's stores, with the same
+conditional writes. On a cluster the workers cannot reach the driver's
+memory: use SqliteState (one machine) or Redis / Elasticsearch there.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 import urllib.parse
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from .base import Key, Version, Versioned, VersionedBackingMap, check_scan_batch_size
 from .errors import StateConfigError, StateError
 from .factory import StateFactory
 from .keys import decode_scanned_key, encode_key, is_reserved
+from .memory_server import Address, MemoryServer, RemoteStore
 from .serializers import Serializer, deserialize_stored
 
 
@@ -65,6 +70,48 @@ class MemoryStore:
         with self.lock:
             return len(self.entries)
 
+    # -- what the backing map calls (also served to other processes, see .memory_server) ---------
+
+    def get_entries(self, encoded: list[str]) -> list[tuple[bytes, int] | None]:
+        """The stored (bytes, version) of each encoded key, None where missing."""
+        with self.lock:
+            return [self.entries.get(enc) for enc in encoded]
+
+    def put_if_version(self, encoded: list[str], data: list[bytes],
+                       expected: list[Version | None]) -> list[int | None]:
+        """Write each key whose version is still ``expected``; its new version, or None (lost)."""
+        outcomes: list[int | None] = []
+        with self.lock:
+            for enc, blob, wanted in zip(encoded, data, expected, strict=True):
+                entry = self.entries.get(enc)
+                if (None if entry is None else entry[1]) != wanted:
+                    outcomes.append(None)
+                    continue
+                version = self.next_version()
+                self.entries[enc] = (blob, version)
+                outcomes.append(version)
+        return outcomes
+
+    def snapshot(self) -> list[tuple[str, tuple[bytes, int]]]:
+        """Every entry, in encoded-key order."""
+        with self.lock:
+            return sorted(self.entries.items())
+
+    def remove(self, encoded: list[str]) -> None:
+        with self.lock:
+            for enc in encoded:
+                self.entries.pop(enc, None)
+
+
+class _Store(Protocol):
+    name: str
+
+    def get_entries(self, encoded: list[str]) -> list[tuple[bytes, int] | None]: ...
+    def put_if_version(self, encoded: list[str], data: list[bytes],
+                       expected: list[Version | None]) -> list[int | None]: ...
+    def snapshot(self) -> list[tuple[str, tuple[bytes, int]]]: ...
+    def remove(self, encoded: list[str]) -> None: ...
+
 
 _STORES: dict[str, MemoryStore] = {}
 _STORES_LOCK = threading.Lock()
@@ -96,7 +143,7 @@ class MemoryBackingMap(VersionedBackingMap):
     {'n': 1}
     """
 
-    def __init__(self, store: MemoryStore, serializer: Serializer) -> None:
+    def __init__(self, store: MemoryStore | _Store, serializer: Serializer) -> None:
         self.store = store
         self.serializer = serializer
         self._closed = False
@@ -111,9 +158,7 @@ class MemoryBackingMap(VersionedBackingMap):
 
     def multiGetVersioned(self, keys: Sequence[Key]) -> list[Versioned | None]:
         self._check_open()
-        encoded = [encode_key(key) for key in keys]
-        with self.store.lock:
-            entries = [self.store.entries.get(enc) for enc in encoded]
+        entries = self.store.get_entries([encode_key(key) for key in keys])
         return [None if entry is None else Versioned(
                     deserialize_stored(self.serializer, entry[0], key=key, address=self.address), entry[1])
                 for key, entry in zip(keys, entries, strict=True)]
@@ -125,18 +170,7 @@ class MemoryBackingMap(VersionedBackingMap):
             raise StateError(f"{self.address}: multiPutIfVersion needs as many values and versions as keys")
         encoded = [encode_key(key) for key in keys]
         data = [self.serializer.serialize(value) for value in values]
-        outcomes: list[Version | None] = []
-        with self.store.lock:
-            for enc, blob, expected in zip(encoded, data, expected_versions, strict=True):
-                entry = self.store.entries.get(enc)
-                current = None if entry is None else entry[1]
-                if current != expected:
-                    outcomes.append(None)
-                    continue
-                version = self.store.next_version()
-                self.store.entries[enc] = (blob, version)
-                outcomes.append(version)
-        return outcomes
+        return list(self.store.put_if_version(encoded, data, list(expected_versions)))
 
     def scanVersioned(self, batch_size: int | None = None) -> Iterator[tuple[Key, Versioned]]:
         """Every stored key in encoded-key order, from a snapshot taken when the scan starts.
@@ -153,8 +187,7 @@ class MemoryBackingMap(VersionedBackingMap):
         return self._scan()
 
     def _scan(self) -> Iterator[tuple[Key, Versioned]]:
-        with self.store.lock:
-            entries = sorted(self.store.entries.items())
+        entries = self.store.snapshot()
         for encoded, (data, version) in entries:
             if is_reserved(encoded):
                 continue
@@ -164,10 +197,7 @@ class MemoryBackingMap(VersionedBackingMap):
 
     def multiRemove(self, keys: Sequence[Key]) -> None:
         self._check_open()
-        encoded = [encode_key(key) for key in keys]
-        with self.store.lock:
-            for enc in encoded:
-                self.store.entries.pop(enc, None)
+        self.store.remove([encode_key(key) for key in keys])
 
     def close(self) -> None:
         self._closed = True
@@ -199,7 +229,8 @@ class MemoryState(StateFactory):
     """
 
     name: str
-    #: Its values live in one Python process: a topology running on Spark refuses it.
+    #: Its values live in one Python process: served to Spark's local workers by ``serve()``;
+    #: a topology on a cluster refuses it.
     process_local: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
@@ -211,7 +242,36 @@ class MemoryState(StateFactory):
         return f"memory://{urllib.parse.quote(self.name, safe='')}", {}
 
     def open_backing_map(self) -> MemoryBackingMap:
+        address = self.__dict__.get("_served_at") or _SERVED_ELSEWHERE.get(self.name)
+        if address is not None and address[2] != os.getpid():
+            return MemoryBackingMap(RemoteStore(self.name, address), self.effective_serializer)
         return MemoryBackingMap(_named_store(self.name), self.effective_serializer)
+
+    @staticmethod
+    def serve() -> Address:
+        """Serve this process's stores to other processes of this machine (Spark's local-mode
+        Python workers); idempotent. A MemoryState pickled afterwards in this process carries
+        the address, so where it is unpickled it reads and writes the stores here.
+
+        Examples
+        --------
+        >>> import pickle
+        >>> address = MemoryState.serve()
+        >>> pickle.loads(pickle.dumps(MemoryState.opaque(name="doc-serve"))).__dict__["_served_at"] == address
+        True
+        """
+        global _SERVER
+        with _STORES_LOCK:
+            if _SERVER is None:
+                _SERVER = MemoryServer(_named_store)
+            return _SERVER.address
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        state = dict(self.__dict__)
+        served = state.get("_served_at") or (_SERVER.address if _SERVER is not None else None)
+        if served is not None:
+            state["_served_at"] = served
+        return _restore, (type(self), state)
 
     @staticmethod
     def store(name: str) -> MemoryStore:
@@ -228,6 +288,23 @@ class MemoryState(StateFactory):
         """
         with _STORES_LOCK:
             _STORES.pop(name, None)
+
+
+_SERVER: MemoryServer | None = None
+#: In a process that unpickled a served MemoryState: store name -> the serving address (so a
+#: copy made here with ``dataclasses.replace`` still opens the served store).
+_SERVED_ELSEWHERE: dict[str, Address] = {}
+
+
+def _restore(cls: type[MemoryState], state: dict[str, Any]) -> MemoryState:
+    """Unpickle a MemoryState: its settings, and the address of the process serving its store."""
+    restored = object.__new__(cls)
+    for name, value in state.items():
+        object.__setattr__(restored, name, value)
+    served = state.get("_served_at")
+    if served is not None and served[2] != os.getpid():
+        _SERVED_ELSEWHERE[restored.name] = served
+    return restored
 
 
 __all__ = ["MemoryBackingMap", "MemoryState", "MemoryStore"]

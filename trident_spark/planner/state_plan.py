@@ -33,14 +33,28 @@ def state_factory(node: PersistNode | StateQueryNode) -> Any:
 
 
 def check_shared(node: PersistNode | StateQueryNode) -> None:
-    """Refuse a state that lives in one process's memory: Spark's tasks run in other processes."""
+    """A state that lives in one process's memory (MemoryState) works in Spark's local mode only:
+    the driver serves it to the local Python workers (``serve()``). On a cluster it is refused."""
     factory = state_factory(node)
-    if getattr(factory, "process_local", False):
+    if not getattr(factory, "process_local", False):
+        return
+    master = _active_master()
+    if master is not None and not master.startswith("local"):
         raise TopologyError(
-            f"{node.label}: {factory.url} keeps its values in one Python process, but Spark runs state "
-            "operations in its Python worker processes, so the values would be scattered and lost; use "
-            "an embedded file instead, e.g. SqliteState.opaque(path='/tmp/wc.db'), or RedisState / "
-            "ElasticsearchState (MemoryState is for unit tests of state logic)")
+            f"{node.label}: {factory.url} keeps its values in the driver's memory, which Spark's executors "
+            f"on the cluster ({master}) cannot reach; MemoryState works in local mode only. Use "
+            "SqliteState on one machine, or RedisState / ElasticsearchState on a cluster")
+    serve = getattr(factory, "serve", None)
+    if callable(serve):
+        serve()  # the local workers read and write the driver's stores through it
+
+
+def _active_master() -> str | None:
+    """The master of the running SparkContext (None: none yet; run() then starts a local one)."""
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    return None if context is None else str(context.master)
 
 
 def check_reachable(factories: list[Any]) -> None:

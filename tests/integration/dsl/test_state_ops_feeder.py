@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from pyspark import cloudpickle
 
-from trident_spark import FailedException, TopologyError, TridentTopology
+from trident_spark import FailedException, TridentTopology
 from trident_spark.builtin import Count, MapGet, SnapshotGet, Sum, TupleCollectionGet
 from trident_spark.operation import BaseFunction, ReducerAggregator, StateUpdater
 from trident_spark.spout import FeederBatchSpout
@@ -259,21 +259,6 @@ def test_tuple_collection_get_emits_every_stored_key_and_value_typed_like_the_st
         handle.stop()
     answers = sorted((t["id"], t["word"], t["count"]) for t in sink.tuples)
     assert answers == [("q1", "cat", 2), ("q1", "dog", 1)]
-
-
-def test_memory_state_is_refused_on_spark_with_what_to_use(tmp_path):
-    from trident_spark.state import MemoryState
-
-    topology = TridentTopology()
-    topology.newStream("w", FeederBatchSpout(["word"])).groupBy(["word"]).persistentAggregate(
-        MemoryState.opaque(name="wc"), Count(), ["count"])
-    with pytest.raises(TopologyError) as caught:
-        topology.run(tmp_path / "ckpt")
-    assert str(caught.value) == (
-        "persistentAggregate(Count): memory://wc?type=opaque keeps its values in one Python process, but "
-        "Spark runs state operations in its Python worker processes, so the values would be scattered and "
-        "lost; use an embedded file instead, e.g. SqliteState.opaque(path='/tmp/wc.db'), or RedisState / "
-        "ElasticsearchState (MemoryState is for unit tests of state logic)")
 
 
 def test_parallelism_hint_on_a_state_keeps_each_key_in_one_task(run):
