@@ -6,10 +6,20 @@ import argparse
 import importlib.util
 import re
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from trident_spark.errors import StateError, TridentSparkError
+from trident_spark.errors import (
+    BrokerUnavailableError,
+    FailedException,
+    StateConflictError,
+    StateError,
+    StateUnavailableError,
+    TridentSparkError,
+)
+from trident_spark.runtime.errors import StreamFailedError
 
 HELP = "run a topology defined in a Python file"
 EPILOG = """examples:
@@ -21,8 +31,20 @@ EPILOG = """examples:
       Trident's batch emit interval of 500 ms
   trident-spark run examples/wordcount.py --explain
       print each query's operations and the Spark plan of one batch, then exit
+  trident-spark run app.py --outage-budget 10m --restart-on-failure 5
+      wait up to 10 minutes for a broker or store that does not answer; if the run still
+      fails, restart it from its checkpoint (up to 5 times, 30 s apart)
 """
 DEFAULT_ATTRS = ("topology", "build_topology")
+
+#: Failures a restart from the checkpoint can cure: a broker or store down for longer than the
+#: outage budget, a batch that kept asking to be replayed or losing conditional writes, and Spark
+#: failures that are not ours (an executor or the Python workers lost, ...). Others come back on
+#: every restart (a wrong topology, a missing topic, lost or malformed data, a state that disagrees
+#: with the checkpoint, a bug in an operation) and end the command at once.
+RESTARTABLE: tuple[type[BaseException], ...] = (
+    BrokerUnavailableError, StateUnavailableError, StateConflictError, FailedException, StreamFailedError)
+DEFAULT_RESTART_DELAY = 30.0
 
 
 def register(commands: Any) -> None:
@@ -38,9 +60,72 @@ def register(commands: Any) -> None:
     parser.add_argument("--retries", type=int, default=3, metavar="N",
                         help="replays of a batch that raises FailedException before the stream fails "
                              "(default 3)")
+    parser.add_argument("--outage-budget", type=_seconds, default=180.0, metavar="DURATION",
+                        help="how long a stream waits for a broker or store that does not answer, "
+                             "retrying with backoff, before it fails (e.g. 90s, 10m; default 3m)")
+    parser.add_argument("--restart-on-failure", type=_count, default=0, metavar="N",
+                        help="restart the topology from its checkpoint after a failure a restart can "
+                             "cure (an outage past the budget, replays run out, a Spark failure), up "
+                             "to N times (default 0: exit)")
+    parser.add_argument("--restart-delay", type=_seconds, default=DEFAULT_RESTART_DELAY,
+                        metavar="DURATION", help="wait before each restart (default 30s)")
     parser.add_argument("--explain", action="store_true",
                         help="print the queries and their Spark plans instead of running")
     parser.set_defaults(handler=main)
+
+
+def _seconds(text: str) -> float:
+    from trident_spark.durations import parse_seconds
+
+    try:
+        return parse_seconds(text, what="duration")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count (0, 1, 2, ...)")
+    return value
+
+
+def run_with_restarts(run_once: Callable[[], None], restarts: int, delay: float,
+                      say: Callable[[str], None], sleep: Callable[[float], None] = time.sleep) -> int:
+    """Call ``run_once`` (returns when the topology stops, raises when it fails); after a failure
+    in :data:`RESTARTABLE` call it again, ``delay`` seconds later, up to ``restarts`` times in all.
+
+    Each run resumes from the checkpoint: a batch that was interrupted is replayed with the same
+    offsets, and the states' txids make the replay exact. Returns how many restarts were made;
+    the last failure, or one a restart cannot cure, is raised.
+
+    Examples
+    --------
+    >>> failures = [FailedException("store briefly down"), None]
+    >>> def run_once():
+    ...     failure = failures.pop(0)
+    ...     if failure:
+    ...         raise failure
+    >>> run_with_restarts(run_once, restarts=3, delay=0, say=print)
+    restart 1 of 3 in 0 s, from the checkpoint, after: store briefly down
+    1
+    """
+    done = 0
+    while True:
+        try:
+            run_once()
+            return done
+        except RESTARTABLE as exc:
+            if done >= restarts:
+                if restarts:
+                    say(f"no restart left ({restarts} made, --restart-on-failure {restarts})")
+                raise
+            done += 1
+            say(f"restart {done} of {restarts} in {delay:g} s, from the checkpoint, after: {exc}")
+            sleep(delay)
 
 
 def load_topology(target: str) -> Any:
@@ -74,6 +159,7 @@ def main(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
     from trident_spark.cli.live import LiveProgress
+    from trident_spark.cli.waits import WaitWatcher
     from trident_spark.durations import trigger_millis
     from trident_spark.runtime.session import local_session
 
@@ -89,11 +175,22 @@ def main(args: argparse.Namespace) -> int:
     # a live view on a terminal, one line per batch otherwise
     progress = LiveProgress(console, trigger_ms=trigger_millis(trigger))
     handle = None
+
+    def run_once() -> None:
+        nonlocal handle
+        if handle is not None:  # a restart: the failed run's queries and listener go first
+            handle.stop()
+        handle = topology.run(checkpoint_location=checkpoint, trigger=trigger, spark=spark,
+                              on_progress=progress, max_batch_retries=args.retries,
+                              outage_budget=args.outage_budget)
+        handle.awaitTermination()
+
+    def say(line: str) -> None:
+        console.print(f"[yellow]{escape(line)}[/]")
+
     try:
-        with progress:
-            handle = topology.run(checkpoint_location=checkpoint, trigger=trigger, spark=spark,
-                                  on_progress=progress, max_batch_retries=args.retries)
-            handle.awaitTermination()
+        with progress, WaitWatcher(Path(checkpoint), console):
+            run_with_restarts(run_once, args.restart_on_failure, args.restart_delay, say)
     except (TridentSparkError, StateError) as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")  # messages show lists: [txid, val]
         return 1

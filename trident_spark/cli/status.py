@@ -204,6 +204,7 @@ class StatusReader:
     def views(self) -> list[Any]:
         from trident_spark.cli.live import StreamView
         from trident_spark.outage import describe_wait, read_wait
+        from trident_spark.outage import describe_wait, read_wait
 
         self._rescan()
         run = read_run(self.root)
@@ -227,6 +228,9 @@ class StatusReader:
                              f"{self.dirs[name]}")
             if run and run.get("trigger") and not trigger_ms:
                 notes.append(f"trigger {run['trigger']}: batches run back to back, no interval to meet")
+            wait = read_wait(self.dirs[name]) if alive is not False else None
+            if wait:  # a broker or store that does not answer (trident_spark.outage)
+                notes.append(describe_wait(wait))
             wait = read_wait(self.dirs[name]) if alive is not False else None
             if wait:  # a broker or store that does not answer (trident_spark.outage)
                 notes.append(describe_wait(wait))

@@ -11,8 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trident_spark.errors import FailedException, StateConflictError, StateUnavailableError
+from trident_spark.errors import (
+    BrokerUnavailableError,
+    FailedException,
+    StateConflictError,
+    StateUnavailableError,
+)
 from trident_spark.graph import PersistNode, StateQueryNode, ancestors
+from trident_spark.outage import Kind, Outage
 from trident_spark.planner.compile import BatchPlan
 from trident_spark.planner.query import Output, QueryPlan
 from trident_spark.runtime.metrics import batch_description
@@ -33,9 +39,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: Causes that replay the batch (bounded by ``max_batch_retries``): asked for by an operation,
-#: or a state store that did not answer or kept losing conditional writes (Trident replays a
-#: batch whose state update failed).
-RETRYABLE = (FailedException, StateUnavailableError, StateConflictError)
+#: or a state store that kept losing conditional writes (Trident replays a batch whose state
+#: update failed).
+RETRYABLE = (FailedException, StateConflictError)
+
+#: Causes that replay the batch while the outage lasts less than ``outage_budget`` seconds
+#: (``trident_spark.outage``): a broker or store that does not answer.
+OUTAGES = (BrokerUnavailableError, StateUnavailableError)
 
 #: In a query's checkpoint directory: the id of the last batch whose state writes began. After a
 #: restart, a stored txid equal to the first batch's is a replay's only if that batch is named here.
@@ -68,6 +78,11 @@ class BatchRunner:
     spark_reads: Callable[[], SparkReads | None] | None = None
     #: This run of the topology: executors keep opened states (and their caches) for one run.
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    #: Seconds a batch keeps retrying a broker or store that does not answer (``run(outage_budget=)``).
+    outage_budget: float = 180.0
+    #: Whether the query still runs (set once it started): a wait for a broker or store ends when
+    #: it was stopped. Asked of the query itself: the session foreachBatch gets is a clone.
+    query_active: Callable[[], bool] | None = None
     _stats: Accumulator[dict[Any, float]] | None = field(default=None, init=False, repr=False)
     phases: list[list[Output]] = field(default_factory=list, init=False, repr=False)
     has_state: bool = field(default=False, init=False, repr=False)
@@ -89,6 +104,7 @@ class BatchRunner:
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         from trident_spark.runtime.errors import translate
         attempt = 0
+        outage = self._outage(batch_id)
         tries, reads = 0, None
         while True:
             try:
@@ -99,7 +115,11 @@ class BatchRunner:
                 counters = self.run_once(df, batch_id)
                 break
             except Exception as exc:
-                cause = exc if isinstance(exc, RETRYABLE) else translate(self.query.name, exc)
+                cause = exc if isinstance(exc, RETRYABLE + OUTAGES) else translate(self.query.name, exc)
+                if isinstance(cause, OUTAGES):  # waits, or raises once the outage outlasts the budget
+                    outage.wait(cause, *self._unavailable(cause))
+                    continue
+                outage.forget()  # another failure (a stop included): no longer waiting for anything
                 if not isinstance(cause, RETRYABLE):
                     raise
                 if attempt >= self.max_retries and not isinstance(cause, FailedException):
@@ -115,6 +135,7 @@ class BatchRunner:
                 log.warning("stream %s: batch %d asked to be replayed (%s); retry %d of %d in %.1f s",
                             self.query.name, batch_id, cause, attempt, self.max_retries, delay)
                 time.sleep(delay)
+        outage.end()
         from trident_spark.tuning.adaptive import after_batch
 
         after_batch(self.query, self.checkpoint, batch_id, started)  # adaptive spouts: the duration
@@ -177,6 +198,28 @@ class BatchRunner:
                 first[where] = min(offset, first.get(where, offset))
         for address, record, txid_offset in adopted:
             check_adopted_offsets(address, record, self._offsets(batch_id), first, txid_offset)
+
+    def _outage(self, batch_id: int) -> Outage:
+        """The batch's outage tracker: its wait is recorded in the query's checkpoint directory,
+        and ends when the query is stopped."""
+        return Outage(self.outage_budget, self.query.name, f"batch {batch_id}", self.checkpoint,
+                      stopped=self._stopped)
+
+    def _stopped(self) -> bool:
+        """Whether the query was stopped while the batch waits for a broker or store."""
+        try:
+            return self.query_active is not None and not self.query_active()
+        except Exception:  # cannot tell: wait on
+            return False
+
+    def _unavailable(self, cause: BaseException) -> tuple[Kind, str]:
+        """What did not answer: ``("store", its address)`` or ``("broker", the spout's address)``."""
+        if isinstance(cause, StateUnavailableError):
+            return "store", str(getattr(cause, "address", None) or "?")
+        addresses = [str(node.spout.config.address) for node in self.query.spouts
+                     if hasattr(getattr(node.spout, "config", None), "address")]
+        named = [a for a in addresses if a in str(cause)]
+        return "broker", ", ".join(dict.fromkeys(named or addresses)) or "?"
 
     def _marker(self) -> Path | None:
         return None if self.checkpoint is None else self.checkpoint / WRITES_MARKER

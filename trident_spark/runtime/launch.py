@@ -24,11 +24,13 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path, trigger: str | Non
                   max_batch_retries: int, retry_delay: float, *, outage_budget: float = 180.0,
                   progress_history: int = 100, accept_state_loss: bool = False) -> TopologyHandle:
     """Check the spouts, then start every query; returns the handle over them."""
+    from trident_spark.outage import check_outage_budget, clear_wait
     from trident_spark.planner.state_plan import check_reachable, check_shared, state_factory
     from trident_spark.runtime.handle import TopologyHandle, check_progress_history
     from trident_spark.runtime.session import local_session
 
     check_progress_history(progress_history)  # before Spark starts
+    outage_budget = check_outage_budget(outage_budget)
     states = []
     for query in queries:
         for node in query.nodes:
@@ -47,14 +49,19 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path, trigger: str | Non
     try:
         for query in queries:
             (checkpoint / query.name).mkdir(parents=True, exist_ok=True)
+            clear_wait(checkpoint / query.name)  # left by a run stopped while it waited
             runner = BatchRunner(query, conf, max_batch_retries, retry_delay,
                                  on_metrics=partial(handle._record_metrics, query.name, stage_order(query)),
                                  spark_reads=partial(handle._spark_reads, query.name),
-                                 checkpoint=checkpoint / query.name, accept_state_loss=accept_state_loss)
-            writer = (query_source(spark, query, checkpoint / query.name).writeStream.queryName(query.name)
+                                 checkpoint=checkpoint / query.name, accept_state_loss=accept_state_loss,
+                                 outage_budget=outage_budget)
+            source = query_source(spark, query, checkpoint / query.name, outage_budget)
+            writer = (source.writeStream.queryName(query.name)
                       .foreachBatch(runner)
                       .option("checkpointLocation", str(checkpoint / query.name)))
-            handle._add(query.name, _with_trigger(writer, trigger).start())
+            started = _with_trigger(writer, trigger).start()
+            runner.query_active = partial(_is_active, started)
+            handle._add(query.name, started)
     except BaseException:
         handle.stop()
         raise
@@ -66,18 +73,21 @@ def stage_order(query: QueryPlan) -> list[str]:
     return [node.label for node in query.nodes]
 
 
-def spout_dataframe(spark: SparkSession, node: Any, feedback_dir: Path | None = None) -> DataFrame:
+def spout_dataframe(spark: SparkSession, node: Any, feedback_dir: Path | None = None,
+                    outage_budget: float = 0.0) -> DataFrame:
     """One spout's streaming DataFrame, records it could not decode counted and dropped.
 
     ``feedback_dir`` is the query's checkpoint directory: an adaptive Kafka spout reads the
     driver's batch durations there (see :mod:`trident_spark.tuning.adaptive`)."""
-    return _observed(node.stream_name, runtime_spout(node.spout, feedback_dir).to_dataframe(spark))
+    spout = runtime_spout(node.spout, feedback_dir, outage_budget)
+    return _observed(node.stream_name, spout.to_dataframe(spark))
 
 
-def runtime_spout(spout: Any, feedback_dir: Path | None = None) -> Any:
+def runtime_spout(spout: Any, feedback_dir: Path | None = None, outage_budget: float = 0.0) -> Any:
     """The spout as the runtime runs it: a Kafka spout read by our Python source also reports
-    its read time per batch (the ``source`` stage of the batch's metrics), and an adaptive one
-    learns where the driver leaves batch durations."""
+    its read time per batch (the ``source`` stage of the batch's metrics), an adaptive one
+    learns where the driver leaves batch durations, and planning waits through a broker outage
+    within ``outage_budget`` seconds, recording the wait in the query's checkpoint directory."""
     import copy
     import dataclasses
 
@@ -88,20 +98,23 @@ def runtime_spout(spout: Any, feedback_dir: Path | None = None) -> Any:
         return spout
     spout = copy.copy(spout)
     feedback = str(feedback_dir) if feedback_dir is not None and config.adaptive else config.feedback_dir
-    spout.config = dataclasses.replace(config, read_metrics=True, feedback_dir=feedback)
+    spout.config = dataclasses.replace(
+        config, read_metrics=True, feedback_dir=feedback, outage_budget_s=outage_budget,
+        outage_dir=str(feedback_dir) if feedback_dir is not None else config.outage_dir)
     return spout
 
 
-def query_source(spark: SparkSession, query: QueryPlan, feedback_dir: Path | None = None) -> DataFrame:
+def query_source(spark: SparkSession, query: QueryPlan, feedback_dir: Path | None = None,
+                 outage_budget: float = 0.0) -> DataFrame:
     """The streaming input of a query: one spout's DataFrame, or several tagged and unioned
     (so merged or joined streams read in one query and share its batch ids)."""
     from pyspark.sql import functions as F
 
     if len(query.spouts) == 1:
-        return spout_dataframe(spark, query.spouts[0], feedback_dir)
+        return spout_dataframe(spark, query.spouts[0], feedback_dir, outage_budget)
     parts = []
     for i, node in enumerate(query.spouts):
-        df = spout_dataframe(spark, node, feedback_dir)
+        df = spout_dataframe(spark, node, feedback_dir, outage_budget)
         parts.append(df.select(F.lit(i).alias(SPOUT_TAG), F.struct(*df.columns).alias(f"__s{i}")))
     union = parts[0]
     for part in parts[1:]:
@@ -137,6 +150,10 @@ def _observed(stream: str, df: DataFrame) -> DataFrame:
     if "malformed" in df.columns:
         df = df.where(F.col("malformed").isNull()).drop("malformed")
     return df.drop(READ_MS_COLUMN)
+
+
+def _is_active(query: Any) -> bool:
+    return bool(query.isActive)
 
 
 def _with_trigger(writer: Any, trigger: str | None) -> Any:

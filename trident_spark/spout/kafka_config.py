@@ -85,6 +85,11 @@ class KafkaSpoutConfig:
     #: The query's checkpoint directory, where the driver leaves each batch's measured
     #: duration for the planner (set by the runtime when adaptive batching is on).
     feedback_dir: str | None = None
+    #: Set by the runtime (``run(outage_budget=)``): seconds planning a batch on the driver keeps
+    #: retrying a broker that does not answer (0: fail at once), and the query's checkpoint
+    #: directory, where the wait is recorded for ``trident-spark run`` and ``status``.
+    outage_budget_s: float = 0.0
+    outage_dir: str | None = None
 
     def __post_init__(self) -> None:
         self._check_subscription()

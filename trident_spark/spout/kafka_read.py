@@ -116,7 +116,7 @@ def _fill(config: KafkaSpoutConfig, consumer: Any, r: OffsetRange, position: int
             if msgs:
                 columns.add(msgs)
                 position = msgs[-1].offset() + 1
-        elif (end := _log_end_before(consumer, r, position)) is not None:
+        elif (end := _log_end_before(consumer, r, position, config.timeout_s)) is not None:
             return _past_the_end(config, r, position, end)
         elif time.monotonic() - idle_since > config.timeout_s:
             raise BrokerUnavailableError(
@@ -127,14 +127,25 @@ def _fill(config: KafkaSpoutConfig, consumer: Any, r: OffsetRange, position: int
     return position
 
 
-def _log_end_before(consumer: Any, r: OffsetRange, position: int) -> int | None:
-    """The last fetch answer's high watermark when it lies before ``position`` (else None).
+def _log_end_before(consumer: Any, r: OffsetRange, position: int, timeout: float) -> int | None:
+    """The partition's log end when it lies before ``position`` (else None).
 
-    Some brokers answer a fetch past the log's end with no records and no error.
+    Some brokers answer a fetch past the log's end with no records and no error; the last
+    fetch answer's high watermark shows it. That cached value may also be older than this
+    assignment (a pooled consumer read the partition before, and no fetch has answered since:
+    a slow or paused broker), so the broker is asked before it counts; a broker that does
+    not answer is no sign of lost records.
     """
-    from confluent_kafka import TopicPartition
+    from confluent_kafka import KafkaException, TopicPartition
 
-    _, high = consumer.get_watermark_offsets(TopicPartition(r.topic, r.partition), cached=True)
+    tp = TopicPartition(r.topic, r.partition)
+    _, high = consumer.get_watermark_offsets(tp, cached=True)
+    if not 0 <= high < position:
+        return None
+    try:
+        _, high = consumer.get_watermark_offsets(tp, timeout=timeout)
+    except KafkaException:
+        return None
     return int(high) if 0 <= high < position else None
 
 

@@ -31,9 +31,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
@@ -46,7 +47,8 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from trident_spark.errors import DataLossError
+from trident_spark.errors import BrokerUnavailableError, DataLossError
+from trident_spark.outage import Outage
 from trident_spark.spout.kafka_client import KafkaBrokerClient, ProbeResult
 from trident_spark.spout.kafka_config import KafkaSpoutConfig
 from trident_spark.spout.kafka_offsets import (
@@ -79,6 +81,8 @@ log = logging.getLogger(__name__)
 BYTE_LIMITED = ("adaptive", "max_fetch_bytes")
 
 FORMAT_NAME = "trident_kafka"
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -140,6 +144,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._until: Offsets | None = None
         self._decision: Decision | None = None
         self._fed_batch: int | None = None
+        where = config.outage_dir
+        self._outage = Outage(config.outage_budget_s, Path(where).name if where else ",".join(config.topics),
+                              "planning the next batch", Path(where) if where else None)
 
     def __getstate__(self) -> dict[str, Any]:
         # Only settings travel to executors; driver-side connections stay behind.
@@ -154,16 +161,30 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._client = KafkaBrokerClient(self.config)
         return self._client
 
+    def _broker(self, call: Callable[..., T], *args: Any) -> T:
+        """``call(*args)`` against the broker; while the broker does not answer, wait and try
+        again within the outage budget (``run(outage_budget=)``), then fail naming it.
+
+        Runs in Spark's stream thread on the driver: the query stays up while it waits.
+        Each attempt fails within ``timeout`` seconds (librdkafka calls are given it).
+        """
+        while True:
+            try:
+                return call(*args)
+            except BrokerUnavailableError as exc:
+                self._outage.wait(exc, "broker", self.config.address)
+
     # --- offsets ---------------------------------------------------------------------
     def initialOffset(self) -> dict[str, Any]:
         """Resolve ``starting_offsets`` to concrete offsets (called once, for a new query)."""
         self._wait_for_prefetch()
-        partitions = self.client.topic_partitions()
-        earliest = self.client.earliest_offsets(partitions)
+        partitions = self._broker(self.client.topic_partitions)
+        earliest = self._broker(self.client.earliest_offsets, partitions)
         document = {"offsets": encode_offsets(self._starting_offsets(partitions, earliest))}
         if self.config.ending_offsets is not None:
             self._until = self._resolve_ending(partitions, earliest)
             document["until"] = encode_offsets(self._until)
+        self._outage.end()
         return document
 
     def _starting_offsets(self, partitions: list[TopicPartition], earliest: Offsets) -> Offsets:
@@ -208,19 +229,22 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if "until" in start:
             self._until = decode_offsets(start["until"])
         elif self._until is None:  # a checkpoint from before ending_offsets was set
-            partitions = self.client.topic_partitions()
-            self._until = self._resolve_ending(partitions, self.client.earliest_offsets(partitions))
+            partitions = self._broker(self.client.topic_partitions)
+            earliest = self._broker(self.client.earliest_offsets, partitions)
+            self._until = self._resolve_ending(partitions, earliest)
         return self._until
 
     def _high_watermarks(self, starts: Offsets) -> Offsets:
-        probes = self.client.probe(starts, sample_bytes=1)
+        probes = self._broker(self.client.probe, starts, 1)
         return {tp: max(starts[tp], p.high_watermark) for tp, p in probes.items()}
 
     def prepareForTriggerAvailableNow(self) -> None:
         """Fix the end of an ``availableNow`` run at the high watermarks seen now."""
         self._wait_for_prefetch()
-        partitions = self.client.topic_partitions()
-        self._available_now_target = self._high_watermarks(self.client.earliest_offsets(partitions))
+        partitions = self._broker(self.client.topic_partitions)
+        earliest = self._broker(self.client.earliest_offsets, partitions)
+        self._available_now_target = self._high_watermarks(earliest)
+        self._outage.end()
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
         return {"offsets": encode_offsets(self._latest_seen)} if self._latest_seen else None
@@ -240,8 +264,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """End of the next batch: all pending records, cut down by the read limits.
 
         Called by Spark once per trigger, in its planner's Python process, after the
-        previous batch finished; the answer is logged before the batch runs.
+        previous batch finished; the answer is logged before the batch runs. While the
+        broker does not answer it waits, within the outage budget (:meth:`_broker`).
         """
+        document = self._latest_offset(start, limit)
+        self._outage.end()
+        return document
+
+    def _latest_offset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         previous = decode_offsets(start.get("offsets", {}))
         self._ending(start)
         self._decide_limit(start)
@@ -251,11 +281,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if planned is not None and planned.get("batch", {}).get("limited_by") != "available":
                 return self._prefetch_after(planned)
             # The batch would take everything pending: look again, more may have come.
-        partitions = self.client.topic_partitions()
+        partitions = self._broker(self.client.topic_partitions)
         self._check_lost_partitions(previous, partitions)
         new = [tp for tp in partitions if tp not in previous]
         begin = {**{tp: previous[tp] for tp in partitions if tp in previous},
-                 **self.client.earliest_offsets(new)}
+                 **self._broker(self.client.earliest_offsets, new)}
         probes, lost = self._probe(begin)
         planned = self._plan(previous, begin, probes, lost, limit)
         return start if planned is None else self._prefetch_after(planned)
@@ -369,11 +399,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _probe(self, begin: Offsets) -> tuple[dict[TopicPartition, ProbeResult], int]:
         """Probe every partition; where ``begin`` was lost to retention, fail or skip ahead."""
         sample_bytes = self._sample_bytes()
-        probes = self.client.probe(begin, sample_bytes)
+        probes = self._broker(self.client.probe, begin, sample_bytes)
         out_of_range = [tp for tp, p in probes.items() if p.out_of_range]
         if not out_of_range:
             return probes, 0
-        earliest = self.client.earliest_offsets(out_of_range)
+        earliest = self._broker(self.client.earliest_offsets, out_of_range)
         if self.config.fail_on_data_loss:
             raise DataLossError(
                 f"KafkaSpout: offsets the stream needs no longer exist on {self.config.address}: "
@@ -385,7 +415,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     "; ".join(_lost_range(tp, begin[tp], earliest[tp]) for tp in out_of_range))
         for tp in out_of_range:
             begin[tp] = earliest[tp]
-        probes.update(self.client.probe({tp: begin[tp] for tp in out_of_range}, sample_bytes))
+        probes.update(self._broker(self.client.probe, {tp: begin[tp] for tp in out_of_range}, sample_bytes))
         return probes, lost
 
     def _apply_limits(self, begin: Offsets, high: Offsets, probes: dict[TopicPartition, ProbeResult],
