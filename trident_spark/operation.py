@@ -1,8 +1,10 @@
 """The interfaces user code implements: Trident's operations, in Python.
 
-Operations are pickled to executors and run there, once per partition of a
-batch: ``prepare(conf, context)`` first, ``cleanup()`` at the end. They must not
-hold driver-side objects (SparkSession, open connections made on the driver).
+Operations are pickled to executors and run there. As in Trident, an instance
+lives for its task (one per run, operator and partition): ``prepare(conf,
+context)`` once, then every batch on the same instance, ``cleanup()`` when the
+run stops (see ``trident_spark.planner.instances``). They must not hold
+driver-side objects (SparkSession, open connections made on the driver).
 
 Built-in operations may also offer a Spark SQL form (methods starting with
 ``spark_``); the planner then runs them as Spark expressions instead of Python.
@@ -10,6 +12,8 @@ Built-in operations may also offer a Spark SQL form (methods starting with
 
 from __future__ import annotations
 
+import logging
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -24,12 +28,25 @@ if TYPE_CHECKING:
 S = TypeVar("S")
 V = TypeVar("V")
 
+log = logging.getLogger(__name__)
+
+#: Characters of a reported error's message kept for progress (the log has it whole).
+MAX_ERROR_CHARS = 500
+
 
 @dataclass
 class OperationContext:
     """Where an operation runs: ``partition_index`` of ``num_partitions``, and the txid.
 
-    ``num_partitions`` is the partition count of the stage the operation runs in.
+    ``num_partitions`` is the partition count of the stage the operation runs in. The
+    instance keeps the context ``prepare`` was given, and its ``txid`` follows the batch
+    being run (a value copied in ``prepare`` is the first batch's).
+
+    Examples
+    --------
+    >>> context = OperationContext(1, 4, txid=0, operation_name="each(Split)")
+    >>> context.getPartitionIndex(), context.numPartitions()
+    (1, 4)
     """
 
     partition_index: int
@@ -37,9 +54,60 @@ class OperationContext:
     txid: int
     operation_name: str = ""
 
+    def getPartitionIndex(self) -> int:
+        """Trident's name for ``partition_index``: this task's partition, from 0."""
+        return self.partition_index
+
+    def numPartitions(self) -> int:
+        """Trident's name for ``num_partitions``: the partitions of the operation's stage."""
+        return self.num_partitions
+
+
+class ReportedErrors:
+    """What one operator reported with ``collector.reportError`` in a task: logged and counted.
+
+    Each error is logged (logger ``trident_spark.operation``, with its traceback) naming the
+    operator; ``count`` and ``last`` (the last message, secrets redacted) go to the batch's
+    progress. The batch goes on, as with Trident's ``reportError``.
+
+    Examples
+    --------
+    >>> errors = ReportedErrors("each(Parse)")
+    >>> errors.report(ValueError("bad line 'x'"))
+    >>> errors.count, errors.last
+    (1, "ValueError: bad line 'x'")
+    """
+
+    def __init__(self, operation_name: str = "") -> None:
+        self.operation_name = operation_name
+        self.count = 0
+        self.last: str | None = None
+
+    def report(self, error: BaseException) -> None:
+        from trident_spark.state.redaction import redact_text
+
+        self.count += 1
+        message = redact_text(f"{type(error).__name__}: {error}")
+        self.last = message if len(message) <= MAX_ERROR_CHARS else message[:MAX_ERROR_CHARS] + "..."
+        _visible_logging()
+        log.warning("%s reported an error (the batch goes on): %s", self.operation_name or "an operation",
+                    message, exc_info=error if error.__traceback__ is not None else None)
+
+
+def _visible_logging() -> None:
+    """Where nothing configured logging (Spark's Python workers), reported errors go to stderr
+    (the executor's log) instead of nowhere."""
+    if not logging.getLogger().handlers and not log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        log.addHandler(handler)
+
 
 class TridentCollector:
     """Receives what an operation emits; one ``emit`` makes one output tuple.
+
+    ``reportError(error)`` logs the error naming the operator and counts it in the batch's
+    progress (``BatchProgress.errors_reported``); the batch goes on, as in Trident.
 
     Examples
     --------
@@ -47,16 +115,21 @@ class TridentCollector:
     >>> c.emit(["cat"]); c.emit(["dog"])
     >>> c.emitted
     [['cat'], ['dog']]
+    >>> c.reportError(ValueError("no number in 'cat'"))
+    >>> c.errors.count
+    1
     """
 
-    def __init__(self) -> None:
+    def __init__(self, errors: ReportedErrors | None = None) -> None:
         self.emitted: list[list[Any]] = []
+        self.errors = errors if errors is not None else ReportedErrors()
 
     def emit(self, values: Sequence[Any]) -> None:
         self.emitted.append(list(values))
 
     def reportError(self, error: BaseException) -> None:
-        raise error
+        """Log ``error`` with the operator's name and count it; the batch goes on."""
+        self.errors.report(error)
 
     def reset(self) -> list[list[Any]]:
         out, self.emitted = self.emitted, []
@@ -64,13 +137,14 @@ class TridentCollector:
 
 
 class Operation:
-    """Lifecycle shared by every operation."""
+    """Lifecycle shared by every operation (Trident's): one instance per run and partition."""
 
     def prepare(self, conf: dict[str, Any], context: OperationContext) -> None:
-        """Called on the executor before the first tuple of a partition."""
+        """Called on the executor once, before the instance's first batch; the instance is then
+        kept for the partition's next batches while the run lasts."""
 
     def cleanup(self) -> None:
-        """Called on the executor after the last tuple of a partition."""
+        """Called on the executor when the run stops (not guaranteed if the process is killed)."""
 
 
 def overrides_prepare(operation: object) -> bool:

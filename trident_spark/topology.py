@@ -335,7 +335,7 @@ class TridentTopology:
             spark: SparkSession | None = None, on_progress: ProgressCallback | None = None,
             conf: dict[str, Any] | None = None, max_batch_retries: int = 3,
             retry_delay: float = 0.5, outage_budget: float = 180.0, progress_history: int = 100,
-            accept_state_loss: bool = False) -> TopologyHandle:
+            accept_state_loss: bool = False, py_files: Sequence[str | Path] | None = None) -> TopologyHandle:
         """Start every query on Spark; returns at once with a handle.
 
         Parameters
@@ -367,6 +367,10 @@ class TridentTopology:
             Run even though a state lost data or was rolled back behind this checkpoint
             (``StateLostError``): its record is re-based on the checkpoint and counting goes on
             from what the store holds. Only for a loss you have accepted.
+        py_files : list of paths, optional
+            ``.py``, ``.zip`` or ``.egg`` files the executors need to import the operations'
+            code, shipped as ``spark-submit --py-files`` does (``SparkContext.addPyFile``). For
+            a cluster: in local mode, modules the driver imported ship with the operations.
         """
         from trident_spark.runtime.launch import start_queries
 
@@ -377,7 +381,8 @@ class TridentTopology:
             raise TopologyError(f"run(): max_batch_retries must be an int >= 0, got {max_batch_retries!r}")
         return start_queries(self.queries(), Path(checkpoint_location), trigger, spark, on_progress,
                              conf or {}, max_batch_retries, retry_delay, outage_budget=outage_budget,
-                             progress_history=progress_history, accept_state_loss=accept_state_loss)
+                             progress_history=progress_history, accept_state_loss=accept_state_loss,
+                             py_files=py_files)
 
     def explain(self, spark: SparkSession | None = None, mode: str = "simple") -> str:
         """The topology's queries: their Trident operations and the Spark plan of one batch.

@@ -174,6 +174,41 @@ def locate(path: Path, stream: str | None = None) -> tuple[Path, dict[str, Path]
     return root, streams
 
 
+def reported_errors(batches: list[Any]) -> str | None:
+    """The note on what operations reported with ``collector.reportError`` in ``batches``: how
+    many by each operator, and its last message (None when none reported any).
+
+    Examples
+    --------
+    >>> reported_errors([{"txid": 4, "errors_reported": {"each(Parse)": 2},
+    ...                   "last_errors": {"each(Parse)": "ValueError: no number in 'x'"}},
+    ...                  {"txid": 5, "errors_reported": {"each(Parse)": 1}}])
+    "3 errors reported by each(Parse) in the last 2 batches (the batches went on); last, in batch 4: \
+ValueError: no number in 'x'"
+    """
+    from trident_spark.tuning.diagnosis import value_of
+
+    counts: dict[str, int] = {}
+    last: dict[str, tuple[int, str]] = {}
+    for batch in batches:
+        for operator, n in (value_of(batch, "errors_reported", None) or {}).items():
+            counts[operator] = counts.get(operator, 0) + int(n)
+        for operator, message in (value_of(batch, "last_errors", None) or {}).items():
+            last[operator] = (int(value_of(batch, "txid", -1)), str(message))
+    if not counts:
+        return None
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    parts = []
+    for operator, n in ranked:
+        where = last.get(operator)
+        said = f"; last, in batch {where[0]}: {where[1]}" if where else ""
+        parts.append(f"{n} error{'s' if n != 1 else ''} reported by {operator}{said}")
+    span = f"the last {len(batches)} batches" if len(batches) != 1 else "the last batch"
+    first, rest = parts[0].split(";", 1) if ";" in parts[0] else (parts[0], "")
+    shown = f"{first} in {span} (the batches went on)" + (f";{rest}" if rest else "")
+    return "; ".join([shown, *parts[1:]])
+
+
 class StatusReader:
     """Reads a checkpoint directory, and on each :meth:`views` what was appended since."""
 
@@ -204,7 +239,6 @@ class StatusReader:
     def views(self) -> list[Any]:
         from trident_spark.cli.live import StreamView
         from trident_spark.outage import describe_wait, read_wait
-        from trident_spark.outage import describe_wait, read_wait
 
         self._rescan()
         run = read_run(self.root)
@@ -228,9 +262,9 @@ class StatusReader:
                              f"{self.dirs[name]}")
             if run and run.get("trigger") and not trigger_ms:
                 notes.append(f"trigger {run['trigger']}: batches run back to back, no interval to meet")
-            wait = read_wait(self.dirs[name]) if alive is not False else None
-            if wait:  # a broker or store that does not answer (trident_spark.outage)
-                notes.append(describe_wait(wait))
+            errors = reported_errors(list(history.recent)[-self.window:])
+            if errors:  # collector.reportError: the batches went on
+                notes.append(errors)
             wait = read_wait(self.dirs[name]) if alive is not False else None
             if wait:  # a broker or store that does not answer (trident_spark.outage)
                 notes.append(describe_wait(wait))

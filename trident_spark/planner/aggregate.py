@@ -17,6 +17,7 @@ from trident_spark.errors import TopologyError
 from trident_spark.graph import AggregateNode, AggSpec
 from trident_spark.operation import Aggregator, CombinerAggregator
 from trident_spark.planner.aggregate_exec import AggLayout, AggStep, run_aggregate
+from trident_spark.planner.instances import InstanceScope, has_lifecycle, hosted
 from trident_spark.planner.python_plan import named
 from trident_spark.planner.shipping import shipped
 from trident_spark.planner.types import arrow_type, spark_type
@@ -29,10 +30,10 @@ if TYPE_CHECKING:
 
 
 def aggregate(df: DataFrame, node: AggregateNode, txid: int, conf: dict[str, Any],
-              partitions: int | None, metrics: Any = None) -> DataFrame:
+              partitions: int | None, metrics: Any = None, scope: InstanceScope | None = None) -> DataFrame:
     """The DataFrame of ``node``'s output for one batch (``metrics``: where its Python stages
-    count their time)."""
-    result = _aggregate(df, node, txid, conf, partitions, metrics)
+    count their time; ``scope``: the run, whose instance hosts keep aggregators with a lifecycle)."""
+    result = _aggregate(df, node, txid, conf, partitions, metrics, scope)
     if node.scope == "batch" and not node.group_fields and partitions and partitions > 1:
         # A global aggregation emits in one task; with a hint, the stage still has n tasks
         # (the others empty), as Trident's global grouping does.
@@ -43,7 +44,7 @@ def aggregate(df: DataFrame, node: AggregateNode, txid: int, conf: dict[str, Any
 
 
 def _aggregate(df: DataFrame, node: AggregateNode, txid: int, conf: dict[str, Any],
-               partitions: int | None, metrics: Any) -> DataFrame:
+               partitions: int | None, metrics: Any, scope: InstanceScope | None = None) -> DataFrame:
     group = list(node.group_fields)
     if node.scope == "batch":
         sql = _sql_aggregate(df, node, partitions)
@@ -51,13 +52,14 @@ def _aggregate(df: DataFrame, node: AggregateNode, txid: int, conf: dict[str, An
             return sql
         if all(isinstance(s.aggregator, CombinerAggregator) for s in node.specs):
             # the partial stage runs in the input's partitions: prepare sees their count
-            partial_df = _stage(df, node, "partial", txid, conf, _asked_count(df, node), metrics)
+            partial_df = _stage(df, node, "partial", txid, conf, _asked_count(df, node), metrics, scope=scope)
             shuffled = _shuffle(partial_df, group, partitions)
             return _stage(shuffled, node, "final", txid, conf, _count(shuffled, node, partitions, group),
-                          metrics, input_df=df)
+                          metrics, input_df=df, scope=scope)
         shuffled = _shuffle(df, group, partitions)
-        return _stage(shuffled, node, "full", txid, conf, _count(shuffled, node, partitions, group), metrics)
-    return _stage(df, node, "full", txid, conf, _count(df, node, None, group), metrics)
+        return _stage(shuffled, node, "full", txid, conf, _count(shuffled, node, partitions, group), metrics,
+                      scope=scope)
+    return _stage(df, node, "full", txid, conf, _count(df, node, None, group), metrics, scope=scope)
 
 
 def _shuffle(df: DataFrame, group: list[str], partitions: int | None) -> DataFrame:
@@ -144,7 +146,8 @@ def _sql_aggregate(df: DataFrame, node: AggregateNode, partitions: int | None) -
 
 # --- Python stages -----------------------------------------------------------------------
 def _stage(df: DataFrame, node: AggregateNode, mode: str, txid: int, conf: dict[str, Any],
-           num_partitions: int, metrics: Any = None, input_df: DataFrame | None = None) -> DataFrame:
+           num_partitions: int, metrics: Any = None, input_df: DataFrame | None = None,
+           scope: InstanceScope | None = None) -> DataFrame:
     from pyspark.sql.types import BinaryType, StructField, StructType
 
     source_schema = (input_df if input_df is not None else df).schema
@@ -163,7 +166,12 @@ def _stage(df: DataFrame, node: AggregateNode, mode: str, txid: int, conf: dict[
     types: dict[str, pa.DataType] = {f.name: arrow_type(f.dataType) for f in schema.fields}
     layout = AggLayout(mode, group, [f.name for f in schema.fields], types,
                        single_emit=not group and mode != "partial")
-    fn = partial(_entry, steps, layout, txid, conf, num_partitions)
+    if scope is not None and any(has_lifecycle(step.aggregator) for step in steps):
+        # Kept aggregators: the stage runs in the partition's instance host (planner.instances).
+        fn = hosted(InstanceScope(scope.run_id, f"{scope.stage}/{mode}", scope.stopped),
+                    partial(_entry, steps, layout, txid, conf, num_partitions), metrics)
+    else:
+        fn = partial(_entry, steps, layout, txid, conf, num_partitions, metrics)
     name = node.label if mode == "full" else f"{node.label} / {mode}"
     stage = named(timed(fn, "aggregate", name, metrics), f"{mode}_{node.label}")
     return shipped(lambda: df.mapInArrow(stage, schema), [(step.label, step.aggregator) for step in steps])
@@ -200,5 +208,5 @@ def output_types(spec: AggSpec, schema: StructType) -> list[DataType]:
 
 
 def _entry(steps: list[AggStep], layout: AggLayout, txid: int, conf: dict[str, Any], num_partitions: int,
-           batches: Any) -> Any:
-    return run_aggregate(steps, layout, txid, conf, num_partitions, batches)
+           metrics: Any, batches: Any) -> Any:
+    return run_aggregate(steps, layout, txid, conf, num_partitions, batches, metrics)

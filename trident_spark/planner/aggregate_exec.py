@@ -12,6 +12,7 @@ Three modes, all called inside ``mapInArrow``:
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import pickle
 from collections.abc import Iterator, Sequence
@@ -26,14 +27,17 @@ from trident_spark.operation import (
     Aggregator,
     CombinerAggregator,
     OperationContext,
+    ReportedErrors,
     TridentCollector,
 )
+from trident_spark.planner.instances import task_instances
 from trident_spark.planner.python_stage import (
     MAX_TUPLE_CHARS,
     OperatorError,
     partition_index,
     to_arrow_column,
 )
+from trident_spark.runtime.metrics import StageClock
 
 
 @dataclass
@@ -44,6 +48,7 @@ class AggStep:
     aggregator: Any
     input_fields: Fields
     function_fields: Fields
+    errors: ReportedErrors | None = None  # what it reports (collector.reportError) in the running task
 
 
 @dataclass
@@ -58,12 +63,19 @@ class AggLayout:
 
 
 def run_aggregate(steps: Sequence[AggStep], layout: AggLayout, txid: int, conf: dict[str, Any],
-                  num_partitions: int, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Run one aggregation stage over a partition (the ``mapInArrow`` function body)."""
-    context = OperationContext(partition_index(), num_partitions, txid)
-    for step in steps:
-        step.aggregator.prepare(dict(conf), OperationContext(context.partition_index, num_partitions, txid,
-                                                             step.label))
+                  num_partitions: int, batches: Iterator[pa.RecordBatch],
+                  metrics: Any = None) -> Iterator[pa.RecordBatch]:
+    """Run one aggregation stage over a partition (the ``mapInArrow`` function body).
+
+    Aggregators are prepared for this task and cleaned up at its end, or, in an instance host
+    (``planner.instances``), the partition's kept ones are used. ``metrics``: the batch's
+    accumulator, where the errors they reported (``collector.reportError``) are counted.
+    """
+    instances = task_instances()
+    partition = partition_index()
+    steps = [dataclasses.replace(step, errors=ReportedErrors(step.label), aggregator=instances.acquire(
+        i, step.aggregator, dict(conf), OperationContext(partition, num_partitions, txid, step.label)))
+        for i, step in enumerate(steps)]
     try:
         if layout.mode == "final":
             rows = _final(steps, layout, batches)
@@ -74,8 +86,12 @@ def run_aggregate(steps: Sequence[AggStep], layout: AggLayout, txid: int, conf: 
         if rows:
             yield _to_batch(rows, layout)
     finally:
-        for step in steps:
-            step.aggregator.cleanup()
+        instances.release()
+        if metrics is not None:
+            clock = StageClock()
+            for step in steps:
+                clock.errors(step.label, step.errors)
+            clock.send(metrics)
 
 
 # --- full: every aggregator kind ---------------------------------------------------------
@@ -86,7 +102,7 @@ class _Running:
 
     def __init__(self, step: AggStep, txid: int) -> None:
         self.step = step
-        self.collector = TridentCollector()
+        self.collector = TridentCollector(step.errors)
         agg = step.aggregator
         if isinstance(agg, Aggregator):
             self.state = _guard(step, None, agg.init, txid, self.collector)

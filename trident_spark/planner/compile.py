@@ -26,6 +26,7 @@ from trident_spark.graph import (
     StateQueryNode,
 )
 from trident_spark.operation import Consumer
+from trident_spark.planner.instances import InstanceScope, stopped_runs
 from trident_spark.planner.python_plan import python_stage, python_step
 from trident_spark.planner.query import QueryPlan
 
@@ -125,7 +126,8 @@ class BatchPlan:
             from trident_spark.planner.aggregate import aggregate
 
             n = self.query.partitions_of(node)
-            return aggregate(self.dataframe(node.inputs[0]), node, self.txid, self.conf, n, self.state_stats)
+            return aggregate(self.dataframe(node.inputs[0]), node, self.txid, self.conf, n, self.state_stats,
+                             self.scope(node))
         if isinstance(node, MergeNode):
             from trident_spark.planner.join import merge
 
@@ -134,18 +136,18 @@ class BatchPlan:
             from trident_spark.planner.join import join
 
             return join([self.dataframe(i) for i in node.inputs], node, self.query.partitions_of(node))
-        if isinstance(node, PersistNode):
-            from trident_spark.planner.query import stage_boundary
         if isinstance(node, MultiReduceNode):
             from trident_spark.planner.multi_reduce import multi_reduce
 
             return multi_reduce([self.dataframe(i) for i in node.inputs], node, self.txid, self.conf,
                                 self.query.partitions_of(node), self.state_stats)
+        if isinstance(node, PersistNode):
+            from trident_spark.planner.query import stage_boundary
             from trident_spark.planner.state_plan import persist_dataframe
 
             return persist_dataframe(self.dataframe(node.inputs[0]), node, self.txid, self.conf,
                                      self.query.partitions_of(stage_boundary(node)), self.state_stats,
-                                     self.run_id)
+                                     self.run_id, self.scope(node))
         if isinstance(node, StateQueryNode):
             from trident_spark.planner.query import stage_boundary
             from trident_spark.planner.state_plan import query_dataframe
@@ -153,8 +155,16 @@ class BatchPlan:
             same_query = node.state.node is not None and any(n is node.state.node for n in self.query.nodes)
             return query_dataframe(self.dataframe(node.inputs[0]), node, self.txid, self.conf,
                                    self.query.partitions_of(stage_boundary(node)), same_query,
-                                   self.state_stats)
+                                   self.state_stats, self.scope(node))
         raise TopologyError(f"{node.label}: no Spark plan for {type(node).__name__}")
+
+    def scope(self, node: Node) -> InstanceScope | None:
+        """Which kept instances ``node``'s stage uses: the run's, under the node's place in the
+        query (labels may repeat); None outside a run."""
+        if not self.run_id:
+            return None
+        position = next((str(i) for i, n in enumerate(self.query.nodes) if n is node), node.label)
+        return InstanceScope(self.run_id, f"{self.query.name}/{position}", stopped_runs())
 
     # --- built-ins as Spark SQL --------------------------------------------------------
     def _sql_form(self, node: Node) -> list[Column] | Column | None:
@@ -213,12 +223,12 @@ class BatchPlan:
         needed = needed_fields(self.query, last)
         if needed is None or any(step.kind != "each" or isinstance(step.operation, Consumer)
                                  for step in steps):
-            return python_stage(df, steps, last, self.txid, self.conf, n, self.state_stats)
+            return python_stage(df, steps, last, self.txid, self.conf, n, self.state_stats, self.scope(last))
         # Ship to Python only what the operators read or pass on to readers; emit only that.
         read = set(needed).union(*(step.input_fields for step in steps))
         # each(function, out) reads no field: still ship one column, so the stage sees every tuple
         df = df.select(*([f for f in df.columns if f in read] or df.columns[:1]))
-        return python_stage(df, steps, needed, self.txid, self.conf, n, self.state_stats)
+        return python_stage(df, steps, needed, self.txid, self.conf, n, self.state_stats, self.scope(last))
 
 
 def describe_node(node: Node) -> str:

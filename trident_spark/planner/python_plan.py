@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from trident_spark.fields import Fields
 from trident_spark.graph import EachNode, FilterNode, MapNode, Node, PeekNode
 from trident_spark.operation import overrides_prepare
+from trident_spark.planner.instances import InstanceScope, has_lifecycle, hosted
 from trident_spark.planner.python_stage import PythonStep, run_stage
 from trident_spark.planner.shipping import shipped
 from trident_spark.planner.types import arrow_type, spark_type
@@ -44,9 +45,14 @@ def num_partitions(df: DataFrame, steps: list[PythonStep], known: int | None) ->
 
 
 def python_stage(df: DataFrame, steps: list[PythonStep], last: Node | list[str], txid: int,
-                 conf: dict[str, Any], partitions: int | None, metrics: Any = None) -> DataFrame:
+                 conf: dict[str, Any], partitions: int | None, metrics: Any = None,
+                 scope: InstanceScope | None = None) -> DataFrame:
     """One ``mapInArrow`` running ``steps`` per partition; output fields are ``last.fields``
-    (or the given list of them: those read downstream)."""
+    (or the given list of them: those read downstream).
+
+    With ``scope`` (a run), a stage whose operations override ``prepare`` or ``cleanup`` runs
+    in the partition's instance host, which keeps them from batch to batch (``planner.instances``).
+    """
     from pyspark.sql.types import StructField, StructType
 
     input_types = {f.name: f for f in df.schema.fields}
@@ -69,7 +75,10 @@ def python_stage(df: DataFrame, steps: list[PythonStep], last: Node | list[str],
         else:
             struct_fields.append(input_types[name])
     n = num_partitions(df, steps, partitions)
-    fn = partial(_stage_entry, steps, output, arrow_types, txid, conf, n, metrics)
+    if scope is not None and any(has_lifecycle(step.operation) for step in steps):
+        fn = hosted(scope, partial(_stage_entry, steps, output, arrow_types, txid, conf, n), metrics)
+    else:
+        fn = partial(_stage_entry, steps, output, arrow_types, txid, conf, n, metrics)
     stage = named(fn, "_".join(step.label for step in steps))
     return shipped(lambda: df.mapInArrow(stage, StructType(struct_fields)),
                    [(step.label, step.operation) for step in steps])

@@ -8,6 +8,7 @@ columns of the input are gathered with Arrow's ``take`` by source row.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -24,8 +25,10 @@ from trident_spark.operation import (
     Consumer,
     Operation,
     OperationContext,
+    ReportedErrors,
     TridentCollector,
 )
+from trident_spark.planner.instances import host_partition, task_instances
 from trident_spark.runtime.metrics import StageClock
 
 MAX_TUPLE_CHARS = 300
@@ -86,11 +89,18 @@ def run_stage(steps: Sequence[PythonStep], output_fields: Sequence[str], new_typ
 
     ``new_types`` are the Arrow types of the fields Functions add; the other
     output fields keep the types Spark gave the input. ``metrics``: the batch's
-    accumulator, where each operator's time and rows in and out are added.
+    accumulator, where each operator's time and rows in and out are added, and the errors
+    it reported (``collector.reportError``).
+
+    Operations are prepared for this task and cleaned up at its end, or, run in an instance
+    host (``planner.instances``), the partition's kept instances are used.
     """
-    for step in steps:
-        step.operation.prepare(dict(conf or {}), OperationContext(partition_index(), num_partitions, txid,
-                                                                  step.label))
+    instances = task_instances()
+    partition = partition_index()
+    steps = [dataclasses.replace(step, operation=instances.acquire(
+        i, step.operation, dict(conf or {}), OperationContext(partition, num_partitions, txid, step.label)))
+        for i, step in enumerate(steps)]
+    errors = [ReportedErrors(step.label) for step in steps]
     spent = [0.0] * len(steps)
     rows_in = [0] * len(steps)
     rows_out = [0] * len(steps)
@@ -104,7 +114,7 @@ def run_stage(steps: Sequence[PythonStep], output_fields: Sequence[str], new_typ
                 for i, step in enumerate(steps):
                     started = time.perf_counter()
                     rows_in[i] += len(batch.rows)
-                    _apply(step, batch)
+                    _apply(step, batch, errors[i])
                     rows_out[i] += len(batch.rows)
                     spent[i] += time.perf_counter() - started
                     if not batch.rows:
@@ -118,24 +128,27 @@ def run_stage(steps: Sequence[PythonStep], output_fields: Sequence[str], new_typ
             if out is not None:
                 yield out
     finally:
-        for step in steps:
-            step.operation.cleanup()
+        instances.release()
         if metrics is not None:
             clock = StageClock()
             for i, step in enumerate(steps):
                 clock.add("python", step.label, ms=spent[i] * 1000, rows_in=rows_in[i], rows_out=rows_out[i])
+                clock.errors(step.label, errors[i])
             clock.send(metrics)
 
 
 def partition_index() -> int:
-    """The Spark partition this task runs (0 outside Spark)."""
+    """The Spark partition this task runs (0 outside Spark; in an instance host, the task's)."""
     from pyspark import TaskContext
 
+    hosted = host_partition()
+    if hosted is not None:
+        return hosted
     task = TaskContext.get()
     return task.partitionId() if task else 0
 
 
-def _apply(step: PythonStep, batch: _Batch) -> None:
+def _apply(step: PythonStep, batch: _Batch, errors: ReportedErrors | None = None) -> None:
     inputs = [batch.column(name) for name in step.input_fields]
     index = {name: i for i, name in enumerate(step.input_fields)}
     op = step.operation
@@ -153,16 +166,16 @@ def _apply(step: PythonStep, batch: _Batch) -> None:
         for t in tuples:
             _call(step, op.accept, t)
     elif isinstance(op, BaseFunction):
-        _apply_function(step, op, batch, tuples)
+        _apply_function(step, op, batch, tuples, errors)
     else:
         raise TopologyError(f"{step.label}: unsupported operation {op!r}")
 
 
 def _apply_function(step: PythonStep, op: BaseFunction, batch: _Batch,
-                    tuples: Iterator[TridentTuple]) -> None:
+                    tuples: Iterator[TridentTuple], errors: ReportedErrors | None = None) -> None:
     """A Function over the batch: everything emitted goes to one list; how many values
     each tuple emitted is read off its length (no per-emit Python work besides ``emit``)."""
-    collector = TridentCollector()
+    collector = TridentCollector(errors)
     emitted = collector.emitted
     execute = op.execute
     counts: list[int] = []

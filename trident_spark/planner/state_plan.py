@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any
 from trident_spark.errors import TopologyError
 from trident_spark.graph import PersistNode, StateQueryNode
 from trident_spark.operation import overrides_prepare
+from trident_spark.planner.instances import InstanceScope, has_lifecycle, hosted
 from trident_spark.planner.python_plan import named
 from trident_spark.planner.shipping import shipped
-from trident_spark.planner.state_stage import StateStep, check_not_ahead, persist, query
+from trident_spark.planner.state_stage import StateStep, check_not_ahead, persist, query, with_metrics
 from trident_spark.planner.types import arrow_type, spark_type
 from trident_spark.runtime.metrics import timed
 
@@ -83,7 +84,7 @@ def _struct_field(name: str, df: DataFrame, types: dict[str, str]) -> StructFiel
 
 def persist_dataframe(df: DataFrame, node: PersistNode, txid: int, conf: dict[str, Any],
                       partitions: int | None, stats: Accumulator[dict[Any, float]] | None,
-                      run_id: str = "") -> DataFrame:
+                      run_id: str = "", scope: InstanceScope | None = None) -> DataFrame:
     """Run ``node``'s StateUpdater on each partition of ``df``; the result is what it emitted.
 
     ``df`` is partitioned as the stage before it is (``partitions``: its size, for ``prepare``):
@@ -101,7 +102,10 @@ def persist_dataframe(df: DataFrame, node: PersistNode, txid: int, conf: dict[st
                      {f.name: arrow_type(f.dataType) for f in struct}, stats=stats, run_id=run_id)
     n = partitions if partitions is not None else (
         int(df.rdd.getNumPartitions()) if overrides_prepare(node.updater) else -1)
-    fn = timed(partial(persist, step, txid, conf, n), "aggregate", f"{node.label} / update", stats)
+    task: Any = partial(persist, step, txid, conf, n)
+    if scope is not None and has_lifecycle(node.updater):  # kept in the partition's instance host
+        task = hosted(scope, partial(with_metrics, persist, step, txid, conf, n), stats)
+    fn = timed(task, "aggregate", f"{node.label} / update", stats)
     return shipped(lambda: df.mapInArrow(named(fn, node.label), StructType(struct)),
                    [(node.label, node.updater), (node.label, node.state)])
 
@@ -126,7 +130,8 @@ def check_not_ahead_job(df: DataFrame, node: PersistNode, txid: int, written_bef
 
 def query_dataframe(df: DataFrame, node: StateQueryNode, txid: int, conf: dict[str, Any],
                     partitions: int | None, same_query: bool,
-                    stats: Accumulator[dict[Any, float]] | None) -> DataFrame:
+                    stats: Accumulator[dict[Any, float]] | None,
+                    scope: InstanceScope | None = None) -> DataFrame:
     """Run ``node``'s QueryFunction on each partition of ``df``: its tuples with the fields it appends.
 
     ``same_query``: the state is written by this query, so reads pass the batch's txid (an
@@ -148,7 +153,10 @@ def query_dataframe(df: DataFrame, node: StateQueryNode, txid: int, conf: dict[s
                      reads_before_batch=same_query, stats=stats)
     n = partitions if partitions is not None else (
         int(df.rdd.getNumPartitions()) if overrides_prepare(node.function) else -1)
-    fn = timed(partial(query, step, txid, conf, n), "state_query", node.label, stats)
+    task: Any = partial(query, step, txid, conf, n)
+    if scope is not None and has_lifecycle(node.function):  # kept in the partition's instance host
+        task = hosted(scope, partial(with_metrics, query, step, txid, conf, n), stats)
+    fn = timed(task, "state_query", node.label, stats)
     return shipped(lambda: df.mapInArrow(named(fn, node.label), StructType(struct)),
                    [(node.label, node.function), (node.label, factory)])
 

@@ -15,6 +15,7 @@ recomputed; see ``trident_spark.state.cache``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +24,8 @@ import pyarrow as pa
 
 from trident_spark.errors import FailedException, TridentSparkError
 from trident_spark.fields import Fields, TridentTuple
-from trident_spark.operation import Operation, OperationContext, TridentCollector
+from trident_spark.operation import Operation, OperationContext, ReportedErrors, TridentCollector
+from trident_spark.planner.instances import task_instances
 from trident_spark.planner.python_stage import OperatorError, partition_index, to_arrow_column
 from trident_spark.runtime.metrics import StageClock
 from trident_spark.state import BatchState, MapState, StateError
@@ -94,10 +96,6 @@ def _tuples(table: pa.Table, fields: Fields) -> list[TridentTuple]:
     return [TridentTuple(list(values), fields, index) for values in zip(*columns, strict=True)]
 
 
-def _prepare(step: StateStep, conf: dict[str, Any], txid: int, num_partitions: int) -> None:
-    step.operation.prepare(dict(conf), OperationContext(partition_index(), num_partitions, txid, step.label))
-
-
 def _user_call(step: StateStep, what: str, fn: Any, *args: Any) -> Any:
     try:
         return fn(*args)
@@ -128,17 +126,33 @@ def _count(step: StateStep, state: MapState, before: dict[str, int], store_stage
 
 @contextlib.contextmanager
 def _partition_state(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: int,
-                     store_stages: bool = False) -> Iterator[BatchState]:
-    """The batch's view of the state for one partition, the operation prepared; on the way
-    out the operation is cleaned up and what the state did is counted."""
+                     errors: ReportedErrors, store_stages: bool = False) -> Iterator[tuple[BatchState, Any]]:
+    """The batch's view of the state for one partition and the operation to run, prepared for
+    this task (or the partition's kept instance, in an instance host); on the way out a task's
+    own instance is cleaned up, and what the state did and the errors reported are counted."""
     state = opened_state(step.factory, step.run_id)
     before = state.stats.snapshot()
-    _prepare(step, conf, txid, num_partitions)
+    instances = task_instances()
+    operation = instances.acquire(0, step.operation, dict(conf),
+                                  OperationContext(partition_index(), num_partitions, txid, step.label))
     try:
-        yield BatchState(state, txid, reads_before_batch=step.reads_before_batch)
+        yield BatchState(state, txid, reads_before_batch=step.reads_before_batch), operation
     finally:
-        step.operation.cleanup()
+        instances.release()
         _count(step, state, before, store_stages)
+        if step.stats is not None:
+            clock = StageClock()
+            clock.errors(step.label, errors)
+            clock.send(step.stats)
+
+
+def with_metrics(task: Any, step: StateStep, txid: int, conf: dict[str, Any], num_partitions: int,
+                 metrics: Any, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``task`` (:func:`persist` or :func:`query`) counting into ``metrics`` (in an instance
+    host: what it sends back to the task's accumulator)."""
+    out: Iterator[pa.RecordBatch] = task(dataclasses.replace(step, stats=metrics), txid, conf, num_partitions,
+                                         batches)
+    return out
 
 
 def persist(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: int,
@@ -151,10 +165,10 @@ def persist(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: in
     if table is None:
         return
     tuples = _tuples(table, step.input_fields)
-    collector = TridentCollector()
-    with _partition_state(step, txid, conf, num_partitions, store_stages=True) as view:
-        _user_call(step, "updateState", step.operation.updateState,  # type: ignore[attr-defined]
-                   view, tuples, collector)
+    errors = ReportedErrors(step.label)
+    collector = TridentCollector(errors)
+    with _partition_state(step, txid, conf, num_partitions, errors, store_stages=True) as (view, updater):
+        _user_call(step, "updateState", updater.updateState, view, tuples, collector)
     if collector.emitted:
         yield _emitted(step, collector.emitted)
 
@@ -208,14 +222,14 @@ def query(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: int,
     if table is None:
         return
     tuples = _tuples(table, step.input_fields)
-    function: Any = step.operation
-    with _partition_state(step, txid, conf, num_partitions) as view:
+    errors = ReportedErrors(step.label)
+    with _partition_state(step, txid, conf, num_partitions, errors) as (view, function):
         results = _user_call(step, "batchRetrieve", function.batchRetrieve, view, tuples)
         results = list(results)
         if len(results) != len(tuples):
             raise OperatorError(f"{step.label}: batchRetrieve returned {len(results)} results for "
                                 f"{len(tuples)} tuples; return one result per tuple, in order")
-        collector = TridentCollector()
+        collector = TridentCollector(errors)
         emitted = collector.emitted
         rows: list[int] = []
         for i, (t, result) in enumerate(zip(tuples, results, strict=True)):
@@ -240,4 +254,5 @@ def query(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: int,
     yield pa.RecordBatch.from_arrays(arrays, names=step.output_fields)
 
 
-__all__ = ["StateStep", "check_not_ahead", "forget_opened_states", "opened_state", "persist", "query"]
+__all__ = ["StateStep", "check_not_ahead", "forget_opened_states", "opened_state", "persist", "query",
+           "with_metrics"]

@@ -60,8 +60,8 @@ def translate(stream: str, exc: BaseException) -> BaseException:
         return StreamFailedError(
             f"stream {stream!r} failed: the executors cannot import module {module!r}, which defines an "
             "operation of the topology. Install it where the executors run, ship it with "
-            "`spark-submit --py-files`, or start the topology with `trident-spark run FILE` (it ships "
-            "the file's code with the operations)."
+            "`topology.run(..., py_files=[...])` or `spark-submit --py-files`, or start the topology "
+            "with `trident-spark run FILE` (it ships the file's code with the operations)."
         )
     cause = _python_cause(text)
     if cause is None:

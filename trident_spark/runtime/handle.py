@@ -19,6 +19,8 @@ from trident_spark.runtime.progress_log import PROGRESS_FILE_BYTES, PROGRESS_FIL
 from trident_spark.runtime.replays import SparkReads, count_once, spark_reads_so_far, take_attempts
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pyspark.sql import SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
@@ -92,6 +94,7 @@ class TopologyHandle:
         self._log_size = (progress_file_bytes, progress_files_kept)
         self._run_info: dict[str, Any] | None = None  # trident-run.json, once the run starts
         self._callbacks = [on_progress] if on_progress else []
+        self._on_stop: list[Callable[[], None]] = []  # after the queries stop (kept instances' cleanup)
         self._lock = threading.Lock()
         # What a batch's tasks counted, until its progress event comes (then taken, with any older).
         self._metrics: dict[tuple[str, int], tuple[list[str], dict[Any, float]]] = {}
@@ -245,6 +248,9 @@ class TopologyHandle:
                 query.stop()
             except Exception as exc:  # a failed query cannot be stopped twice
                 log.debug("stopping %s: %s", query.name, exc)
+        hooks, self._on_stop = self._on_stop, []
+        for hook in hooks:
+            hook()
         try:
             self.spark.streams.removeListener(self._listener)
         except Exception as exc:

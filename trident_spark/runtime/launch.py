@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+import os
+import uuid
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,18 +22,27 @@ if TYPE_CHECKING:
 
 SPOUT_TAG = "__spout"
 
+log = logging.getLogger(__name__)
+
 
 def start_queries(queries: list[QueryPlan], checkpoint: Path, trigger: str | None,
                   spark: SparkSession | None, on_progress: ProgressCallback | None, conf: dict[str, Any],
                   max_batch_retries: int, retry_delay: float, *, outage_budget: float = 180.0,
-                  progress_history: int = 100, accept_state_loss: bool = False) -> TopologyHandle:
-    """Check the spouts, then start every query; returns the handle over them."""
+                  progress_history: int = 100, accept_state_loss: bool = False,
+                  py_files: Sequence[str | os.PathLike[str]] | None = None) -> TopologyHandle:
+    """Check the spouts, then start every query; returns the handle over them.
+
+    The operations' code reaches the executors: ``py_files`` are shipped (``addPyFile``), and in
+    local mode the modules that define operations and are not installed ship by value
+    (``planner.user_code``)."""
     from trident_spark.outage import check_outage_budget, clear_wait
     from trident_spark.planner.state_plan import check_reachable, check_shared, state_factory
+    from trident_spark.planner.user_code import add_py_files, check_py_files, ship_by_value
     from trident_spark.runtime.handle import TopologyHandle, check_progress_history
     from trident_spark.runtime.session import local_session
 
     check_progress_history(progress_history)  # before Spark starts
+    files = check_py_files(py_files)
     outage_budget = check_outage_budget(outage_budget)
     states = []
     for query in queries:
@@ -39,6 +52,9 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path, trigger: str | Non
                 states.append(state_factory(node))
     check_reachable(states)  # fail fast, naming the store's address
     spark = spark or local_session()
+    add_py_files(spark, files)
+    if str(spark.sparkContext.master).startswith("local"):
+        ship_by_value(queries)  # a test module, a notebook, a script: run with no step by the user
     for query in queries:
         for node in query.spouts:
             check = getattr(node.spout, "check", None)
@@ -46,6 +62,8 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path, trigger: str | Non
                 check()  # fail fast on the driver: unreachable broker, unknown topic
     handle = TopologyHandle(spark, checkpoint, on_progress, progress_history)
     handle._write_run_info(trigger, [query.name for query in queries])
+    run_id = uuid.uuid4().hex  # one per run, for all its queries: their kept instances end with it
+    handle._on_stop.append(partial(_stop_instances, spark, run_id))
     try:
         for query in queries:
             (checkpoint / query.name).mkdir(parents=True, exist_ok=True)
@@ -54,7 +72,7 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path, trigger: str | Non
                                  on_metrics=partial(handle._record_metrics, query.name, stage_order(query)),
                                  spark_reads=partial(handle._spark_reads, query.name),
                                  checkpoint=checkpoint / query.name, accept_state_loss=accept_state_loss,
-                                 outage_budget=outage_budget)
+                                 outage_budget=outage_budget, run_id=run_id)
             source = query_source(spark, query, checkpoint / query.name, outage_budget)
             writer = (source.writeStream.queryName(query.name)
                       .foreachBatch(runner)
@@ -66,6 +84,20 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path, trigger: str | Non
         handle.stop()
         raise
     return handle
+
+
+def _stop_instances(spark: SparkSession, run_id: str) -> None:
+    """On ``handle.stop()``: ``cleanup()`` the run's kept operation instances on the executors
+    (best effort, see ``trident_spark.planner.instances``)."""
+    from trident_spark.planner.instances import stop_run
+
+    try:
+        hosts, cleaned = stop_run(spark, run_id)
+    except Exception as exc:  # the session may be gone; hosts also end on their own
+        log.warning("run %s: kept operation instances not cleaned up on stop: %s", run_id, exc)
+        return
+    if hosts:
+        log.info("run %s: %d operation instances cleaned up in %d instance hosts", run_id, cleaned, hosts)
 
 
 def stage_order(query: QueryPlan) -> list[str]:

@@ -6,7 +6,10 @@ Two kinds of keys travel in it:
 * plain names (``"store_reads"``, ``"cache_hits"`` ...): the state counters of
   ``StateStats``, summed over every state of the batch;
 * ``(STAGE, kind, name, metric)`` tuples: the time a stage's own Python code took
-  (``"ms"``, summed over its tasks, not wall time) and the rows it took in and gave out.
+  (``"ms"``, summed over its tasks, not wall time) and the rows it took in and gave out;
+* ``(ERRORS, operator, "reported")``: errors the operator reported with
+  ``collector.reportError``, and ``(ERRORS, operator, "last")`` the last one's message (a
+  string: the one value that is replaced, not summed).
 
 A stage's time is its own: the time its tasks spent waiting for the stage before
 them (the Kafka read, a shuffle) is measured apart and left out, so the stages of
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
     from pyspark import Accumulator, SparkContext
 
 STAGE = "stage"
+ERRORS = "errors"
 
 #: Stage kinds, in the order a batch's data meets them (the order stages are listed in).
 KINDS = ("source", "python", "state_get", "aggregate", "state_query", "state_put", "spark")
@@ -43,7 +47,10 @@ class CountersParam(AccumulatorParam):  # type: ignore[type-arg]
 
     def addInPlace(self, value1: dict[Any, float], value2: dict[Any, float]) -> dict[Any, float]:
         for name, count in value2.items():
-            value1[name] = value1.get(name, 0) + count
+            if isinstance(count, int | float):
+                value1[name] = value1.get(name, 0) + count
+            else:  # a message (the last error reported): the latest one is kept
+                value1[name] = count
         return value1
 
 
@@ -67,6 +74,14 @@ class StageClock:
             if value is not None:
                 key = (STAGE, kind, name, metric)
                 self.counters[key] = self.counters.get(key, 0) + value
+
+    def errors(self, name: str, errors: Any) -> None:
+        """What operator ``name`` reported with ``collector.reportError`` in this task
+        (a :class:`~trident_spark.operation.ReportedErrors`; nothing when it reported none)."""
+        if errors.count:
+            key = (ERRORS, name, "reported")
+            self.counters[key] = self.counters.get(key, 0) + errors.count
+            self.counters[(ERRORS, name, "last")] = errors.last
 
     def send(self, accumulator: Accumulator[dict[Any, float]] | None) -> None:
         """Add what this task counted to the batch's accumulator (nothing when there is none)."""
@@ -166,6 +181,26 @@ def split_counters(counters: dict[Any, float], order: list[str] | None = None
     return state, sources + [s for s in stages if s["kind"] != "source"]
 
 
+def split_errors(counters: dict[Any, Any]) -> tuple[dict[str, int], dict[str, str]]:
+    """A batch's reported errors: (count per operator, last message per operator).
+
+    Examples
+    --------
+    >>> split_errors({("errors", "each(Parse)", "reported"): 3,
+    ...               ("errors", "each(Parse)", "last"): "ValueError: no number"})
+    ({'each(Parse)': 3}, {'each(Parse)': 'ValueError: no number'})
+    """
+    counts: dict[str, int] = {}
+    last: dict[str, str] = {}
+    for key, value in counters.items():
+        if isinstance(key, tuple) and len(key) == 3 and key[0] == ERRORS:
+            if key[2] == "reported":
+                counts[key[1]] = int(value)
+            elif key[2] == "last":
+                last[key[1]] = str(value)
+    return counts, last
+
+
 def _own_time_of_updates(found: dict[tuple[str, str], dict[str, Any]]) -> None:
     """A persist's task time (``<label> / update``) includes its store round trips, which are
     stages of their own (``<label> / multiGet``, ``/ multiPut``): keep only the updater's share."""
@@ -262,5 +297,6 @@ def with_spark_rest(stages: list[dict[str, Any]], spark: dict[str, float]) -> li
     return [*stages, rest]
 
 
-__all__ = ["KINDS", "STAGE", "CountersParam", "StageClock", "batch_description", "batch_spark_metrics",
-           "spark_task_metrics", "split_counters", "timed", "with_spark_rest"]
+__all__ = ["ERRORS", "KINDS", "STAGE", "CountersParam", "StageClock", "batch_description",
+           "batch_spark_metrics", "spark_task_metrics", "split_counters", "split_errors", "timed",
+           "with_spark_rest"]

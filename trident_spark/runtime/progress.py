@@ -76,6 +76,10 @@ class BatchProgress:
     #: Times the batch ran in this process: more than 1 when it was replayed (``FailedException``,
     #: lost conditional writes, an outage). ``rows`` and the spout's counts are the last attempt's.
     attempts: int = 1
+    #: Errors operations reported with ``collector.reportError`` in this batch, by operator
+    #: (the batch went on), and the last message of each (secrets redacted).
+    errors_reported: dict[str, int] = field(default_factory=dict)
+    last_errors: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_spark(cls, stream: str, progress: dict[str, Any]) -> BatchProgress:
@@ -134,9 +138,10 @@ class BatchProgress:
     def add_task_metrics(self, counters: dict[Any, float], spark: dict[str, float],
                          order: list[str] | None = None) -> None:
         """Join what the batch's tasks counted (``runtime.metrics``) and what Spark measured."""
-        from trident_spark.runtime.metrics import split_counters, with_spark_rest
+        from trident_spark.runtime.metrics import split_counters, split_errors, with_spark_rest
 
         self.state, stages = split_counters(counters, order)
+        self.errors_reported, self.last_errors = split_errors(counters)
         self.spark = dict(spark)
         self.stages = with_spark_rest([*self.stages, *stages], self.spark)
 
@@ -158,8 +163,17 @@ class BatchProgress:
         # Stage names are operator labels, which may show a user's object: no secret gets through.
         line: str = redact_text(f"[{self.stream}] batch {self.txid}: {self.rows:,} rows, {size}, "
                                 f"{self.duration_ms} ms{extra}{bad}{self._state_line()}"
-                                f"{self._slowest_line()}")
+                                f"{self._slowest_line()}{self._errors_line()}")
         return line
+
+    def _errors_line(self) -> str:
+        """``; 3 errors reported by each(Parse), 1 by each(Geo)``: what ``reportError`` counted."""
+        if not self.errors_reported:
+            return ""
+        ranked = sorted(self.errors_reported.items(), key=lambda kv: (-kv[1], kv[0]))
+        (name, n), rest = ranked[0], ranked[1:]
+        more = "".join(f", {count} by {other}" for other, count in rest)
+        return f"; {n} error{'s' if n != 1 else ''} reported by {name}{more}"
 
     def _slowest_line(self) -> str:
         slowest = self.slowest_stage()

@@ -57,13 +57,17 @@ class BatchStarted(BaseFilter):
     def __init__(self, out: str, run: int) -> None:
         self.out = out
         self.run = run
+        self.txid = -1
 
     def prepare(self, conf: dict[str, Any], context: Any) -> None:
-        marker = Path(self.out) / f"started-{context.txid}-{self.run}"
-        if not marker.exists():
-            claim(marker, str(os.getpid()))
+        self.context = context  # prepared once per run: its txid follows the batch being run
 
     def isKeep(self, tuple: Any) -> bool:
+        if self.context.txid != self.txid:  # the task's first tuple of a batch
+            self.txid = self.context.txid
+            marker = Path(self.out) / f"started-{self.txid}-{self.run}"
+            if not marker.exists():
+                claim(marker, str(os.getpid()))
         return True
 
 
@@ -79,13 +83,17 @@ class KillAfterWrite(BaseFilter):
         self.out = out
         self.run = run
         self.armed = False
+        self.txid = -1
 
     def prepare(self, conf: dict[str, Any], context: Any) -> None:
-        plan = self.plan
-        self.armed = (plan is not None and context.txid == plan["batch"]
-                      and context.partition_index == plan["partition"])
+        self.context = context  # prepared once per run: its txid follows the batch being run
 
     def isKeep(self, tuple: Any) -> bool:
+        context, plan = self.context, self.plan
+        if context.txid != self.txid:  # the task's first tuple of a batch
+            self.txid = context.txid
+            self.armed = (plan is not None and context.txid == plan["batch"]
+                          and context.partition_index == plan["partition"])
         if self.armed:
             self.armed = False
             if claim(Path(self.out) / f"killed-{self.run}", f"b {self.state} pid {os.getpid()}"):

@@ -62,6 +62,11 @@ class FailsOnce:
         self.failing = False
 
     def prepare(self, conf: dict[str, Any], context: Any) -> None:
+        self.context = context  # prepared once per run: its txid follows the batch being run
+
+    def batch(self) -> None:
+        """Where the task runs now (called first in every batch)."""
+        context = self.context
         self.failing = context.txid == self.fail_batch and context.partition_index == 0
         self.where = f"{self.state}-{context.txid}-{context.partition_index}"
 
@@ -70,6 +75,7 @@ class FailOnceAfterWrite(FailsOnce, BaseFilter):
     """Downstream of a state's newValuesStream: raises once in partition 0 of the failing batch."""
 
     def isKeep(self, tuple: Any) -> bool:
+        self.batch()
         if self.failing:
             with open(Path(self.out) / f"seen-{self.where}-{attempt()}", "a") as seen:
                 seen.write(f"{tuple['word']}\n")
@@ -82,6 +88,7 @@ class HalfThenFail(FailsOnce, StateUpdater):
     """Counts its partition's words; writes the first half of the keys, fails once, writes the rest."""
 
     def updateState(self, state: Any, tuples: list[Any], collector: Any) -> None:
+        self.batch()
         counts = Counter(t["word"] for t in tuples)
         words = sorted(counts)
         half = len(words) // 2

@@ -132,14 +132,13 @@ class RandomSlot(BaseFunction):
 
     def __init__(self, slots: list[str]) -> None:
         self.slots = slots
-        self.txid = -1
 
     def prepare(self, conf: dict[str, Any], context: Any) -> None:
-        self.txid = context.txid
+        self.context = context  # prepared once per run: its txid follows the batch being run
 
     def execute(self, tuple: Any, collector: Any) -> None:
         word = tuple.getString(0)
-        collector.emit([self.slots[zlib.crc32(f"{word}/{self.txid}".encode()) % len(self.slots)]])
+        collector.emit([self.slots[zlib.crc32(f"{word}/{self.context.txid}".encode()) % len(self.slots)]])
 
 
 class CountWords(StateUpdater):

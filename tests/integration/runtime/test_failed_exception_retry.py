@@ -61,14 +61,13 @@ class FlakySplit(BaseFunction):
     def __init__(self, path: Path, fails: int, error: type[Exception] = FailedException,
                  cause: str = "store down", txid: int = 1) -> None:
         self.path, self.fails, self.error, self.cause, self.fail_txid = str(path), fails, error, cause, txid
-        self.txid = -1
 
     def prepare(self, conf, context):
-        self.txid = context.txid
+        self.context = context  # prepared once per run: its txid follows the batch being run
 
     def execute(self, tuple, collector):
         sentence = tuple.getString(0)
-        failing = self.txid == self.fail_txid and sentence.startswith("flaky")
+        failing = self.context.txid == self.fail_txid and sentence.startswith("flaky")
         if failing and record_attempt(self.path) <= self.fails:
             raise self.error(self.cause)
         for word in sentence.split():

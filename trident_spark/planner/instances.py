@@ -1,0 +1,561 @@
+"""Trident's operation lifecycle on Spark: one instance per run, operator and partition, prepared once.
+
+Trident prepares an operation once per task and keeps it while the topology
+runs, so what ``prepare`` sets up (counters, caches, connections) lasts from
+batch to batch; ``cleanup`` runs when it stops. Spark does not keep a
+partition on one Python worker: it hands each task to the first idle worker of
+its pool, in turn, so the worker that ran partition 0 last batch is usually
+not the one that runs it now. An operation kept in a worker would be prepared
+again on each worker and its attributes split between them.
+
+So a stage whose operations have a lifecycle (they override ``prepare`` or
+``cleanup``) runs in an *instance host*: a Python process per run, Python
+worker pool (executor) and partition slot, started by the first task that
+needs it. The task's worker hands the host the stage (pickled) and its input
+rows (Arrow), the host runs the stage with the instances it keeps for
+(stage, partition), and the worker passes the output rows and the counters on
+to Spark. Stages of operations without a lifecycle run in the worker as they
+always did, with no extra hop.
+
+A host ends, after calling ``cleanup()`` on every instance it keeps, when the
+run stops (``handle.stop()`` runs a small Spark job that asks each executor's
+hosts to stop; a task of a later run does the same for every stopped run it
+is told of), when its executor's Python worker pool goes away (the executor or
+application ends), after :data:`IDLE_EXIT_S` seconds without a batch, or on
+SIGTERM. A host that is killed (SIGKILL, the machine lost) ends without
+``cleanup``, as a Storm worker killed by its supervisor does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import pickle
+import signal
+import socket
+import socketserver
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+#: Seconds a host waits for its next batch before it cleans up and ends (a stream whose trigger
+#: is longer than this prepares its operations again at each batch).
+IDLE_EXIT_S = 3600.0
+#: Seconds a task waits for a host it started to listen.
+START_WAIT_S = 60.0
+#: Partition slots per run and executor: partitions ``p`` and ``p + SLOTS`` share a host process.
+SLOTS = max(2, os.cpu_count() or 2)
+
+_FRAME = struct.Struct(">cQ")
+_HEADER, _BATCH, _DONE, _END, _ERROR, _STOP = b"H", b"B", b"D", b"E", b"X", b"S"
+
+
+def hosts_root() -> Path:
+    """Where hosts listen: one directory per run, one Unix socket per host."""
+    return Path(tempfile.gettempdir()) / f"trident-spark-hosts-{os.getuid()}"
+
+
+@dataclass(frozen=True)
+class InstanceScope:
+    """Which kept instances a stage's tasks use (made on the driver, shipped with the stage).
+
+    ``run_id``: the topology run (``BatchRunner.run_id``); ``stage``: the stage, unique in the
+    run (query, operator position, mode); ``stopped``: runs the driver has stopped, whose hosts
+    a task cleans up when it finds them.
+    """
+
+    run_id: str
+    stage: str
+    stopped: tuple[str, ...] = ()
+
+
+def has_lifecycle(operation: object) -> bool:
+    """Whether ``operation`` overrides ``prepare`` or ``cleanup`` (its instance is then kept)."""
+    from trident_spark.operation import Operation
+
+    kind = type(operation)
+    return any(getattr(kind, name, None) not in (None, getattr(Operation, name))
+               for name in ("prepare", "cleanup"))
+
+
+# --- the instances of one task -----------------------------------------------------------
+class TaskInstances:
+    """The operations a task runs, prepared for it and cleaned up when it ends (outside a host).
+
+    Examples
+    --------
+    >>> from trident_spark.operation import Operation, OperationContext
+    >>> class Op(Operation):
+    ...     def prepare(self, conf, context):
+    ...         self.where = context.getPartitionIndex()
+    >>> task = task_instances()
+    >>> task.acquire(0, Op(), {}, OperationContext(3, 4, 0, "each(Op)")).where
+    3
+    >>> task.release()
+    """
+
+    def __init__(self) -> None:
+        self._prepared: list[Any] = []
+
+    def acquire(self, index: int, operation: Any, conf: dict[str, Any], context: Any) -> Any:
+        """The instance to run as step ``index``, prepared with ``context``."""
+        operation.prepare(dict(conf), context)
+        self._prepared.append(operation)
+        return operation
+
+    def release(self) -> None:
+        """The task is done: clean up what it prepared (kept instances stay)."""
+        prepared, self._prepared = self._prepared, []
+        for operation in prepared:
+            operation.cleanup()
+
+
+class _KeptInstances(TaskInstances):
+    """In a host: the instances of (stage, partition), prepared on first use and kept."""
+
+    def __init__(self, registry: _Registry, stage: str, partition: int) -> None:
+        super().__init__()
+        self.registry, self.stage, self.partition = registry, stage, partition
+
+    def acquire(self, index: int, operation: Any, conf: dict[str, Any], context: Any) -> Any:
+        return self.registry.acquire((self.stage, index, self.partition), operation, conf, context)
+
+    def release(self) -> None:
+        pass
+
+
+_TASK = threading.local()
+
+
+def task_instances() -> TaskInstances:
+    """The instances of the running task: kept ones in a host, else prepared for this task only."""
+    found: TaskInstances | None = getattr(_TASK, "instances", None)
+    return found if found is not None else TaskInstances()
+
+
+def host_partition() -> int | None:
+    """The partition a host runs for the current thread (None outside a host)."""
+    instances = getattr(_TASK, "instances", None)
+    return instances.partition if isinstance(instances, _KeptInstances) else None
+
+
+class _Registry:
+    """A host's kept instances by (stage, step, partition), with their live contexts."""
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[str, int, int], tuple[Any, Any]] = {}
+        self._lock = threading.Lock()
+        self._task_locks: dict[tuple[str, int], threading.Lock] = {}
+
+    def task_lock(self, stage: str, partition: int) -> threading.Lock:
+        """One task at a time per (stage, partition): an instance never runs two batches at once."""
+        with self._lock:
+            return self._task_locks.setdefault((stage, partition), threading.Lock())
+
+    def acquire(self, key: tuple[str, int, int], operation: Any, conf: dict[str, Any], context: Any) -> Any:
+        with self._lock:
+            found = self._kept.get(key)
+        if found is not None:
+            kept, live = found
+            # The context prepare saw is the instance's: it follows the batch being run.
+            for name in ("txid", "num_partitions"):
+                if hasattr(live, name) and hasattr(context, name):
+                    setattr(live, name, getattr(context, name))
+            return kept
+        operation.prepare(dict(conf), context)
+        with self._lock:
+            self._kept[key] = (operation, context)
+        return operation
+
+    def cleanup_all(self) -> int:
+        """``cleanup()`` every kept instance (errors logged), then forget them; how many."""
+        with self._lock:
+            kept, self._kept = list(self._kept.items()), {}
+        for (stage, _, partition), (operation, _) in kept:
+            try:
+                operation.cleanup()
+            except Exception:  # one failing cleanup must not keep the others from theirs
+                log.exception("cleanup() of %s (stage %s, partition %d) failed", operation, stage, partition)
+        return len(kept)
+
+
+# --- worker side: a stage run in its host ------------------------------------------------
+class InstanceHostError(Exception):
+    """The traceback of an error raised in an instance host (the cause of the error re-raised)."""
+
+
+class Recorder:
+    """Stands for the batch's accumulator in a host: sums what the stage adds, sent back after."""
+
+    def __init__(self) -> None:
+        self.counters: dict[Any, Any] = {}
+
+    def add(self, counters: dict[Any, Any]) -> None:
+        for name, value in counters.items():
+            if isinstance(value, str):
+                self.counters[name] = value
+            else:
+                self.counters[name] = self.counters.get(name, 0) + value
+
+
+StageFunction = Callable[[Any, Iterator[Any]], Iterator[Any]]
+
+
+def hosted(scope: InstanceScope, fn: StageFunction, metrics: Any) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The ``mapInArrow`` function that runs ``fn(metrics, batches)`` in the partition's host.
+
+    ``metrics`` (the batch's accumulator, or None) stays in the task; the host's stage adds to a
+    :class:`Recorder`, whose sums the task adds to it. Registered on the driver: the run's hosts
+    are stopped with it (:func:`stop_run`).
+    """
+    import functools
+
+    _HOSTED_RUNS.add(scope.run_id)
+    return functools.partial(_run_hosted, scope, fn, metrics)
+
+
+def _run_hosted(scope: InstanceScope, fn: StageFunction, metrics: Any,
+                batches: Iterator[Any]) -> Iterator[Any]:
+    import pyarrow as pa
+    from pyspark import TaskContext, cloudpickle
+
+    task = TaskContext.get()
+    partition = task.partitionId() if task else 0
+    retire_stopped(scope.stopped)
+    # The task's TaskContext (stage, partition, attempt, local properties) goes along: operations
+    # that read TaskContext.get() in the host see the task they run for.
+    payload = cloudpickle.dumps({"stage": scope.stage, "partition": partition,  # type: ignore[no-untyped-call]
+                                 "task": dict(vars(task)) if task is not None else None, "fn": fn})
+    with _connect(scope.run_id, partition) as conn:
+        stream = conn.makefile("rwb")
+        _send(stream, _HEADER, payload)
+        for batch in batches:
+            _send(stream, _BATCH, _ipc(batch))
+        _send(stream, _DONE, b"")
+        stream.flush()
+        while True:
+            tag, body = _receive(stream)
+            if tag == _BATCH:
+                yield pa.ipc.open_stream(body).read_next_batch()
+            elif tag == _END:
+                counters = pickle.loads(body)
+                if counters and metrics is not None:
+                    metrics.add(counters)
+                return
+            elif tag == _ERROR:
+                error, text = cloudpickle.loads(body)
+                raise error from InstanceHostError(text)
+            else:
+                raise RuntimeError(f"instance host of run {scope.run_id}: unexpected answer {tag!r}")
+
+
+def _ipc(batch: Any) -> bytes:
+    import pyarrow as pa
+
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def _send(stream: Any, tag: bytes, body: bytes) -> None:
+    stream.write(_FRAME.pack(tag, len(body)))
+    stream.write(body)
+
+
+def _receive(stream: Any) -> tuple[bytes, bytes]:
+    head = stream.read(_FRAME.size)
+    if len(head) < _FRAME.size:
+        raise ConnectionError("the instance host closed the connection")
+    tag, size = _FRAME.unpack(head)
+    body = stream.read(size)
+    if len(body) < size:
+        raise ConnectionError("the instance host closed the connection")
+    return bytes(tag), bytes(body)
+
+
+def _socket_path(run_id: str, partition: int) -> Path:
+    """Per run, executor (this worker's pool: its parent process) and partition slot."""
+    return hosts_root() / run_id / f"{os.getppid()}-{partition % SLOTS}.sock"
+
+
+def _try_connect(path: Path) -> socket.socket | None:
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(str(path))
+    except OSError:
+        conn.close()
+        return None
+    return conn
+
+
+def _connect(run_id: str, partition: int) -> socket.socket:
+    """A connection to the partition's host, started if none listens."""
+    path = _socket_path(run_id, partition)
+    conn = _try_connect(path)
+    if conn is not None:
+        return conn
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one task starts the host; the others wait for it
+        conn = _try_connect(path)
+        if conn is not None:
+            return conn
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()  # a host that ended (killed) left its socket file
+        _start_host(path)
+        deadline = time.monotonic() + START_WAIT_S
+        while time.monotonic() < deadline:
+            conn = _try_connect(path)
+            if conn is not None:
+                return conn
+            time.sleep(0.02)
+    raise RuntimeError(f"the instance host for {path.name} in {path.parent} did not start within "
+                       f"{START_WAIT_S:.0f} s; see the executor's log for its error")
+
+
+def _start_host(path: Path) -> None:
+    env = dict(os.environ)
+    # The worker's path: Spark's own, files shipped with addPyFile, the user's PYTHONPATH.
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    # Started in the background by a shell that ends at once: the host is nobody's child to reap.
+    process = subprocess.Popen(
+        ["/bin/sh", "-c", '"$@" &', "sh", sys.executable, "-m", "trident_spark.planner.instances",
+         str(path), str(os.getppid())],
+        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
+    process.wait()
+
+
+# --- stopping a run's hosts --------------------------------------------------------------
+_HOSTED_RUNS: set[str] = set()
+_STOPPED: deque[str] = deque(maxlen=32)
+_RETIRED: set[str] = set()
+
+
+def stopped_runs() -> tuple[str, ...]:
+    """Runs this driver stopped after hosting instances (their hosts may still be about)."""
+    return tuple(_STOPPED)
+
+
+def stop_hosts(run_id: str) -> tuple[int, int]:
+    """Ask every host of ``run_id`` on this machine to clean up and end: (hosts, instances)."""
+    directory = hosts_root() / run_id
+    hosts = instances = 0
+    for path in sorted(directory.glob("*.sock")) if directory.is_dir() else []:
+        conn = _try_connect(path)
+        if conn is None:
+            with contextlib.suppress(OSError):
+                path.unlink()
+            continue
+        with conn:
+            stream = conn.makefile("rwb")
+            try:
+                _send(stream, _STOP, b"")
+                stream.flush()
+                tag, body = _receive(stream)
+            except OSError:
+                continue
+            if tag == _END:
+                hosts += 1
+                instances += int(pickle.loads(body).get("cleaned", 0))
+    with contextlib.suppress(OSError):
+        for leftover in directory.glob("*.lock"):
+            leftover.unlink()
+        directory.rmdir()
+    return hosts, instances
+
+
+def retire_stopped(stopped: Iterable[str]) -> None:
+    """Stop the hosts of runs the driver has stopped (once per worker process and run)."""
+    for run_id in stopped:
+        if run_id not in _RETIRED:
+            _RETIRED.add(run_id)
+            with contextlib.suppress(Exception):  # best effort: the run is over
+                stop_hosts(run_id)
+
+
+def stop_run(spark: Any, run_id: str) -> tuple[int, int]:
+    """After ``handle.stop()``: clean up the run's kept instances on the executors.
+
+    One small Spark job of ``defaultParallelism`` tasks, each of which stops every host of the
+    run on its machine. Best effort: an executor the job does not reach keeps its hosts until a
+    task of a later run (told of this one) stops them, its worker pool ends, or they sit idle
+    :data:`IDLE_EXIT_S` seconds. Returns (hosts stopped, instances cleaned up).
+    """
+    import functools
+
+    if run_id not in _HOSTED_RUNS:
+        return 0, 0
+    _HOSTED_RUNS.discard(run_id)
+    _STOPPED.append(run_id)
+    context = spark.sparkContext
+    if context.master.startswith("local"):
+        return stop_hosts(run_id)  # the executors are this machine
+    tasks = max(1, int(context.defaultParallelism))
+    rows = (spark.range(0, tasks, 1, tasks)
+            .mapInArrow(functools.partial(_stop_task, run_id), "hosts long, instances long").collect())
+    return sum(int(r.hosts) for r in rows), sum(int(r.instances) for r in rows)
+
+
+def _stop_task(run_id: str, batches: Iterator[Any]) -> Iterator[Any]:
+    import pyarrow as pa
+
+    for _ in batches:
+        pass
+    hosts, instances = stop_hosts(run_id)
+    yield pa.RecordBatch.from_pydict({"hosts": [hosts], "instances": [instances]})
+
+
+# --- the host process ----------------------------------------------------------------------
+class _Host:
+    def __init__(self, path: Path, pool_pid: int) -> None:
+        self.path, self.pool_pid = path, pool_pid
+        self.registry = _Registry()
+        self.last_request = time.monotonic()
+        self.stopping = threading.Event()
+        host = self
+
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self) -> None:
+                host.last_request = time.monotonic()
+                host.serve(self.rfile, self.wfile)
+
+        class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+            daemon_threads = True
+
+        self.server = Server(str(path), Handler)
+
+    def serve(self, rfile: Any, wfile: Any) -> None:
+        tag, body = _receive(rfile)
+        if tag == _STOP:
+            cleaned = self.registry.cleanup_all()
+            self.end()  # its socket gone before the answer: the caller finds the run's directory empty
+            _send(wfile, _END, pickle.dumps({"cleaned": cleaned}))
+            wfile.flush()
+            return
+        self.run(pickle.loads(body), rfile, wfile)
+
+    def run(self, request: dict[str, Any], rfile: Any, wfile: Any) -> None:
+        import pyarrow as pa
+
+        batches = []
+        while True:
+            tag, body = _receive(rfile)
+            if tag == _DONE:
+                break
+            batches.append(pa.ipc.open_stream(body).read_next_batch())
+        stage, partition, fn = request["stage"], int(request["partition"]), request["fn"]
+        recorder = Recorder()
+        with self.registry.task_lock(stage, partition):
+            _TASK.instances = _KeptInstances(self.registry, stage, partition)
+            _TASK.spark_task = _task_context(request.get("task"))
+            try:
+                for out in fn(recorder, iter(batches)):
+                    _send(wfile, _BATCH, _ipc(out))
+            except Exception as exc:
+                _send(wfile, _ERROR, _pickled_error(exc))
+                wfile.flush()
+                return
+            finally:
+                _TASK.instances = _TASK.spark_task = None
+        _send(wfile, _END, pickle.dumps(recorder.counters))
+        wfile.flush()
+
+    def watch(self) -> None:
+        """End with the executor's Python worker pool, or after :data:`IDLE_EXIT_S` idle."""
+        while not self.stopping.wait(2.0):
+            gone = False
+            try:
+                os.kill(self.pool_pid, 0)
+            except ProcessLookupError:
+                gone = True
+            except OSError:
+                pass
+            if gone or time.monotonic() - self.last_request > IDLE_EXIT_S:
+                self.registry.cleanup_all()
+                self.end()
+
+    def end(self) -> None:
+        if self.stopping.is_set():
+            return
+        self.stopping.set()
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+            if not any(self.path.parent.glob("*.sock")):  # the run's last host here: leave nothing
+                for lock in self.path.parent.glob("*.lock"):
+                    lock.unlink()
+                self.path.parent.rmdir()
+        threading.Thread(target=self.server.shutdown, daemon=True).start()
+
+
+def _task_context(fields: dict[str, Any] | None) -> Any:
+    """The worker's TaskContext, rebuilt in the host (None outside a Spark task)."""
+    if fields is None:
+        return None
+    from pyspark import TaskContext
+
+    context = object.__new__(TaskContext)
+    context.__dict__.update(fields)
+    return context
+
+
+def _thread_task_contexts() -> None:
+    """In a host, ``TaskContext.get()`` answers with the task each thread runs for."""
+    from pyspark import TaskContext
+
+    TaskContext.get = classmethod(lambda cls: getattr(_TASK, "spark_task", None))  # type: ignore[method-assign,assignment]
+
+
+def _pickled_error(exc: BaseException) -> bytes:
+    from pyspark import cloudpickle
+
+    text = "".join(traceback.format_exception(exc))
+    try:
+        return bytes(cloudpickle.dumps((exc, text)))  # type: ignore[no-untyped-call]
+    except Exception:  # an exception that does not pickle: its class name and message
+        return bytes(cloudpickle.dumps(  # type: ignore[no-untyped-call]
+            (RuntimeError(f"{type(exc).__name__}: {exc}"), text)))
+
+
+def main(args: list[str]) -> None:
+    """``python -m trident_spark.planner.instances SOCKET POOL_PID``: run one host."""
+    path, pool_pid = Path(args[0]), int(args[1])
+    _thread_task_contexts()
+    host = _Host(path, pool_pid)
+
+    def on_signal(signum: int, frame: Any) -> None:
+        host.registry.cleanup_all()
+        host.end()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+    threading.Thread(target=host.watch, daemon=True).start()
+    try:
+        host.server.serve_forever(poll_interval=0.5)
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+if __name__ == "__main__":
+    from trident_spark.planner.instances import main as _main  # the module's own copy, not __main__'s
+
+    _main(sys.argv[1:])
+
+
+__all__ = ["IDLE_EXIT_S", "InstanceHostError", "InstanceScope", "Recorder", "TaskInstances", "has_lifecycle",
+           "host_partition", "hosted", "retire_stopped", "stop_hosts", "stop_run", "stopped_runs",
+           "task_instances"]
