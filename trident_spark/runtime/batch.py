@@ -168,8 +168,12 @@ class BatchRunner:
                     # The store against the checkpoint: lost, rolled back or ahead stops the batch here.
                     self.commits.check(batch_id, replaying)
                     self._check_adoption(df, batch_id)
-                    self.commits.begin(batch_id)
+                # The checkpoint's marker first, then the records: a driver killed between the two
+                # replays a batch whose records never said "writing" (fine), never the other way
+                # round (a record naming a batch the marker does not, taken for another history).
                 self._begin_writing(batch_id)
+                if self.commits:
+                    self.commits.begin(batch_id)
             for outputs in self.phases:
                 self._run_outputs(plan, outputs, batch_id)
             if self.has_state and self.commits:
