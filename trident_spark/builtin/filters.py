@@ -148,6 +148,10 @@ class Negate(BaseFilter):
             raise TypeError(f"Negate needs a filter (a BaseFilter or a function of the tuple), "
                             f"got {filter!r}")
 
+    def wrapped_operations(self) -> list[Any]:
+        """What ``prepare`` and ``cleanup`` are passed on to (its lifecycle is the inner filter's)."""
+        return [self.filter]
+
     def prepare(self, conf: dict[str, Any], context: OperationContext) -> None:
         self.filter.prepare(conf, context)
 

@@ -83,9 +83,22 @@ class InstanceScope:
 
 
 def has_lifecycle(operation: object) -> bool:
-    """Whether ``operation`` overrides ``prepare`` or ``cleanup`` (its instance is then kept)."""
+    """Whether ``operation`` overrides ``prepare`` or ``cleanup`` (its instance is then kept).
+
+    A wrapper that only passes ``prepare``/``cleanup`` on (``Negate``) names what it wraps
+    with ``wrapped_operations()``: it has a lifecycle only if one of those has.
+
+    Examples
+    --------
+    >>> from trident_spark.builtin import Equals, Negate
+    >>> has_lifecycle(Negate(lambda t: True)), has_lifecycle(Negate(Equals()))
+    (False, False)
+    """
     from trident_spark.operation import Operation
 
+    wrapped = getattr(operation, "wrapped_operations", None)
+    if callable(wrapped):
+        return any(has_lifecycle(inner) for inner in wrapped())
     kind = type(operation)
     return any(getattr(kind, name, None) not in (None, getattr(Operation, name))
                for name in ("prepare", "cleanup"))
