@@ -47,7 +47,7 @@ from .base import Key, Version, Versioned, VersionedBackingMap, check_scan_batch
 from .errors import StateConfigError, StateError, StateUnavailableError, UnreadableValueError
 from .es_documents import RESERVED_FIELDS, index_mapping, state_document, stored_bytes
 from .es_scan import MAX_PAGE, scan_index
-from .factory import StateFactory
+from .factory import CREATED_BY, StateFactory
 from .keys import encode_key
 from .serializers import Serializer, deserialize_stored
 from .url import Scheme, redact, register_scheme
@@ -550,6 +550,17 @@ class ElasticsearchState(StateFactory):
 
     def open_backing_map(self) -> ElasticsearchBackingMap:
         return ElasticsearchBackingMap(self, self.effective_serializer)
+
+    def check_exists(self) -> None:
+        """The index must be there (a ``HEAD`` that gives up after ``connect_timeout``; nothing created)."""
+        probe = self.with_settings(request_timeout=self.connect_timeout).open_backing_map()
+        try:
+            status, _ = probe.request("HEAD", f"/{urllib.parse.quote(self.index, safe='')}")
+        finally:
+            probe.close()
+        if status == 404:
+            raise StateUnavailableError(probe.address, f"no index {self.index!r}; nothing was created. Check "
+                                                       f"the index name: {CREATED_BY}")
 
 
 # -- open_state URLs: es://host:9200/index?type=opaque, https://user:pass@host:9200/index ------------

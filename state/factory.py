@@ -188,6 +188,20 @@ class StateFactory(ABC):
         return MAP_KINDS[self.state_type](layered, txid_offset=self.txid_offset,
                                           max_conflict_retries=self.max_conflict_retries, stats=stats)
 
+    def check_exists(self) -> None:  # noqa: B027 (optional hook: most stores create nothing)
+        """Raise :class:`~.errors.StateUnavailableError` if the store the state lives in is not
+        there, creating nothing (``open_state`` without ``create=True`` calls it).
+
+        Stores that create something on first use (a SQLite file or table, an Elasticsearch
+        index) check for it; the others (a Redis key prefix, a memory state) have nothing to
+        check: this default passes.
+
+        Examples
+        --------
+        >>> from trident_spark.state import MemoryState
+        >>> MemoryState.opaque(name="doc-exists").check_exists()
+        """
+
     def open_commit_log(self) -> CommitLog:
         """The state's commit record (``commit_record.py``), read and written straight to the store.
 
@@ -223,4 +237,8 @@ class StateFactory(ABC):
         return self.open()
 
 
-__all__ = ["DEFAULT_BATCH_SIZE", "DEFAULT_CACHE_SIZE", "StateFactory"]
+#: How a missing store's error ends: who creates a state, and how a program may.
+CREATED_BY = ("the topology that writes a state creates it with its first batch (a program that "
+              "writes one itself opens it with open_state(url, create=True))")
+
+__all__ = ["CREATED_BY", "DEFAULT_BATCH_SIZE", "DEFAULT_CACHE_SIZE", "StateFactory"]

@@ -17,6 +17,7 @@ memory on one machine).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
@@ -30,7 +31,7 @@ from typing import Any
 
 from .base import Key, Version, Versioned, VersionedBackingMap, check_scan_batch_size
 from .errors import StateConfigError, StateError, StateUnavailableError
-from .factory import StateFactory
+from .factory import CREATED_BY, StateFactory
 from .keys import decode_scanned_key, encode_key, is_reserved
 from .serializers import Serializer, deserialize_stored
 
@@ -365,6 +366,27 @@ class SqliteState(StateFactory):
     def open_backing_map(self) -> SqliteBackingMap:
         return SqliteBackingMap(self.path, self.table, self.effective_serializer,
                                 busy_timeout=float(self.busy_timeout), synchronous=self.synchronous)
+
+    def check_exists(self) -> None:
+        """The file and its table must be there (read-only look: nothing is created)."""
+        path = self.path
+        if not os.path.isfile(path):
+            directory = os.path.dirname(path)
+            missing = ("a directory, not a file" if os.path.isdir(path)
+                       else f"no such file (and no directory {directory})" if not os.path.isdir(directory)
+                       else "no such file")
+            raise StateUnavailableError(path, f"{missing}; nothing was created. Check the path: {CREATED_BY}")
+        try:
+            with contextlib.closing(sqlite3.connect(f"file:{urllib.parse.quote(path)}?mode=ro",
+                                                    uri=True)) as db:
+                tables = [row[0] for row in db.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        except sqlite3.Error:
+            return  # not readable as SQLite: opening the state says why
+        if self.table not in tables:
+            there = ", ".join(tables[:20]) if tables else "none"
+            raise StateUnavailableError(path, f"no table {self.table!r} in it (tables: {there}); "
+                                              f"name the state's table with ?table=NAME")
 
 
 __all__ = ["DEFAULT_TABLE", "SqliteBackingMap", "SqliteState", "sqlite_url"]

@@ -21,15 +21,12 @@ Backends add their scheme with :func:`register_scheme` (``redis.py`` and
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sqlite3
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import StateConfigError, StateUnavailableError
+from .errors import StateConfigError
 from .factory import StateFactory
 from .map import MapState
 from .memory import MemoryState
@@ -243,49 +240,8 @@ def check_exists(factory: StateFactory) -> None:
     ...
     trident_spark.state.errors.StateUnavailableError: cannot use the state store at /no/such/dir/wc.db: ...
     """
-    if isinstance(factory, SqliteState):
-        _check_sqlite(factory)
-        return
-    from .elasticsearch import ElasticsearchState  # it registers its scheme here: imported late
+    factory.check_exists()
 
-    if isinstance(factory, ElasticsearchState):
-        _check_index(factory)
-
-
-_CREATED_BY = ("the topology that writes a state creates it with its first batch (a program that "
-               "writes one itself opens it with open_state(url, create=True))")
-
-
-def _check_sqlite(factory: SqliteState) -> None:
-    path = factory.path
-    if not os.path.isfile(path):
-        directory = os.path.dirname(path)
-        missing = ("a directory, not a file" if os.path.isdir(path)
-                   else f"no such file (and no directory {directory})" if not os.path.isdir(directory)
-                   else "no such file")
-        raise StateUnavailableError(path, f"{missing}; nothing was created. Check the path: {_CREATED_BY}")
-    try:
-        with contextlib.closing(sqlite3.connect(f"file:{urllib.parse.quote(path)}?mode=ro", uri=True)) as db:
-            tables = [row[0] for row in db.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
-    except sqlite3.Error:
-        return  # not readable as SQLite: opening the state says why
-    if factory.table not in tables:
-        there = ", ".join(tables[:20]) if tables else "none"
-        raise StateUnavailableError(path, f"no table {factory.table!r} in it (tables: {there}); "
-                                          f"name the state's table with ?table=NAME")
-
-
-def _check_index(factory: Any) -> None:
-    # A probe that gives up after connect_timeout, like the state's own first request.
-    probe = factory.with_settings(request_timeout=factory.connect_timeout).open_backing_map()
-    try:
-        status, _ = probe.request("HEAD", f"/{urllib.parse.quote(factory.index, safe='')}")
-    finally:
-        probe.close()
-    if status == 404:
-        raise StateUnavailableError(probe.address, f"no index {factory.index!r}; nothing was created. Check "
-                                                   f"the index name: {_CREATED_BY}")
 
 
 __all__ = ["COMMON_PARAMS", "SCHEMES", "Scheme", "check_exists", "open_state", "parse_state_url", "redact",
