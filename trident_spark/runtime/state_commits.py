@@ -50,6 +50,7 @@ def state_id(factory: Any) -> str:
 class _Guard:
     factory: Any
     stream: str
+    key: str  # state_id(factory): its entry in the checkpoint's file
     log: CommitLog | None = None
     adopting: CommitRecord | None = None
 
@@ -84,14 +85,18 @@ class StateCommits:
     checkpoint: Path | None = None
     accept_loss: bool = False
     _guards: list[_Guard] = field(default_factory=list, init=False, repr=False)
+    #: The checkpoint's file as last read or written (this driver is its only writer).
+    _entries: dict[str, Any] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         seen: set[str] = set()
         for factory in self.factories:
-            if not callable(getattr(factory, "open_commit_log", None)) or state_id(factory) in seen:
+            if not callable(getattr(factory, "open_commit_log", None)):
                 continue
-            seen.add(state_id(factory))
-            self._guards.append(_Guard(factory, self.stream))
+            key = state_id(factory)
+            if key not in seen:
+                seen.add(key)
+                self._guards.append(_Guard(factory, self.stream, key))
 
     def __bool__(self) -> bool:
         return bool(self._guards)
@@ -102,6 +107,12 @@ class StateCommits:
         return None if self.checkpoint is None else self.checkpoint / COMMITS_FILE
 
     def _committed(self) -> dict[str, Any]:
+        """The checkpoint's entries: read from its file once, then kept as they are written."""
+        if self._entries is None:
+            self._entries = self._read_file()
+        return self._entries
+
+    def _read_file(self) -> dict[str, Any]:
         path = self._file()
         if path is None or not path.exists():
             return {}
@@ -114,6 +125,7 @@ class StateCommits:
         return data if isinstance(data, dict) else {}
 
     def _remember(self, entries: dict[str, Any]) -> None:
+        self._entries = entries
         path = self._file()
         if path is None:
             return
@@ -148,7 +160,7 @@ class StateCommits:
             commit_log = guard.commit_log()
             record = commit_log.read()
             txid = batch_id + guard.offset
-            entry = committed.get(state_id(guard.factory))
+            entry = committed.get(guard.key)
             known = (CheckpointCommit(int(entry["txid"]), str(entry["epoch"]))
                      if isinstance(entry, dict) else None)
             try:
@@ -161,7 +173,7 @@ class StateCommits:
                             "txid %s and counting goes on from what the store holds", self.stream,
                             str(lost).split(". Counting on")[0], lost.committed_txid)
                 record = commit_log.rebase(lost.committed_txid, self.stream)
-                committed[state_id(guard.factory)] = self._entry(guard, record)
+                committed[guard.key] = self._entry(guard, record)
                 self._remember(committed)
             guard.adopting = record if (known is None and record is not None and record.txid is not None
                                         and not replaying) else None
@@ -176,7 +188,7 @@ class StateCommits:
         committed = self._committed()
         for guard in self._guards:
             record = guard.commit_log().complete(batch_id + guard.offset, offsets)
-            committed[state_id(guard.factory)] = self._entry(guard, record)
+            committed[guard.key] = self._entry(guard, record)
             guard.adopting = None
         self._remember(committed)
 
