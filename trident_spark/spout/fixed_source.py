@@ -11,24 +11,26 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
-from trident_spark.spout.feeder_source import FeederInputPartition, FeederStreamReader, read_partition
+from trident_spark.spout.feeder_source import (
+    FeederDataSource,
+    FeederInputPartition,
+    FeederStreamReader,
+    read_partition,
+)
 
 FORMAT_NAME = "trident_fixed_batch"
 
 
-class FixedBatchDataSource(DataSource):
-    """Spark data source ``trident_fixed_batch``: the feeder's options plus ``period``, ``cycle``
-    and ``max_batches``."""
+class FixedBatchDataSource(FeederDataSource):
+    """Spark data source ``trident_fixed_batch``: the feeder's options (and schema) plus ``period``,
+    ``cycle`` and ``max_batches``."""
 
     @classmethod
     def name(cls) -> str:
         return FORMAT_NAME
-
-    def schema(self) -> str:
-        return str(self.options["schema"])
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return FixedBatchStreamReader(str(self.options["directory"]), int(self.options["num_partitions"]),
