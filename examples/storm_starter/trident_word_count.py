@@ -1,0 +1,92 @@
+"""storm-starter's TridentWordCount, the counting half, ported line by line.
+
+The original: apache/storm, ``examples/storm-starter/src/jvm/org/apache/storm/starter/trident/
+TridentWordCount.java``. A cycling FixedBatchSpout of five sentences, three per batch, is split
+into words and counted per word into a map state. Java's second half, a DRPC stream
+(``newDRPCStream("words")``) that reads the counts with ``stateQuery(wordCounts, ..., MapGet())``,
+comes with DRPC; until then ``open_state``/``trident-spark query`` read the counts.
+
+Run it with ``trident-spark run examples/storm_starter/trident_word_count.py`` (Java's ``main``
+submits ``buildTopology()``; ``--available-now`` stops after one pass over the sentences).
+
+Differences from the Java, all of the Python's making, none in the operator chain:
+
+* ``new MemoryMapState.Factory()`` is ``MemoryState.opaque(name=...)``: Trident's MemoryMapState
+  is opaque, and the Java factory names its store with a random UUID, as the default here does.
+  ``buildTopology(state=...)`` takes another state (tests pass a named one to read it afterwards).
+* ``buildTopology(max_batches=N)`` bounds a ``trigger="available_now"`` run of the cycling spout
+  to N batches (a Trident topology runs until it is killed).
+"""
+
+# ruff: noqa: N806 (the Java's camelCase local names are kept, for a line-by-line reading)
+from __future__ import annotations
+
+import uuid
+
+from trident_spark import Fields, TridentTopology, TridentTuple
+from trident_spark.builtin import Count
+from trident_spark.operation import BaseFunction, TridentCollector
+from trident_spark.spout import FixedBatchSpout
+from trident_spark.state import MemoryState, StateFactory
+
+
+def buildTopology(max_batches: int | None = None, state: StateFactory | None = None) -> TridentTopology:
+    """The word-count topology: sentences, split into words, counted per word into ``state``.
+
+    Parameters
+    ----------
+    max_batches : int, optional
+        Batches a ``trigger="available_now"`` run reads from the cycling spout (one pass, two
+        batches, when None).
+    state : StateFactory, optional
+        Where the counts go; default an opaque MemoryState with a random name (Java's
+        ``new MemoryMapState.Factory()``).
+
+    Examples
+    --------
+    >>> buildTopology().queries()[0].name
+    'spout1'
+    """
+    spout = FixedBatchSpout(Fields("sentence"), 3, ["the cow jumped over the moon"],
+                            ["the man went to the store and bought some candy"],
+                            ["four score and seven years ago"],
+                            ["how many apples can you eat"], ["to be or not to be the person"],
+                            max_batches=max_batches)
+    spout.setCycle(True)
+    if state is None:
+        state = MemoryState.opaque(name=str(uuid.uuid4()))  # new MemoryMapState.Factory()
+
+    topology = TridentTopology()
+    wordCounts = (topology.newStream("spout1", spout).parallelismHint(16)  # noqa: F841 (for the DRPC half)
+                  .each(Fields("sentence"), Split(), Fields("word"))
+                  .groupBy(Fields("word"))
+                  .persistentAggregate(state, Count(), Fields("count"))
+                  .parallelismHint(16))
+
+    # topology.newDRPCStream("words").each(Fields("args"), Split(), Fields("word"))
+    #         .groupBy(Fields("word"))
+    #         .stateQuery(wordCounts, Fields("word"), MapGet(), Fields("count"))
+    #         .each(Fields("count"), FilterNull())
+    #         .project(Fields("word", "count"))    comes with DRPC
+    return topology
+
+
+class Split(BaseFunction):
+    """Emit each word of the sentence: Java's ``sentence.split(" ")``.
+
+    Examples
+    --------
+    >>> collector = TridentCollector()
+    >>> Split().execute(TridentTuple(["the cow jumped"], Fields("sentence")), collector)
+    >>> collector.emitted
+    [['the'], ['cow'], ['jumped']]
+    """
+
+    def execute(self, tuple: TridentTuple, collector: TridentCollector) -> None:
+        sentence = tuple.getString(0)
+        for word in sentence.split(" "):
+            collector.emit([word])
+
+
+#: What ``trident-spark run`` runs: Java's ``main`` submits ``buildTopology()``.
+topology = buildTopology()
