@@ -8,6 +8,7 @@ Modules, one idea each:
 * ``values``      the kinds of state (:class:`StateType`) and the stored value classes
 * ``errors``      the errors, each naming the state, the key and what to do
 * ``base``        the backing-map interfaces a store implements (plain and versioned)
+* ``pyvalues``    any Python value as JSON (tagged where JSON lacks the type); canonical key forms
 * ``keys``        collision-free encoding of compound keys; the global key
 * ``serializers`` JSON in Storm's formats, pluggable
 * ``map``         Trident's non-transactional / transactional / opaque rules, and
@@ -48,6 +49,7 @@ from .errors import (
     StateTypeMismatchError,
     StateUnavailableError,
     UnreadableValueError,
+    UnstorableValueError,
 )
 from .factory import StateFactory
 from .keys import GLOBAL_KEY, decode_key, encode_key
@@ -98,6 +100,7 @@ __all__ = [
     "TransactionalMap",
     "TransactionalValue",
     "UnreadableValueError",
+    "UnstorableValueError",
     "Versioned",
     "VersionedBackingMap",
     "combiner_updater",

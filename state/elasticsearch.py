@@ -49,7 +49,7 @@ from .es_documents import RESERVED_FIELDS, index_mapping, state_document, stored
 from .es_scan import MAX_PAGE, scan_index
 from .factory import CREATED_BY, StateFactory
 from .keys import encode_key
-from .serializers import Serializer, deserialize_stored
+from .serializers import Serializer, deserialize_stored, serialize_stored
 from .url import Scheme, redact, register_scheme
 
 if TYPE_CHECKING:
@@ -328,7 +328,7 @@ class ElasticsearchBackingMap(VersionedBackingMap):
         fields = self.spec.fields
         lines: list[tuple[bytes, bytes]] = []
         for key, value, expected in zip(keys, values, expected_versions, strict=True):
-            data = self.serializer.serialize(value)
+            data = serialize_stored(self.serializer, value, key=key, address=self.address)
             try:
                 doc = state_document(key, value, data, fields)
             except StateError as exc:

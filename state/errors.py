@@ -164,6 +164,59 @@ class UnreadableValueError(StateError):
             f"or delete that key")
 
 
+class UnstorableValueError(StateError, TypeError):
+    """A value cannot be stored: it is not JSON and cannot be pickled (a lambda, a lock, a socket).
+
+    Attributes
+    ----------
+    address : str or None
+        The state, as a URL (None when raised by a serializer, before a store adds it).
+    key : list or None
+        The group values of the key whose value could not be stored.
+    value_type : str
+        The qualified name of the value's type.
+    reason : str
+        Why pickling failed.
+
+    Examples
+    --------
+    >>> err = UnstorableValueError("memory://wc", ["cat"], type_name(lambda: 1), "PicklingError: no")
+    >>> str(err).split(": a ")[1].split(";")[0]
+    'function value cannot be pickled (PicklingError: no)'
+    >>> err.key, err.value_type
+    (['cat'], 'function')
+    """
+
+    def __init__(self, address: str | None, key: Sequence[Any] | None, value_type: str, reason: str) -> None:
+        self.address = None if address is None else redact_text(address)
+        self.key = None if key is None else list(key)
+        self.value_type = value_type
+        self.reason = redact_text(reason)
+        what = "a value" if self.key is None else f"the value of key {self.key!r}"
+        where = "" if address is None else f" in {address}"
+        super().__init__(
+            f"cannot store {what}{where}: a {self.value_type} value cannot be pickled ({reason}); state "
+            f"values are JSON values or picklable objects: make it picklable (a class defined at module "
+            f"level, with no lambda, lock, socket or open file among its attributes) or convert it (e.g. "
+            f"to a dict) before it is aggregated into the state")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (UnstorableValueError, (self.address, self.key, self.value_type, self.reason))
+
+
+def type_name(value: Any) -> str:
+    """A value's type as a message shows it: ``int``, ``mymodule.Point``.
+
+    Examples
+    --------
+    >>> import collections
+    >>> type_name(3), type_name(ValueError()), type_name(collections.OrderedDict())
+    ('int', 'ValueError', 'collections.OrderedDict')
+    """
+    kind = type(value)
+    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+
+
 class StateUnavailableError(StateError):
     """The store cannot be reached or opened: fail fast, naming the address.
 

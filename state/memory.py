@@ -28,7 +28,7 @@ from .errors import StateConfigError, StateError
 from .factory import StateFactory
 from .keys import decode_scanned_key, encode_key, is_reserved
 from .memory_server import Address, MemoryServer, RemoteStore
-from .serializers import Serializer, deserialize_stored
+from .serializers import Serializer, deserialize_stored, serialize_stored
 
 
 class MemoryStore:
@@ -169,7 +169,8 @@ class MemoryBackingMap(VersionedBackingMap):
         if not len(keys) == len(values) == len(expected_versions):
             raise StateError(f"{self.address}: multiPutIfVersion needs as many values and versions as keys")
         encoded = [encode_key(key) for key in keys]
-        data = [self.serializer.serialize(value) for value in values]
+        data = [serialize_stored(self.serializer, value, key=key, address=self.address)
+                for key, value in zip(keys, values, strict=True)]
         return list(self.store.put_if_version(encoded, data, list(expected_versions)))
 
     def scanVersioned(self, batch_size: int | None = None) -> Iterator[tuple[Key, Versioned]]:

@@ -74,7 +74,7 @@ from .base import Key, Version, Versioned, VersionedBackingMap, check_scan_batch
 from .errors import StateConfigError, StateError, StateUnavailableError
 from .factory import StateFactory
 from .keys import decode_scanned_key, encode_key, is_reserved
-from .serializers import Serializer, deserialize_stored
+from .serializers import Serializer, deserialize_stored, serialize_stored
 from .url import Scheme, redact, register_scheme
 
 if TYPE_CHECKING:
@@ -370,7 +370,8 @@ class RedisBackingMap(VersionedBackingMap):
         if not keys:
             return []
         names = [self.redis_key(key) for key in keys]
-        data = [self.serializer.serialize(value) for value in values]
+        data = [serialize_stored(self.serializer, value, key=key, address=self.address)
+                for key, value in zip(keys, values, strict=True)]
         args: list[bytes] = [self._px]
         for expected, blob in zip(expected_versions, data, strict=True):
             args.append(self._expected(expected))

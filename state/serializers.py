@@ -11,12 +11,23 @@ transactional       ``TransactionalValue``  ``[txid, val]``
 opaque              ``OpaqueValue``         ``[txid, curr, prev]``
 ==================  ======================  ======================================
 
+A value of any Python type can be stored: a value JSON holds (``None``,
+``bool``, ``int``, finite ``float``, ``str``, ``list``, ``dict`` with ``str``
+keys) is written as itself, any other value (a tuple, bytes, a datetime, a
+Decimal, a set, a dict with other keys, a user object) as a tagged JSON
+object such as ``{"~tuple": [1, 2]}`` or ``{"~py": "<base64 pickle>"}``
+(``pyvalues.py``), so the same value, of the same type, comes back. A value
+that is not JSON and cannot be pickled raises :class:`UnstorableValueError`.
+A serializer given ``default`` / ``object_hook`` hooks uses those instead of
+the tags, as ``json.dumps`` / ``json.loads`` do.
+
 A serializer is any picklable object with ``serialize(value) -> bytes`` and
 ``deserialize(data) -> value`` (it travels to Spark executors with the state's
 settings). ``deserialize`` raises :class:`StateTypeMismatchError` when the data is
 readable but of another kind (an opaque reader finding ``[txid, val]``) and any
 other exception when it cannot read the data; :func:`deserialize_stored` turns
-those into errors that name the state and the key.
+those into errors that name the state and the key, and :func:`serialize_stored`
+does the same for a value that cannot be written.
 """
 
 from __future__ import annotations
@@ -25,7 +36,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from .errors import StateTypeMismatchError, UnreadableValueError
+from .errors import StateError, StateTypeMismatchError, UnreadableValueError, UnstorableValueError, type_name
+from .pyvalues import decode_object, to_json
 from .values import OpaqueValue, StateType, TransactionalValue
 
 
@@ -49,12 +61,18 @@ class Serializer(Protocol):
 
 
 class _JSONSerializer:
-    """Shared JSON plumbing: compact UTF-8, optional hooks for types JSON lacks."""
+    """Shared JSON plumbing: compact UTF-8; tagged values for types JSON lacks, or the caller's hooks."""
 
     def __init__(self, default: Callable[[Any], Any] | None = None,
                  object_hook: Callable[[dict[str, Any]], Any] | None = None) -> None:
         self.default = default
         self.object_hook = object_hook
+
+    def _value(self, value: Any) -> Any:
+        """One value (val, curr or prev) as JSON: tagged, unless the caller gave hooks."""
+        if self.default is not None or self.object_hook is not None:
+            return value
+        return to_json(value)
 
     def _dumps(self, obj: Any) -> bytes:
         return json.dumps(obj, separators=(",", ":"), ensure_ascii=False,
@@ -62,7 +80,8 @@ class _JSONSerializer:
 
     def _loads(self, data: bytes) -> Any:
         text = bytes(data).decode("utf-8") if isinstance(data, bytes | bytearray | memoryview) else data
-        return json.loads(text, object_hook=self.object_hook)
+        hooked = self.default is not None or self.object_hook is not None
+        return json.loads(text, object_hook=self.object_hook if hooked else decode_object)
 
     def __eq__(self, other: object) -> bool:
         return (type(other) is type(self) and isinstance(other, _JSONSerializer)
@@ -94,7 +113,8 @@ class JSONNonTransactionalSerializer(_JSONSerializer):
     """Non-transactional values as plain JSON ``val``.
 
     Any JSON is a valid non-transactional value, so this serializer cannot tell
-    that a state was written as another kind.
+    that a state was written as another kind. Values JSON lacks are tagged
+    (see the module docstring).
 
     Parameters
     ----------
@@ -108,10 +128,12 @@ class JSONNonTransactionalSerializer(_JSONSerializer):
     >>> s = JSONNonTransactionalSerializer()
     >>> s.serialize({"n": 3}), s.deserialize(b'{"n":3}')
     (b'{"n":3}', {'n': 3})
+    >>> s.serialize((1, 2)), s.deserialize(s.serialize((1, 2)))
+    (b'{"~tuple":[1,2]}', (1, 2))
     """
 
     def serialize(self, value: Any) -> bytes:
-        return self._dumps(value)
+        return self._dumps(self._value(value))
 
     def deserialize(self, data: bytes) -> Any:
         return self._loads(data)
@@ -135,7 +157,7 @@ class JSONTransactionalSerializer(_JSONSerializer):
     def serialize(self, value: Any) -> bytes:
         if not isinstance(value, TransactionalValue):
             raise TypeError(f"a transactional state stores TransactionalValue, got {value!r}")
-        return self._dumps([value.txid, value.val])
+        return self._dumps([value.txid, self._value(value.val)])
 
     def deserialize(self, data: bytes) -> Any:
         decoded = self._loads(data)
@@ -162,7 +184,7 @@ class JSONOpaqueSerializer(_JSONSerializer):
     def serialize(self, value: Any) -> bytes:
         if not isinstance(value, OpaqueValue):
             raise TypeError(f"an opaque state stores OpaqueValue, got {value!r}")
-        return self._dumps([value.txid, value.curr, value.prev])
+        return self._dumps([value.txid, self._value(value.curr), self._value(value.prev)])
 
     def deserialize(self, data: bytes) -> Any:
         decoded = self._loads(data)
@@ -191,6 +213,55 @@ def default_serializer(state_type: StateType) -> Serializer:
 def _show_bytes(data: Any) -> str:
     raw = bytes(data) if isinstance(data, bytes | bytearray | memoryview) else str(data).encode()
     return repr(raw[:60]) + ("..." if len(raw) > 60 else "")
+
+
+def serialize_stored(serializer: Serializer, value: Any, *, key: Sequence[Any], address: str) -> bytes:
+    """Write one value, turning a serializer's failure into an error naming the key and the state.
+
+    Parameters
+    ----------
+    serializer : Serializer
+        The state's serializer.
+    value : Any
+        The value object (a val, TransactionalValue or OpaqueValue).
+    key : Sequence
+        The key's group values (for the message).
+    address : str
+        The state's address (for the message).
+
+    Returns
+    -------
+    bytes
+        What the serializer made of ``value``.
+
+    Raises
+    ------
+    UnstorableValueError
+        The value cannot be written (not JSON and not picklable, or refused by
+        a custom serializer).
+
+    Examples
+    --------
+    >>> serialize_stored(JSONOpaqueSerializer(), OpaqueValue(1, (2, 3)), key=["cat"], address="memory://wc")
+    b'[1,{"~tuple":[2,3]},null]'
+    >>> import threading
+    >>> try:
+    ...     serialize_stored(JSONNonTransactionalSerializer(), [threading.Lock()], key=["cat"],
+    ...                      address="memory://wc")
+    ... except UnstorableValueError as exc:
+    ...     print(str(exc).split(";")[0])
+    cannot store the value of key ['cat'] in memory://wc: a _thread.lock value cannot be pickled \
+(TypeError: cannot pickle '_thread.lock' object)
+    """
+    try:
+        return serializer.serialize(value)
+    except UnstorableValueError as exc:
+        raise UnstorableValueError(address, key, exc.value_type, exc.reason) from None
+    except StateError:
+        raise
+    except Exception as exc:
+        held = getattr(value, "curr", getattr(value, "val", value))
+        raise UnstorableValueError(address, key, type_name(held), f"{type(exc).__name__}: {exc}") from exc
 
 
 def deserialize_stored(serializer: Serializer, data: bytes, *, key: Sequence[Any], address: str) -> Any:
@@ -240,4 +311,5 @@ __all__ = [
     "Serializer",
     "default_serializer",
     "deserialize_stored",
+    "serialize_stored",
 ]

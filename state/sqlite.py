@@ -33,7 +33,7 @@ from .base import Key, Version, Versioned, VersionedBackingMap, check_scan_batch
 from .errors import StateConfigError, StateError, StateUnavailableError
 from .factory import CREATED_BY, StateFactory
 from .keys import decode_scanned_key, encode_key, is_reserved
-from .serializers import Serializer, deserialize_stored
+from .serializers import Serializer, deserialize_stored, serialize_stored
 
 DEFAULT_TABLE = "trident_state"
 _TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
@@ -269,7 +269,8 @@ class SqliteBackingMap(VersionedBackingMap):
             raise StateError(f"{self.address}: multiPutIfVersion needs as many values and versions as keys")
         table = self.table
         new_versions = [self._next_version(expected) for expected in expected_versions]
-        rows = [(encode_key(key), self.serializer.serialize(value), expected, version)
+        rows = [(encode_key(key), serialize_stored(self.serializer, value, key=key, address=self.address),
+                 expected, version)
                 for key, value, expected, version
                 in zip(keys, values, expected_versions, new_versions, strict=True)]
 

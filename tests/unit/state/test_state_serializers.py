@@ -41,8 +41,14 @@ def test_round_trips(value):
     assert plain.deserialize(plain.serialize(value)) == value
 
 
-def test_tuples_come_back_as_lists_as_in_json():
+def test_tuples_come_back_as_tuples():
     plain = JSONNonTransactionalSerializer()
+    assert plain.serialize((1, 2)) == b'{"~tuple":[1,2]}'
+    assert plain.deserialize(plain.serialize((1, 2))) == (1, 2)
+
+
+def test_with_json_hooks_tuples_come_back_as_lists_as_in_json():
+    plain = JSONNonTransactionalSerializer(object_hook=decimal_hook)
     assert plain.deserialize(plain.serialize((1, 2))) == [1, 2]
 
 
