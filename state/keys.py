@@ -2,16 +2,30 @@
 
 The encoded key is the Redis key suffix, the Elasticsearch ``_id``, the SQLite
 primary key and the cache's dictionary key, so a key reads the same in every
-store. The rules, which make the encoding injective:
+store. Group values that are equal under Python's ``==`` encode alike, as a
+Python dict would count them: ``1``, ``1.0`` and ``True`` are one key
+(``~i1``), ``0``, ``0.0``, ``-0.0`` and ``False`` another (``~i0``), while
+``"1"`` (``1``) and ``1`` (``~i1``) are two. The rules, which make the
+encoding injective on classes of equal values:
 
 * components are joined with ``|``;
 * a string is written as itself with ``%``, ``|`` and control characters
   percent-escaped, and a leading ``~`` escaped as ``%7E``; the empty string is
   ``~e``;
-* every other value is ``~`` + a type letter + its text: ``~n`` None, ``~T`` /
-  ``~F`` booleans, ``~i42`` ints, ``~d1.5`` floats, ``~D1.50`` decimals, ``~x00ff``
-  bytes, ``~a2024-05-01`` dates, ``~t2024-05-01T10:00:00`` datetimes; so ``"1"``
-  (``1``) and ``1`` (``~i1``) differ, and no type's text contains ``|``;
+* every other value is ``~`` + a type letter + its text, and no type's text
+  contains ``|``: ``~n`` None; a number by its canonical form
+  (``pyvalues.canonical_number``): ``~i42`` an integral number (int, bool,
+  ``42.0``, ``Decimal("42.00")``), ``~d1.5`` any other float (``~dinf``,
+  ``~d-inf``, ``~dnan``), ``~D0.1`` a decimal no float holds exactly,
+  ``~r1/3`` any other fraction; ``~x00ff`` bytes (and an equal bytearray);
+  ``~a2024-05-01`` dates; ``~t2024-05-01T10:00:00`` datetimes (aware ones in
+  UTC, since equal instants are equal datetimes);
+* a list, tuple, dict, set or frozenset is ``~j`` + its canonical JSON
+  (``pyvalues.canonical_json``: numbers canonical as above, dict entries and
+  set items sorted, tuples as ``{"~tuple": [...]}``, so ``[1, 2]`` and
+  ``(1, 2)`` stay two keys as in Python; dumped with sorted keys, no spaces)
+  percent-escaped like a string, e.g. ``~j[1,"a"]``; other objects cannot be
+  group values of a state (:class:`~.errors.StateError` says what to do);
 * the global key of ungrouped state (Trident's SnapshottableMap) is the empty
   key ``()``, written ``~global``: grouped keys have at least one component and
   no component starts with ``~g``, so it cannot collide with a group's key;
@@ -23,22 +37,26 @@ store. The rules, which make the encoding injective:
   much of the readable encoding as fits. Readable encodings never start with
   ``~h``, so hashed and readable keys cannot collide either.
 
-Python's ``1 == 1.0 == True``, but Spark groups by one column type, so the
-encoding keeps the types apart. ``-0.0`` is encoded as ``0.0`` (they are equal
-and Spark groups them together).
+Decoding gives each class's representative: ``~i1`` is ``1`` whichever of
+``1``, ``1.0`` or ``True`` was written. Keys written before numbers were
+canonical (``~T`` / ``~F`` booleans, ``~d2.0`` integral floats) still decode.
 """
 
 from __future__ import annotations
 
 import datetime
 import decimal
+import fractions
 import hashlib
+import json
+import math
 import numbers
 import re
 from collections.abc import Sequence
 from typing import Any
 
 from .errors import StateConfigError, StateError
+from .pyvalues import canonical_json, canonical_number, decode_object
 
 #: The key of an ungrouped persistentAggregate's single value (Trident's SnapshottableMap).
 GLOBAL_KEY: tuple[()] = ()
@@ -63,30 +81,55 @@ def _escape_text(text: str) -> str:
     return "%7E" + escaped[1:] if escaped[0] == "~" else escaped
 
 
+def _encode_number(value: Any) -> str:
+    number = canonical_number(value)
+    if isinstance(number, int):
+        return f"~i{number}"
+    if isinstance(number, float):
+        return f"~d{number!r}" if math.isfinite(number) else f"~d{number}"
+    if isinstance(number, decimal.Decimal):
+        return f"~D{number}"
+    return f"~r{number}"
+
+
+def _encode_container(value: Any) -> str:
+    try:
+        tree = canonical_json(value)
+    except (TypeError, ValueError) as exc:
+        raise StateError(
+            f"cannot use {value!r:.200} ({type(value).__name__}) in a state key: it holds {exc}, and the "
+            f"values inside a list, tuple, dict or set group value must themselves be group values (str, "
+            f"numbers, bool, None, bytes, date, datetime, or lists, tuples, dicts and sets of them); "
+            f"convert it (e.g. str()) before grouping") from None
+    text = json.dumps(tree, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "~j" + _NEEDS_ESCAPE.sub(lambda m: f"%{ord(m.group()):02X}", text)
+
+
 def _encode_component(value: Any) -> str:
-    # Order matters: bool is an int subclass, datetime a date subclass.
+    # Order matters: datetime is a date subclass.
     if isinstance(value, str):
         return _escape_text(value)
     if value is None:
         return "~n"
-    if isinstance(value, bool):
-        return "~T" if value else "~F"
-    if isinstance(value, numbers.Integral):
-        return f"~i{int(value)}"
-    if isinstance(value, float):
-        return f"~d{0.0 if value == 0.0 else value!r}"
-    if isinstance(value, decimal.Decimal):
-        return f"~D{value}"
+    if isinstance(value, numbers.Real | decimal.Decimal):
+        try:
+            return _encode_number(value)
+        except (ValueError, ArithmeticError) as exc:      # a signaling NaN
+            raise StateError(f"cannot use {value!r} in a state key: {exc}") from None
     if isinstance(value, bytes | bytearray):
         return f"~x{bytes(value).hex()}"
     if isinstance(value, datetime.datetime):
+        if value.tzinfo is not None and value.utcoffset() is not None:
+            value = value.astimezone(datetime.UTC)
         return f"~t{value.isoformat()}"
     if isinstance(value, datetime.date):
         return f"~a{value.isoformat()}"
+    if isinstance(value, list | tuple | dict | set | frozenset):
+        return _encode_container(value)
     raise StateError(
-        f"cannot use {value!r} ({type(value).__name__}) in a state key: group values must be "
-        f"str, int, float, bool, None, Decimal, bytes, date or datetime; convert it (e.g. str()) "
-        f"before grouping")
+        f"cannot use {value!r:.200} ({type(value).__name__}) in a state key: group values of a state must "
+        f"be str, numbers (int, float, Decimal, Fraction), bool, None, bytes, date, datetime, or lists, "
+        f"tuples, dicts and sets of them; convert it (e.g. str(), or a tuple of its fields) before grouping")
 
 
 class ReservedKey(tuple[()]):
@@ -191,6 +234,8 @@ def encode_key(key: Sequence[Any], max_bytes: int = MAX_KEY_BYTES) -> str:
     --------
     >>> encode_key(["cat"]), encode_key(["a|b", 1]), encode_key(["1"]), encode_key([None])
     ('cat', 'a%7Cb|~i1', '1', '~n')
+    >>> encode_key([1]) == encode_key([1.0]) == encode_key([True]), encode_key([1.5, (1, "a|b")])
+    (True, '~d1.5|~j{"~tuple":[1,"a%7Cb"]}')
     >>> encode_key(GLOBAL_KEY)
     '~global'
     >>> len(encode_key(["x" * 1000]).encode())
@@ -224,16 +269,24 @@ def is_hashed(encoded: str) -> bool:
     return encoded.startswith(_HASHED_TAG)
 
 
+def _unescape(text: str) -> str:
+    return _ESCAPED.sub(lambda m: chr(int(m.group(1), 16)), text)
+
+
+def _decode_json(payload: str) -> Any:
+    return json.loads(_unescape(payload), object_hook=decode_object)
+
+
 def _decode_component(text: str) -> Any:
     if not text.startswith("~"):
-        return _ESCAPED.sub(lambda m: chr(int(m.group(1), 16)), text)
+        return _unescape(text)
     tag, payload = text[1:2], text[2:]
-    simple = {"e": "", "n": None, "T": True, "F": False}
+    simple = {"e": "", "n": None, "T": True, "F": False}     # ~T and ~F: keys of earlier versions
     if tag in simple and not payload:
         return simple[tag]
     parsers: dict[str, Any] = {
-        "i": int, "d": float, "D": decimal.Decimal, "x": bytes.fromhex,
-        "t": datetime.datetime.fromisoformat, "a": datetime.date.fromisoformat,
+        "i": int, "d": float, "D": decimal.Decimal, "r": fractions.Fraction, "x": bytes.fromhex,
+        "t": datetime.datetime.fromisoformat, "a": datetime.date.fromisoformat, "j": _decode_json,
     }
     if tag not in parsers:
         raise ValueError(f"unknown tag {text[:2]!r}")
@@ -260,8 +313,8 @@ def decode_key(encoded: str) -> list[Any]:
 
     Examples
     --------
-    >>> decode_key("a%7Cb|~i1")
-    ['a|b', 1]
+    >>> decode_key("a%7Cb|~i1"), decode_key('~j[1,{"~tuple":[2.5]}]')
+    (['a|b', 1], [[1, (2.5,)]])
     """
     if encoded == _GLOBAL_ENCODED:
         return []
@@ -270,7 +323,7 @@ def decode_key(encoded: str) -> list[Any]:
                          f"read the group values from the stored document or row instead")
     try:
         return [_decode_component(part) for part in encoded.split(_SEPARATOR)]
-    except (ValueError, decimal.InvalidOperation) as exc:
+    except (ValueError, ZeroDivisionError, decimal.InvalidOperation) as exc:
         raise StateError(f"{encoded!r} is not an encoded state key: {exc}") from exc
 
 

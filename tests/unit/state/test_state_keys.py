@@ -1,10 +1,14 @@
-"""Compound keys encode without collisions; the global key collides with no group's key."""
+"""Compound keys encode without collisions, equal group values (Python's ==) alike; the global key
+collides with no group's key."""
 
 from __future__ import annotations
 
 import datetime
+import itertools
+import math
 import random
 from decimal import Decimal
+from fractions import Fraction
 
 import pytest
 
@@ -16,11 +20,19 @@ TRICKY_TEXT = ["", "|", "||", "%", "%7C", "%25", "~", "~n", "~i1", "~e", "~globa
 
 
 def typed(key):
-    """A key compared with its types, since Python's 1 == 1.0 == True."""
+    """A key compared with its types (for values whose type survives decoding)."""
     return tuple((type(v).__name__, repr(v)) for v in key)
 
 
+def same_class(a, b):
+    """Equal under Python's ==, counting nan as equal to itself (a key is one group for it)."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b
+
+
 def random_value(rng):
+    """A group value whose type survives a round trip (no integral floats, bools or decimals)."""
     kind = rng.randrange(9)
     if kind == 0:
         return rng.choice(TRICKY_TEXT)
@@ -29,16 +41,49 @@ def random_value(rng):
     if kind == 2:
         return rng.choice([0, 1, -1, 7, 2**70])
     if kind == 3:
-        return rng.choice([0.0, 1.0, -1.5, 1e300, float("inf")])
+        return rng.choice([-1.5, 0.1, 1e-300, float("inf")])
     if kind == 4:
-        return rng.choice([True, False, None])
+        return rng.choice([None, (1, "a|b"), [2, ["~x", None]], {"k": [1, 2]}, {3: "c"}, frozenset({4})])
     if kind == 5:
         return rng.choice([b"", b"\x00", b"|", bytes(range(5))])
     if kind == 6:
-        return rng.choice([Decimal("1.5"), Decimal("-0.10")])
+        return rng.choice([Decimal("0.1"), Decimal("-0.3"), Fraction(1, 3)])
     if kind == 7:
         return rng.choice([datetime.date(2024, 5, 1), datetime.datetime(2024, 5, 1, 10, 0, 0)])
-    return rng.choice(["1", "1.0", "True", "b''"])
+    return rng.choice(["1", "1.0", "True", "b''", "[1]", '{"~tuple": [1]}'])
+
+
+UTC = datetime.UTC
+PLUS_ONE = datetime.timezone(datetime.timedelta(hours=1))
+SCALARS = [
+    0, 1, -1, 7, 2**53, 2**53 + 1, 2**70, -(2**70),
+    0.0, -0.0, 1.0, 1.5, -1.5, 0.1, 0.5, 7.0, float(2**53), 1e300, 1e-300, math.inf, -math.inf, math.nan,
+    True, False, None,
+    Decimal("1"), Decimal("1.0"), Decimal("1.50"), Decimal("0.1"), Decimal("-0.10"), Decimal("7E+0"),
+    Decimal("0.5"), Decimal("Infinity"), Decimal("1E-30"),
+    Fraction(1, 2), Fraction(1, 10), Fraction(1, 3), Fraction(14, 2), Fraction(-2, 6),
+    "", "1", "1.0", "True", "None", "~i1", "a|b", "%7C", "日本", "\x00", "[1]",
+    b"", b"1", bytearray(b"1"), b"|",
+    datetime.date(2024, 5, 1), datetime.datetime(2024, 5, 1), datetime.datetime(2024, 5, 1, 10, tzinfo=UTC),
+    datetime.datetime(2024, 5, 1, 11, tzinfo=PLUS_ONE), datetime.datetime(2024, 5, 1, 10),
+]
+
+
+def containers(values):
+    """Lists, tuples, dicts and sets built from ``values`` (equal ones built from equal parts)."""
+    hashable = [v for v in values if not isinstance(v, bytearray)]
+    made = []
+    for a, b in itertools.islice(itertools.product(values, repeat=2), 0, None, 37):
+        made += [[a, b], (a, b), [a], (a,)]
+    for a, b in itertools.islice(itertools.product(hashable, repeat=2), 0, None, 53):
+        made += [{a: b}, {"k": a, "j": b}, {a, b}, frozenset({a}), {"~x": a}]
+    return made
+
+
+ALL_VALUES = SCALARS + containers(SCALARS) + [
+    [], (), {}, set(), frozenset(), [[]], [()], ([],), {1: {2: (3,)}}, {True: "a"}, {1.0: "a"}, {1: "a"},
+    {"~tuple": [1, 2]}, {"~tuple": [1, 2], "n": 1}, [1, [2, [3, (4,)]]], {"b": 1, "a": 2}, {"a": 2, "b": 1},
+]
 
 
 def test_readable_examples():
@@ -46,16 +91,61 @@ def test_readable_examples():
     assert encode_key(["us", 2024]) == "us|~i2024"
     assert encode_key(["a|b", "%"]) == "a%7Cb|%25"
     assert encode_key(["~n", None, ""]) == "%7En|~n|~e"
-    assert encode_key([True, 1, 1.0, "1"]) == "~T|~i1|~d1.0|1"
+    assert encode_key([True, 1, 1.0, "1"]) == "~i1|~i1|~i1|1"
+    assert encode_key([1.5, Decimal("0.1"), Fraction(1, 3), b"\x00|"]) == "~d1.5|~D0.1|~r1/3|~x007c"
+    assert encode_key([[1, "a|b"], (2.0,)]) == '~j[1,"a%7Cb"]|~j{"~tuple":[2]}'
+    assert encode_key([{"b": 1, "a": [True]}, {2: "x", 1: "y"}]) == \
+        '~j{"a":[1],"b":1}|~j{"~dict":[[1,"y"],[2,"x"]]}'
+    assert encode_key([{3, 1.0}, float("nan"), float("-inf")]) == '~j{"~frozenset":[1,3]}|~dnan|~d-inf'
 
 
-def test_types_stay_apart_where_python_equality_would_merge_them():
-    keys = [["1"], [1], [1.0], [True], [Decimal("1")], [b"1"], [None], ["None"], [""], [0], [False], [0.0]]
+def test_equal_numbers_are_one_key_as_a_python_dict_counts_them():
+    ones = [[1], [1.0], [True], [Decimal("1")], [Decimal("1.00")], [Fraction(2, 2)]]
+    assert {encode_key(k) for k in ones} == {"~i1"}
+    zeros = [[0], [0.0], [-0.0], [False], [Decimal("-0")], [Decimal("0E+3")]]
+    assert {encode_key(k) for k in zeros} == {"~i0"}
+    assert encode_key([1.5]) == encode_key([Decimal("1.5")]) == encode_key([Fraction(3, 2)]) == "~d1.5"
+    assert encode_key([Decimal("0.1")]) == encode_key([Fraction(1, 10)]) != encode_key([0.1])
+    assert encode_key([2**53 + 1]) != encode_key([float(2**53 + 1)])     # 2**53 + 1 != 2.0**53 + 1.0
+
+
+def test_values_python_tells_apart_stay_apart():
+    keys = [["1"], [1], [b"1"], [None], ["None"], [""], [0], ["~i1"], [[1]], [(1,)], [{1}], [{1: 1}],
+            [[1, 2]], [(1, 2)], [["1"]], [datetime.date(2024, 5, 1)], [datetime.datetime(2024, 5, 1)]]
     assert len({encode_key(k) for k in keys}) == len(keys)
 
 
-def test_minus_zero_is_zero_as_spark_groups_it():
-    assert encode_key([-0.0]) == encode_key([0.0])
+def test_every_pair_of_values_shares_a_key_exactly_when_python_calls_them_equal():
+    encoded = [encode_key([v]) for v in ALL_VALUES]
+    assert len(ALL_VALUES) > 400
+    for (a, ea), (b, eb) in itertools.combinations(zip(ALL_VALUES, encoded, strict=True), 2):
+        assert (ea == eb) == same_class(a, b), (a, b, ea, eb)
+
+
+def test_every_value_decodes_to_an_equal_value_with_the_same_key():
+    for value in ALL_VALUES:
+        encoded = encode_key([value])
+        (decoded,) = decode_key(encoded)
+        holds_nan = '{"~float":"nan"}' in encoded       # a new nan inside a container: never == (Python)
+        assert holds_nan or same_class(decoded, value), (value, encoded, decoded)
+        assert encode_key([decoded]) == encoded
+        assert "|" not in encoded and not encoded.startswith(("~g", "~c", "~h"))
+
+
+def test_a_key_decodes_to_the_representative_of_its_class():
+    assert decode_key("~i1|~d1.5|~D0.1|~r1/3") == [1, 1.5, Decimal("0.1"), Fraction(1, 3)]
+    assert typed(decode_key(encode_key([True, 2.0]))) == typed([1, 2])
+    aware = datetime.datetime(2024, 5, 1, 11, tzinfo=PLUS_ONE)
+    assert decode_key(encode_key([aware])) == [aware] and decode_key(encode_key([aware]))[0].tzinfo == UTC
+    assert decode_key(encode_key([{"x", "y"}])) == [frozenset({"x", "y"})]
+
+
+def test_keys_of_earlier_versions_still_decode():
+    assert typed(decode_key("~T|~F|~d2.0|~D1.50")) == typed([True, False, 2.0, Decimal("1.50")])
+
+
+def test_minus_zero_is_zero():
+    assert encode_key([-0.0]) == encode_key([0.0]) == encode_key([0]) == "~i0"
 
 
 def test_random_compound_keys_never_collide_and_decode_back():
@@ -122,9 +212,33 @@ def test_a_key_must_be_a_list_of_group_values(bad):
     assert "multiGet([['cat'], ['dog']])" in str(caught.value)
 
 
+class Point:
+    def __repr__(self):
+        return "Point()"
+
+
 def test_unsupported_group_value_type_is_named():
-    with pytest.raises(StateError, match=r"cannot use \{'a': 1\} \(dict\) in a state key"):
-        encode_key([{"a": 1}])
+    with pytest.raises(StateError) as caught:
+        encode_key([Point()])
+    assert str(caught.value) == (
+        "cannot use Point() (Point) in a state key: group values of a state must be str, numbers (int, "
+        "float, Decimal, Fraction), bool, None, bytes, date, datetime, or lists, tuples, dicts and sets of "
+        "them; convert it (e.g. str(), or a tuple of its fields) before grouping")
+
+
+def test_unsupported_value_inside_a_container_is_named():
+    with pytest.raises(StateError) as caught:
+        encode_key([["a", Point()]])
+    assert str(caught.value) == (
+        "cannot use ['a', Point()] (list) in a state key: it holds Point() (Point), and the values inside "
+        "a list, tuple, dict or set group value must themselves be group values (str, numbers, bool, "
+        "None, bytes, date, datetime, or lists, tuples, dicts and sets of them); convert it (e.g. str()) "
+        "before grouping")
+
+
+def test_complex_numbers_are_not_group_values():
+    with pytest.raises(StateError, match=r"cannot use \(1\+0j\) \(complex\) in a state key"):
+        encode_key([1 + 0j])
 
 
 def test_not_an_encoded_key():

@@ -77,16 +77,21 @@ def test_more_keys_than_a_page_are_each_listed_once(backend):
     assert state.stats.cache_hits == 0                                      # the cache is bypassed
 
 
-def test_group_values_of_every_type_come_back_as_they_were(backend):
+def test_group_values_of_every_type_come_back_equal(backend):
     keys = [[None, True, False], [1, 1.5, -2], ["", "a|b", "~x", "50%", "tab\there"],
-            [b"\x00\xff", decimal.Decimal("1.50")],
-            [datetime.date(2024, 5, 1), datetime.datetime(2024, 5, 1, 10, 0, 30)], ["1"], [1]]
+            [b"\x00\xff", decimal.Decimal("1.50"), decimal.Decimal("0.1")],
+            [datetime.date(2024, 5, 1), datetime.datetime(2024, 5, 1, 10, 0, 30)], ["1"], [1],
+            [[1, "a|b"], (2.5, None), {"n": [1]}, {3: "c"}, frozenset({"x"})]]
     state = backend.spec(TX).open()
     state.multiPut(0, keys, list(range(len(keys))))
     found = {encode_key(values[:-1]): values for values in state.getTuples()}
     assert found == {encode_key(key): [*key, i] for i, key in enumerate(keys)}
+    # Equal numbers are one key, read back as its representative: an int if integral, else a float.
+    representatives = {0: [None, 1, 0], 3: [b"\x00\xff", 1.5, decimal.Decimal("0.1")]}
     for values in found.values():
-        assert [type(v) for v in values[:-1]] == [type(v) for v in keys[values[-1]]]
+        expected = representatives.get(values[-1], keys[values[-1]])
+        assert [type(v) for v in values[:-1]] == [type(v) for v in expected]
+        assert values[:-1] == expected
 
 
 def test_scanned_versions_are_the_stores_versions(backend):
