@@ -26,10 +26,17 @@ KEY is one key, written as the group values of the state's groupBy fields:
   cat,en           a compound key (two group fields): "cat" and "en"
   '["cat", "en"]'  the same as a JSON list; JSON gives typed values: '["us", 2024]'
                    is "us" and the integer 2024
-Keys keep types apart (1, "1" and true are three keys), and without JSON every
-group value is a string. With --json-keys every KEY is one JSON value (a list
-for a compound key): 42, true, '"42"', '[1, 2]'. A string with a comma, or one
-that starts with "[", is written as JSON: '["a,b"]'.
+Keys compare as Python values do: 1, 1.0 and true are one key, "1" is another;
+without JSON every group value is a string. With --json-keys every KEY is one
+JSON value (a list for a compound key): 42, true, '"42"', '[1, 2]'. A string
+with a comma, or one that starts with "[", is written as JSON: '["a,b"]'. A
+group value JSON lacks is written in the state's tagged form (docs/state.md):
+'[{"~tuple": [1, 2]}]' is the tuple (1, 2), '[{"~bytes": "aGk="}]' b"hi",
+'[{"~date": "2024-05-01"}]' a date.
+
+Values are shown as JSON; a value JSON lacks (a tuple, bytes, a datetime, a
+user object) is shown as its Python repr in the table, and with --format json
+in the tagged form the state stores, plus "value_repr": its Python repr.
 """
 EPILOG = """examples:
   trident-spark query "sqlite:///tmp/wc.db?table=counts" cat dog
@@ -42,6 +49,7 @@ EPILOG = """examples:
       the value of an ungrouped persistentAggregate, as JSON
 
 output: a table, or with --format json one line per key: {"key": [...], "value": ...}
+        (and "value_repr" for a value JSON lacks)
 exit status: 0 values read (missing keys included), 1 the state cannot be read, 2 bad arguments
 """
 MISSING = "(missing)"
@@ -84,12 +92,18 @@ def parse_key(text: str, *, json_keys: bool = False) -> list[Any]:
     (['cat'], ['cat', 'en'], ['us', 2024])
     >>> parse_key("1"), parse_key("1", json_keys=True), parse_key('"1"', json_keys=True)
     (['1'], [1], ['1'])
+    >>> parse_key('[{"~tuple": [1, 2]}, {"~bytes": "aGk="}]')
+    [(1, 2), b'hi']
     """
+    from trident_spark.state.pyvalues import decode_object
+
     if not json_keys and not text.lstrip().startswith("["):
         return text.split(",")
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
+        value = json.loads(text, object_hook=decode_object)
+    except ValueError as exc:
+        if not isinstance(exc, json.JSONDecodeError):
+            raise KeySyntaxError(f"KEY {text!r}: {exc}") from None
         if json_keys:
             hint = ("with --json-keys every KEY is one JSON value: a string is quoted ('\"cat\"'), "
                     "a compound key is a list ('[\"us\", 2024]')")
@@ -132,7 +146,47 @@ def read(url: str, wanted: list[Query]) -> tuple[str, str, list[Any]]:
 
 
 def as_json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
+    """JSON text of a value, with the state's tags for values JSON lacks.
+
+    Examples
+    --------
+    >>> as_json({"n": [1, 2.5]}), as_json((1, b"hi"))
+    ('{"n": [1, 2.5]}', '{"~tuple": [1, {"~bytes": "aGk="}]}')
+    """
+    from trident_spark.state.pyvalues import to_json
+
+    return json.dumps(to_json(value), ensure_ascii=False)
+
+
+def shown(value: Any) -> str:
+    """A value as the table shows it: JSON text if it is JSON, else its Python repr.
+
+    Examples
+    --------
+    >>> shown({"n": 1}), shown((1, 2)), shown(b"hi")
+    ('{"n": 1}', '(1, 2)', "b'hi'")
+    """
+    from trident_spark.state.pyvalues import is_plain_json
+
+    return as_json(value) if is_plain_json(value) else repr(value)
+
+
+def json_line(key: list[Any], value: Any) -> str:
+    """The --format json line of one key: key and value as JSON (tagged), and the repr of a non-JSON value.
+
+    Examples
+    --------
+    >>> json_line(["cat"], 3)
+    '{"key": ["cat"], "value": 3}'
+    >>> json_line([(1, 2)], {1.5})
+    '{"key": [{"~tuple": [1, 2]}], "value": {"~set": [1.5]}, "value_repr": "{1.5}"}'
+    """
+    from trident_spark.state.pyvalues import is_plain_json, to_json
+
+    line = {"key": to_json(key), "value": to_json(value)}
+    if not is_plain_json(value):
+        line["value_repr"] = repr(value)
+    return json.dumps(line, ensure_ascii=False)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -150,7 +204,7 @@ def main(args: argparse.Namespace) -> int:
         return 1
     if args.format == "json":
         for q, value in zip(wanted, values, strict=True):
-            print(as_json({"key": q.key, "value": value}))
+            print(json_line(q.key, value))
         return 0
     from rich.console import Console
     from rich.table import Table
@@ -162,6 +216,6 @@ def main(args: argparse.Namespace) -> int:
     table.add_column("key")
     table.add_column("value")
     for q, value in zip(wanted, values, strict=True):
-        table.add_row(Text(q.shown), Text(MISSING, style="dim") if value is None else Text(as_json(value)))
+        table.add_row(Text(q.shown), Text(MISSING, style="dim") if value is None else Text(shown(value)))
     console.print(table)
     return 0

@@ -54,7 +54,8 @@ def test_query_help_explains_keys_and_lists_its_options(capsys):
     for option in ("STATE_URL", "KEY", "--global", "--json-keys", "--format {table,json}"):
         assert option in out
     assert "  cat,en           a compound key (two group fields): \"cat\" and \"en\"\n" in out
-    assert "Keys keep types apart (1, \"1\" and true are three keys)" in out
+    assert "Keys compare as Python values do: 1, 1.0 and true are one key, \"1\" is another;" in out
+    assert "'[{\"~tuple\": [1, 2]}]' is the tuple (1, 2)" in out
 
 
 def test_no_command_prints_help_and_returns_2(capsys):

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import base64
+import datetime
 import json
+import pickle
 import socket
 import sqlite3
 import threading
 import uuid
+from decimal import Decimal
 
 import pytest
 
@@ -28,8 +32,8 @@ def counts(tmp_path):
     """An opaque SQLite state after two batches, and its URL."""
     path = tmp_path / "wc.db"
     with SqliteState.opaque(path=str(path), table="counts").open() as state:
-        state.multiUpdate(0, [["cat"], ["dog"], ["us", 2024], ["1"], [1], [True], ["a,b"]],
-                          [lambda old, v=v: v for v in (2, 5, 9, "string one", "int one", "true", {"n": 1})])
+        state.multiUpdate(0, [["cat"], ["dog"], ["us", 2024], ["1"], [1], [False], ["a,b"]],
+                          [lambda old, v=v: v for v in (2, 5, 9, "string one", "int one", "false", {"n": 1})])
         state.multiUpdate(1, [["cat"]], [lambda old: old + 1])
     return f"sqlite://{path}?table=counts"
 
@@ -58,15 +62,18 @@ def test_table_of_current_values_with_missing_keys(counts, capsys):
         "└──────────────┴───────────┘\n")
 
 
-def test_json_lines_keep_key_types_apart(counts, capsys):
-    code, out, err = run(capsys, counts, "--format", "json", "--json-keys", "1", '"1"', "true",
-                         '["us", 2024]', "[2]", "null")
+def test_json_lines_keys_compare_as_python_values(counts, capsys):
+    code, out, err = run(capsys, counts, "--format", "json", "--json-keys", "1", '"1"', "true", "1.0",
+                         "[1.0]", "0.0", '["us", 2024.0]', "[2]", "null")
     assert (code, err) == (0, "")
     assert [json.loads(line) for line in out.splitlines()] == [
         {"key": [1], "value": "int one"},
         {"key": ["1"], "value": "string one"},
-        {"key": [True], "value": "true"},
-        {"key": ["us", 2024], "value": 9},
+        {"key": [True], "value": "int one"},          # True == 1 == 1.0: one key, as a Python dict has it
+        {"key": [1.0], "value": "int one"},
+        {"key": [1.0], "value": "int one"},
+        {"key": [0.0], "value": "false"},
+        {"key": ["us", 2024.0], "value": 9},
         {"key": [2], "value": None},
         {"key": [None], "value": None},
     ]
@@ -227,9 +234,54 @@ def test_bad_keys_are_usage_errors(argv, message, capsys):
 
 
 def test_a_key_value_of_a_type_keys_cannot_hold(counts, capsys):
-    code, out, err = run(capsys, counts, "--json-keys", '{"a": 1}')
+    pickled = base64.b64encode(pickle.dumps(1 + 2j)).decode()
+    code, out, err = run(capsys, counts, "--json-keys", f'{{"~py": "{pickled}"}}')
     assert (code, out) == (1, "")
-    assert err.startswith("error: cannot use {'a': 1} (dict) in a state key: group values must be str, int,")
+    assert err.startswith("error: cannot use (1+2j) (complex) in a state key: group values of a state must "
+                          "be str, numbers (int, float, Decimal, Fraction), bool, None, bytes, date, ")
+
+
+def test_a_tagged_key_that_cannot_be_read_is_a_usage_error(capsys):
+    assert run(capsys, "memory://never-opened", '[{"~bytes": "not base64!"}]') == (
+        2, "", "error: KEY '[{\"~bytes\": \"not base64!\"}]': cannot read a ~bytes value from "
+               "'not base64!': Error: Only base64 data is allowed\n")
+
+
+@pytest.fixture
+def any_values(tmp_path):
+    """A non-transactional SQLite state whose keys and values are of types JSON lacks, and its URL."""
+    path = tmp_path / "any.db"
+    with SqliteState.nonTransactional(path=str(path)).open() as state:
+        state.multiPut(0, [[(1, 2)], [b"hi"], [datetime.date(2024, 5, 1)], [{"n": [1, 0]}], [1.5], ["nan"]],
+                       [{"~x": (3, 4)}, b"\x00\xff", datetime.datetime(2024, 5, 1, 10, 30),
+                        Decimal("1.50"), {1.5, 2}, float("nan")])
+    return f"sqlite://{path}?type=non_transactional"
+
+
+def test_keys_and_values_of_types_json_lacks_in_a_table(any_values, capsys):
+    code, out, err = run(capsys, any_values, '[{"~tuple": [1, 2]}]', '[{"~bytes": "aGk="}]',
+                         '[{"~date": "2024-05-01"}]', '[{"n": [1.0, false]}]', "[1.5]", "nan")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[4:11] == [
+        '│ [{"~tuple": [1, 2]}]      │ {\'~x\': (3, 4)}                        │',
+        '│ [{"~bytes": "aGk="}]      │ b\'\\x00\\xff\'                           │',
+        '│ [{"~date": "2024-05-01"}] │ datetime.datetime(2024, 5, 1, 10, 30) │',
+        '│ [{"n": [1.0, false]}]     │ Decimal(\'1.50\')                       │',
+        '│ [1.5]                     │ {1.5, 2}                              │',
+        '│ nan                       │ nan                                   │',
+        '└───────────────────────────┴───────────────────────────────────────┘']
+
+
+def test_keys_and_values_of_types_json_lacks_as_json_lines(any_values, capsys):
+    code, out, err = run(capsys, any_values, "--format", "json", '[{"~tuple": [1, 2]}]',
+                         '[{"~bytes": "aGk="}]', '[{"n": [true, 0.0]}]', "[1.5]")
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        '{"key": [{"~tuple": [1, 2]}], "value": {"~dict": [["~x", {"~tuple": [3, 4]}]]}, '
+        '"value_repr": "{\'~x\': (3, 4)}"}',
+        '{"key": [{"~bytes": "aGk="}], "value": {"~bytes": "AP8="}, "value_repr": "b\'\\\\x00\\\\xff\'"}',
+        '{"key": [{"n": [true, 0.0]}], "value": {"~decimal": "1.50"}, "value_repr": "Decimal(\'1.50\')"}',
+        '{"key": [1.5], "value": {"~set": [1.5, 2]}, "value_repr": "{1.5, 2}"}']
 
 
 # -- parsing ---------------------------------------------------------------------------------------
@@ -244,6 +296,9 @@ def test_a_key_value_of_a_type_keys_cannot_hold(counts, capsys):
     ('"42"', True, ["42"]),
     ("false", True, [False]),
     ('["a,b"]', True, ["a,b"]),
+    ('[{"~tuple": [1, 2]}, {"~date": "2024-05-01"}]', False, [(1, 2), datetime.date(2024, 5, 1)]),
+    ('{"~set": [1]}', True, [{1}]),
+    ('{"a": 1}', True, [{"a": 1}]),
 ])
 def test_parse_key(text, json_keys, key):
     assert parse_key(text, json_keys=json_keys) == key
