@@ -19,7 +19,11 @@ to ``state_base64`` instead. ``key``, the named group fields, ``txid`` and
 ``value`` are copies for people: Kibana/OpenSearch Dashboards show them and
 ``key``, the group fields and ``txid`` can be searched (``word:cat``,
 ``txid < 100``). ``value`` is an object mapping with ``enabled: false`` (kept in
-``_source``, never parsed), so values of any shape fit one index. The index is
+``_source``, never parsed), so values of any shape fit one index; a value JSON
+lacks shows in its tagged form (``{"~tuple": [1, 2]}``, ``{"~py": "..."}``,
+``serializers.py``). A group value that is a list, tuple, dict or set is
+copied into ``key`` and its field as its JSON text (``"[1, 2]"``), since a
+keyword field holds no objects: group values of any type share one index. The index is
 created on first use with that explicit mapping if it does not exist (other
 string fields map to ``keyword`` through a dynamic template); an existing index
 is used as it is.
@@ -37,6 +41,7 @@ from typing import Any
 
 from .base import Key
 from .errors import StateError
+from .pyvalues import to_json
 from .values import OpaqueValue, TransactionalValue
 
 #: Document fields the state itself uses; group fields may not take these names.
@@ -70,7 +75,13 @@ def index_mapping(fields: Sequence[str] | None = None) -> dict[str, Any]:
 
 
 def _jsonable(value: Any) -> Any:
-    """A group value as a JSON value for the document's searchable fields."""
+    """A group value as a scalar JSON value for the document's searchable (keyword) fields.
+
+    A keyword field holds strings, numbers and booleans, never objects, so a
+    list, tuple, dict or set group value is copied as its JSON text (tagged
+    where JSON lacks the type): documents whose group values differ in type
+    share the field.
+    """
     if value is None or isinstance(value, str | bool | int):
         return value
     if isinstance(value, float):
@@ -81,6 +92,11 @@ def _jsonable(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, decimal.Decimal):
         return str(value)
+    if isinstance(value, list | tuple | dict | set | frozenset):
+        try:
+            return json.dumps(to_json(value), ensure_ascii=False)
+        except StateError:
+            return repr(value)
     return str(value)
 
 

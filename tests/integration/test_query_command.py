@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import subprocess
 import sys
 import uuid
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -19,10 +21,11 @@ pytestmark = pytest.mark.integration
 CLI = Path(sys.executable).with_name("trident-spark")
 
 
-def query(*argv: str) -> subprocess.CompletedProcess[str]:
+def query(*argv: str, extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run the console script as a user would, with a fixed-width plain terminal."""
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "NO_COLOR")}
     env["COLUMNS"] = "120"
+    env.update(extra_env or {})
     return subprocess.run([str(CLI), "query", *argv], capture_output=True, text=True, timeout=60, env=env)
 
 
@@ -150,3 +153,65 @@ def test_after_a_run_query_reads_its_counts_and_a_reset_checkpoint_is_refused(sp
     assert str(error).endswith("never let two queries write one state (stream 'words')")
     done = query(url, "cat", "dog", "bird", "--format", "json")
     assert (done.returncode, done.stdout, done.stderr) == expected  # nothing was overwritten
+
+
+SHAPES = """
+class Point:
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+
+    def __eq__(self, other):
+        return type(other) is Point and (other.x, other.y) == (self.x, self.y)
+
+    def __repr__(self):
+        return f"Point({self.x}, {self.y})"
+"""
+
+
+@pytest.mark.parametrize("store", ["redis", "elasticsearch"])
+def test_keys_and_values_of_any_type_read_back_in_another_process(store, redis_url, redis_prefix,
+                                                                     elasticsearch_url, es_index, tmp_path,
+                                                                     monkeypatch):
+    (tmp_path / "shapes_for_query.py").write_text(SHAPES)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import shapes_for_query
+
+    if store == "redis":
+        spec = RedisState.opaque(url=redis_url, key_prefix=redis_prefix)
+    else:
+        spec = ElasticsearchState.opaque(hosts=[elasticsearch_url], index=es_index)
+    values = [(1, "a"), b"\x00hi", datetime.date(2024, 5, 1), {1: "one"}, Decimal("1.50"),
+              shapes_for_query.Point(1, 2), 2.5]
+    with spec.open() as state:
+        state.multiUpdate(0, [[1], [(2, "x")], [1.5], ["cat", 2024], [[1, 2]], ["p"], [True, "sum"]],
+                          [lambda o, v=v: v for v in values])
+        address = state.address
+    url = spec.url
+    done = query(url, "--json-keys", "true", '[{"~tuple": [2.0, "x"]}]', "1.5", '["cat", 2024.0]', "[[1, 2]]",
+                 '"p"', '[1.0, "sum"]', extra_env={"PYTHONPATH": str(tmp_path)})
+    assert (done.returncode, done.stderr) == (0, "")
+    cells = [line.split("│")[1:3] for line in done.stdout.splitlines()[4:11]]
+    assert [(key.strip(), value.strip()) for key, value in cells] == [
+        ("true", "(1, 'a')"),
+        ('[{"~tuple": [2.0, "x"]}]', "b'\\x00hi'"),
+        ("1.5", "datetime.date(2024, 5, 1)"),
+        ('["cat", 2024.0]', "{1: 'one'}"),
+        ("[[1, 2]]", "Decimal('1.50')"),
+        ('"p"', "Point(1, 2)"),
+        ('[1.0, "sum"]', "2.5"),
+    ]
+
+    done = query(url, "--format", "json", "--json-keys", "1", '"p"', extra_env={"PYTHONPATH": str(tmp_path)})
+    assert (done.returncode, done.stderr) == (0, "")
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert lines[0] == {"key": [1], "value": {"~tuple": [1, "a"]}, "value_repr": "(1, 'a')"}
+    assert lines[1]["key"] == ["p"] and lines[1]["value_repr"] == "Point(1, 2)"
+    assert list(lines[1]["value"]) == ["~py"]
+
+    # Where the class of a stored object cannot be imported, the error says so, and what to do.
+    done = query(url, "--json-keys", '"p"')
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.startswith(f"error: cannot read the stored value of key ['p'] in {address}: "
+                                  f"ValueError: a pickled value (~py) cannot be unpickled here: "
+                                  f"ModuleNotFoundError: No module named 'shapes_for_query'; the module that "
+                                  f"defines its class must be importable where the state is read")

@@ -450,11 +450,11 @@ def test_bytes_that_are_not_text_are_stored_as_base64(backend):
     assert backend.spec(OPAQUE, serializer=PickleSerializer()).open().multiGet([["cat"]]) == [5]
 
 
-def test_a_value_json_cannot_hold_is_kept_in_state_only(backend):
+def test_a_value_json_cannot_hold_is_tagged_in_state_and_value(backend):
     state = backend.spec(NON_TX).open()
     state.multiPut(0, [["cat"]], [float("nan")])
     source = backend.document(["cat"])["_source"]
-    assert source == {"key": ["cat"], "state": "NaN"}
+    assert source == {"key": ["cat"], "value": {"~float": "nan"}, "state": '{"~float":"nan"}'}
     assert math.isnan(state.multiGet([["cat"]])[0])
 
 
