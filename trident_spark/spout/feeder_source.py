@@ -128,7 +128,12 @@ def read_partition(directory: str, schema: StructType,
 
 
 def _as_schema(table: pa.Table, target: pa.Schema, directory: str, index: int) -> pa.Table:
-    """Cast a batch file's table to the stream's schema (undeclared types may have widened since)."""
+    """Cast a batch file's table to the Arrow schema Spark expects for the stream's DDL.
+
+    The file holds each declared type's Arrow form and each undeclared field's tagged
+    ``binary``, so the cast changes no value: it aligns what Arrow and Spark spell
+    differently (a list's child field name, nullability).
+    """
     if table.schema.names != target.names:
         raise SpoutError(
             f"FeederBatchSpout: batch {index} in {directory} has fields {table.schema.names}, but the "

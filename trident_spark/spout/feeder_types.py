@@ -6,8 +6,8 @@ parsed here without the JVM. The parsed :class:`ColumnType` knows its Arrow
 type (what the batch files hold), its canonical DDL (what Spark is told) and
 whether a Python value fits it.
 
-Undeclared fields take their type from the values fed (:func:`infer_type`,
-merged across batches by :func:`merge_inferred`).
+A field declared without a type has none here: it carries any Python value,
+encoded by :mod:`trident_spark.object_values`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -287,63 +287,3 @@ def parse_type(text: str) -> ColumnType:
     except (ValueError, IndexError) as exc:
         raise ValueError(f"{exc}; supported types: {SUPPORTED}") from None
     return parsed
-
-
-# --- inference -------------------------------------------------------------------------------
-_INFERRED: tuple[tuple[type, str], ...] = (
-    (bool, "boolean"), (int, "bigint"), (float, "double"), (str, "string"),
-    (bytes, "binary"), (bytearray, "binary"),
-    (datetime.datetime, "timestamp"), (datetime.date, "date"),
-)
-_EXAMPLE_DECLARATION: dict[type, str] = {list: "array<string>", tuple: "array<string>",
-                                          dict: "map<string,bigint>"}
-
-
-class InferenceError(TypeError):
-    """The values of an undeclared field do not tell its type; the message says what to declare."""
-
-
-def infer_value_type(field: str, value: Any) -> str:
-    """The Spark type of one non-None value of undeclared ``field``."""
-    for python_type, spark_type in _INFERRED:
-        if isinstance(value, python_type):
-            return spark_type
-    example = _EXAMPLE_DECLARATION.get(type(value), "decimal(38,10)" if isinstance(value, decimal.Decimal)
-                                       else "string")
-    raise InferenceError(
-        f"field {field!r} has no declared type and its value {_shown(value)} ({type(value).__name__}) "
-        f"does not tell one; declare it, e.g. FeederBatchSpout([..., '{field}:{example}'])")
-
-
-def merge_inferred(field: str, known: str | None, new: str, where: str) -> str:
-    """Combine two inferred types of ``field``: equal, or bigint with double (double); else fail."""
-    if known is None or known == new:
-        return new
-    if {known, new} == {"bigint", "double"}:
-        return "double"
-    raise InferenceError(
-        f"field {field!r} has no declared type and holds both {known} and {new} values ({where} "
-        f"has a {new}); declare its type, e.g. FeederBatchSpout([..., '{field}:{known}'])")
-
-
-def infer_type(field: str, values: Sequence[Any], known: str | None = None, batch: int = 0) -> str | None:
-    """The type of undeclared ``field`` after a batch with ``values``: None while all are None.
-
-    Examples
-    --------
-    >>> infer_type("n", [1, None, 2.5])
-    'double'
-    """
-    for i, value in enumerate(values):
-        if value is not None:
-            found = infer_value_type(field, value)
-            known = merge_inferred(field, known, found, f"tuple {i} of batch {batch}")
-    return known
-
-
-_FROM_ARROW = {str(arrow_type): name for name, arrow_type in _SIMPLE.items()}
-
-
-def spark_type_of_arrow(arrow_type: pa.DataType) -> str | None:
-    """The inferable Spark type stored as ``arrow_type`` in a batch file (None for a null column)."""
-    return _FROM_ARROW.get(str(arrow_type))
