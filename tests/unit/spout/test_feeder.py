@@ -1,12 +1,17 @@
-"""FeederBatchSpout without Spark: fields and types, feed() validation, batch files, offset planning."""
+"""FeederBatchSpout without Spark: fields and types, untyped values, feed() validation, batch files,
+offset planning."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import decimal
+import doctest
+import importlib
 import os
 import re
 import shutil
+import threading
 from typing import Any
 
 import pyarrow as pa
@@ -15,10 +20,58 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
 from trident_spark.errors import SpoutError
 from trident_spark.fields import Fields
+from trident_spark.object_values import OBJECT_METADATA, decode_column
 from trident_spark.spout import FeederBatchSpout
 from trident_spark.spout.feeder_files import batch_path, chunk_bounds, chunk_sizes, read_batch
 from trident_spark.spout.feeder_source import FeederStreamReader
 from trident_spark.spout.feeder_types import parse_type
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    """A user object, as a Trident Function might emit one."""
+
+    x: int
+    label: str
+
+
+def stored(spout: FeederBatchSpout, batch: int, field: str) -> list[Any]:
+    """The values of an undeclared ``field`` in a stored batch file, decoded."""
+    column = read_batch(spout.directory, batch).column(field)
+    assert column.type == pa.binary()  # an undeclared field is one tagged binary column
+    return decode_column(column)
+
+
+def typed(values: list[Any]) -> list[tuple[type, Any]]:
+    """Values with their types, so ``1``, ``1.0`` and ``True`` compare apart."""
+    return [(type(v), v) for v in values]
+
+
+class FakeColumn:
+    """What ``pyspark.sql.functions.col`` gives ``mark_untyped``: a name, maybe an alias with metadata."""
+
+    def __init__(self, name: str, alias: str | None = None, metadata: dict[str, str] | None = None) -> None:
+        self.name, self.alias_name, self.metadata = name, alias, metadata
+
+    def alias(self, name: str, metadata: dict[str, str]) -> FakeColumn:
+        return FakeColumn(self.name, name, metadata)
+
+    def __repr__(self) -> str:
+        return f"FakeColumn({self.name!r}, {self.alias_name!r}, {self.metadata!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FakeColumn) and repr(self) == repr(other)
+
+
+class FakeFrame:
+    """The streaming DataFrame ``load()`` returns; records the columns ``select`` was given."""
+
+    def __init__(self) -> None:
+        self.selected: list[FakeColumn] = []
+
+    def select(self, *columns: FakeColumn) -> FakeFrame:
+        self.selected = list(columns)
+        return self
 
 
 class FakeSpark:
@@ -42,24 +95,26 @@ class FakeSpark:
         self.options[key] = value
         return self
 
-    def load(self) -> str:
-        return "streaming-df"
+    def load(self) -> FakeFrame:
+        return FakeFrame()
 
 
 # --- fields and types ----------------------------------------------------------------------
-def test_fields_keep_declared_types_and_undeclared_default_to_string():
+def test_fields_keep_declared_types_and_undeclared_ones_are_objects():
     spout = FeederBatchSpout(["word", "n:bigint", "ok : boolean"])
     assert list(spout.fields) == ["word", "n", "ok"]
-    assert spout.fields.types == {"word": "string", "n": "bigint", "ok": "boolean"}
+    assert spout.fields.types == {"word": "object", "n": "bigint", "ok": "boolean"}
     assert isinstance(spout.fields, Fields)
 
 
-def test_a_fields_object_declares_its_non_string_types():
+def test_a_fields_object_declares_its_types():
     spout = FeederBatchSpout(Fields("word", "n:long"))
     spout.feed([["a", 1]])
-    assert spout.fields.types == {"word": "string", "n": "bigint"}
-    with pytest.raises(TypeError, match="field 'n' \\(declared bigint\\)"):
+    assert spout.fields.types == {"word": "object", "n": "bigint"}
+    with pytest.raises(TypeError) as info:
         spout.feed([["a", 1.5]])
+    assert str(info.value) == ("FeederBatchSpout.feed: tuple 0, field 'n' (declared bigint; declare it "
+                               "without a type to carry any value): 1.5 is a float, not a bigint")
 
 
 @pytest.mark.parametrize(("fields", "message"), [
@@ -94,56 +149,87 @@ def test_type_names_parse_to_canonical_ddl_and_arrow(text, ddl, arrow):
     assert (parsed.ddl, parsed.arrow) == (ddl, arrow)
 
 
-@pytest.mark.parametrize(("fed", "types"), [
-    ([["a", 1, 1.5, True, b"x"]], ["string", "bigint", "double", "boolean", "binary"]),
-    ([["a", 1, 2, False, None], ["b", 2.5, 3, True, bytearray(b"y")]],
-     ["string", "double", "bigint", "boolean", "binary"]),
-    ([[None, None, None, None, None]], ["string"] * 5),
-])
-def test_undeclared_types_are_inferred_from_the_values_fed(fed, types):
-    spout = FeederBatchSpout(["a", "b", "c", "d", "e"])
-    spout.feed(fed)
-    assert list(spout.fields.types.values()) == types
+UNTYPED_VALUES: list[Any] = [
+    "a", "", "1", 1, 1.0, True, False, 0, 2.5, -7, 2**70, float("inf"), b"\x00raw", bytearray(b"ba"),
+    None, [1, "two", None], {"k": [1, 2], 3: "three"}, (1, "a"), {1, 2}, decimal.Decimal("1.25"),
+    datetime.datetime(2024, 5, 1, 12, 30), datetime.datetime(2024, 5, 1, 12, 30, tzinfo=datetime.UTC),
+    datetime.date(2024, 5, 1), Point(1, "p"), [Point(2, "q"), {"nested": (3, 4.5)}],
+]
 
 
-def test_nothing_fed_means_string():
-    assert FeederBatchSpout(["a", "b"]).fields.types == {"a": "string", "b": "string"}
+def test_undeclared_fields_are_objects_before_and_after_anything_is_fed():
+    spout = FeederBatchSpout(["a", "b:double", "c"])
+    assert spout.fields.types == {"a": "object", "b": "double", "c": "object"}
+    spout.feed([["x", 1, 1], [None, None, [1]]])
+    assert spout.fields.types == {"a": "object", "b": "double", "c": "object"}
 
 
-def test_dates_and_times_are_inferred():
-    spout = FeederBatchSpout(["at", "day"])
-    spout.feed([[datetime.datetime(2024, 5, 1, 12, 0), datetime.date(2024, 5, 1)]])
-    assert spout.fields.types == {"at": "timestamp", "day": "date"}
+def test_any_value_fed_to_an_undeclared_field_is_stored_and_comes_back_as_given():
+    spout = FeederBatchSpout(["v", "n:bigint"])
+    spout.feed([[v, i] for i, v in enumerate(UNTYPED_VALUES)])
+    assert typed(stored(spout, 0, "v")) == typed(UNTYPED_VALUES)
+    assert read_batch(spout.directory, 0).column("n").to_pylist() == list(range(len(UNTYPED_VALUES)))
 
 
-def test_an_int_field_widens_to_double_across_batches_and_the_old_file_stays_as_written():
+def test_values_of_one_undeclared_field_mix_types_from_tuple_to_tuple():
+    spout = FeederBatchSpout(["word", "n"])
+    spout.feed([["a", 1], ["b", "1"], ["c", 1.0], ["d", True], ["e", None], ["f", {"n": 1}]])
+    assert stored(spout, 0, "word") == ["a", "b", "c", "d", "e", "f"]
+    assert typed(stored(spout, 0, "n")) == [(int, 1), (str, "1"), (float, 1.0), (bool, True),
+                                            (type(None), None), (dict, {"n": 1})]
+
+
+def test_an_undeclared_field_may_change_type_from_batch_to_batch_and_each_file_stays_as_written():
     spout = FeederBatchSpout(["n"])
     spout.feed([[1], [2]])
-    assert spout.fields.types == {"n": "bigint"}
-    spout.feed([[0.5]])
-    assert spout.fields.types == {"n": "double"}
-    assert read_batch(spout.directory, 0).schema.field("n").type == pa.int64()
-    assert read_batch(spout.directory, 1).schema.field("n").type == pa.float64()
+    spout.feed([[0.5], [2**70]])
+    spout.feed([["three"], [None]])
+    spout.feed([[None], [None]])
+    assert spout.fields.types == {"n": "object"}
+    assert [typed(stored(spout, b, "n")) for b in range(4)] == [
+        [(int, 1), (int, 2)], [(float, 0.5), (int, 2**70)], [(str, "three"), (type(None), None)],
+        [(type(None), None), (type(None), None)]]
 
 
-@pytest.mark.parametrize(("value", "declaration"),
-                         [([1, 2], "array<string>"), ({"a": 1}, "map<string,bigint>")])
-def test_lists_and_dicts_must_be_declared(value, declaration):
+def test_dates_and_times_fed_undeclared_come_back_with_their_type_and_zone():
+    at = datetime.datetime(2024, 5, 1, 12, 0)
+    spout = FeederBatchSpout(["at", "day"])
+    spout.feed([[at, datetime.date(2024, 5, 1)], [at.replace(tzinfo=datetime.UTC), at]])
+    assert spout.fields.types == {"at": "object", "day": "object"}
+    assert typed(stored(spout, 0, "at")) == [(datetime.datetime, at),
+                                             (datetime.datetime, at.replace(tzinfo=datetime.UTC))]
+    assert stored(spout, 0, "at")[1].tzinfo is datetime.UTC and stored(spout, 0, "at")[0].tzinfo is None
+    assert typed(stored(spout, 0, "day")) == [(datetime.date, datetime.date(2024, 5, 1)),
+                                              (datetime.datetime, at)]
+
+
+@pytest.mark.parametrize("value", [[1, 2], {"a": 1}, (1, "a"), Point(3, "user"), [[{"deep": (1,)}]]],
+                         ids=["list", "dict", "tuple", "user-object", "nested"])
+def test_lists_dicts_tuples_and_user_objects_need_no_declaration(value):
     spout = FeederBatchSpout(["word", "m"])
+    assert spout.feed([["a", None], ["b", value]]) == 0
+    assert typed(stored(spout, 0, "m")) == [(type(None), None), (type(value), value)]
+
+
+_LOCK = threading.Lock()
+
+
+@pytest.mark.parametrize(("value", "cause"), [
+    (_LOCK, "cannot pickle '_thread.lock' object"),
+    ((i for i in range(2)), "cannot pickle 'generator' object"),
+    ({"callback": lambda: 1, "guard": _LOCK}, "cannot pickle '_thread.lock' object"),
+], ids=["lock", "generator", "dict-holding-a-lock"])
+def test_a_value_that_does_not_pickle_fails_naming_the_tuple_the_field_and_the_value(value, cause):
+    spout = FeederBatchSpout(["word", "x"])
     with pytest.raises(TypeError) as info:
-        spout.feed([["a", None], ["b", value]])
-    message = str(info.value)
-    assert "field 'm' has no declared type" in message and f"'m:{declaration}'" in message
-    assert spout.batches == 0
-
-
-def test_mixed_undeclared_values_fail_naming_the_field_and_the_tuple():
-    spout = FeederBatchSpout(["n"])
-    spout.feed([[1]])
-    with pytest.raises(TypeError, match="field 'n' has no declared type and holds both bigint and string "
-                                        "values \\(tuple 1 of batch 1 has a string\\)"):
-        spout.feed([[2], ["three"]])
-    assert spout.fields.types == {"n": "bigint"}  # a failed feed changes nothing
+        spout.feed([["a", 1], ["b", value]])
+    assert str(info.value) == (
+        f"FeederBatchSpout.feed: tuple 1, field 'x': the value {value!r} ({type(value).__name__}) cannot "
+        f"be carried: an untyped field carries values that pickle, and this one does not (TypeError: "
+        f"{cause}); emit something that pickles (e.g. its data as a dict or str), or give the class "
+        f"__getstate__")
+    assert spout.batches == 0 and not os.listdir(spout.directory)  # a failed feed stores nothing
+    assert spout.feed([["c", 3]]) == 0
 
 
 # --- feed validation -----------------------------------------------------------------------
@@ -164,7 +250,8 @@ def test_a_single_tuple_instead_of_a_list_of_tuples_is_explained():
 
 
 @pytest.mark.parametrize(("field", "value", "error", "message"), [
-    ("n:bigint", "1", TypeError, "tuple 0, field 'n' \\(declared bigint\\): '1' is a str, not a bigint"),
+    ("n:bigint", "1", TypeError, "tuple 0, field 'n' \\(declared bigint; declare it without a type to carry "
+                                 "any value\\): '1' is a str, not a bigint"),
     ("n:bigint", True, TypeError, "True is a bool, not a bigint"),
     ("n:bigint", 1.0, TypeError, "1.0 is a float, not a bigint"),
     ("n:int", 2**31, ValueError, "2147483648 does not fit in a int \\(32-bit integer\\)"),
@@ -203,9 +290,11 @@ def test_each_feed_writes_one_numbered_arrow_file_in_feed_order():
     assert spout.feed([["b", 2], ["a", 1]]) == 0
     assert spout.feed([]) == 1
     assert sorted(os.listdir(spout.directory)) == ["batch-00000000.arrow", "batch-00000001.arrow"]
-    assert read_batch(spout.directory, 0).to_pylist() == [{"word": "b", "n": 2}, {"word": "a", "n": 1}]
+    assert stored(spout, 0, "word") == ["b", "a"]
+    assert read_batch(spout.directory, 0).column("n").to_pylist() == [2, 1]
     assert read_batch(spout.directory, 1).num_rows == 0
-    assert repr(spout) == "FeederBatchSpout(fields=['word:string', 'n:bigint'], batches=2)"
+    assert read_batch(spout.directory, 1).schema == pa.schema([("word", pa.binary()), ("n", pa.int64())])
+    assert repr(spout) == "FeederBatchSpout(fields=['word:object', 'n:bigint'], batches=2)"
 
 
 def test_a_spout_on_an_existing_directory_goes_on_after_its_batches(tmp_path):
@@ -214,8 +303,11 @@ def test_a_spout_on_an_existing_directory_goes_on_after_its_batches(tmp_path):
     first.feed([["b", 2.5]])
 
     again = FeederBatchSpout(["word", "n"], directory=str(tmp_path))
-    assert again.batches == 2 and again.fields.types == {"word": "string", "n": "double"}
-    assert again.feed([["c", 3]]) == 2
+    assert again.batches == 2 and again.fields.types == {"word": "object", "n": "object"}
+    assert again.feed([["c", 3], ["d", {"four": 4}]]) == 2
+    assert [typed(stored(again, b, "n")) for b in range(3)] == [
+        [(int, 1)], [(float, 2.5)], [(int, 3), (dict, {"four": 4})]]
+    assert [stored(again, b, "word") for b in range(3)] == [["a"], ["b"], ["c", "d"]]
 
     with pytest.raises(ValueError, match="holds batches with fields \\['word', 'n'\\], not \\['other'\\]"):
         FeederBatchSpout(["other"], directory=tmp_path)
@@ -227,7 +319,7 @@ def test_two_spouts_feeding_one_directory_never_overwrite_a_batch(tmp_path):
     one.feed([["from one"]])
     with pytest.raises(FileExistsError, match="batch 0 already exists"):
         two.feed([["from two"]])
-    assert read_batch(str(tmp_path), 0).to_pylist() == [{"word": "from one"}]
+    assert decode_column(read_batch(str(tmp_path), 0).column("word")) == ["from one"]
     assert sorted(os.listdir(tmp_path)) == ["batch-00000000.arrow"]  # no temporary file left
 
 
@@ -239,24 +331,37 @@ def test_chunks_are_contiguous_and_the_first_ones_take_the_remainder():
 
 
 # --- Spark side without Spark --------------------------------------------------------------
-def test_to_dataframe_fixes_types_and_passes_everything_the_reader_needs_in_options(tmp_path):
+def test_to_dataframe_passes_the_reader_binary_for_undeclared_fields_and_marks_them_untyped(
+        tmp_path, monkeypatch):
+    from pyspark.sql import functions
+
+    monkeypatch.setattr(functions, "col", FakeColumn)  # F.col needs a SparkContext; this test has none
     spout = FeederBatchSpout(["word", "n", "later", "x:double"], num_partitions=3, directory=tmp_path)
     spout.feed([["a", 1, None, 2]])
     spark = FakeSpark()
 
-    assert spout.to_dataframe(spark) == "streaming-df"
+    df = spout.to_dataframe(spark)
     spout.to_dataframe(spark)
 
     assert spark.format_name == "trident_feeder" and len(spark.registered) == 1  # registered once
     assert spark.options == {"directory": str(tmp_path), "num_partitions": "3",
-                             "schema": "`word` string, `n` bigint, `later` string, `x` double"}
-    # types are fixed now: the never-seen field stays string, ints stay bigint
-    with pytest.raises(TypeError, match="field 'later' \\(string, fixed when the stream started; "
-                                        "declare 'later:<type>' to choose another\\): 5 is a int"):
-        spout.feed([["b", 2, 5, 1.0]])
-    with pytest.raises(TypeError, match="field 'n' \\(bigint, fixed when"):
-        spout.feed([["b", 2.5, None, 1.0]])
-    assert spout.feed([["b", 2, "ok", 1]]) == 1
+                             "schema": "`word` binary, `n` binary, `later` binary, `x` double"}
+    assert spout.schema_ddl() == spark.options["schema"]
+    assert isinstance(df, FakeFrame) and df.selected == [
+        FakeColumn("`word`", "word", OBJECT_METADATA), FakeColumn("`n`", "n", OBJECT_METADATA),
+        FakeColumn("`later`", "later", OBJECT_METADATA), FakeColumn("`x`")]
+    # nothing is fixed when the stream starts: undeclared fields go on taking any value
+    assert spout.feed([["b", 2.5, 5, 1.0], ["c", "two", {"k": [1]}, None]]) == 1
+    assert typed(stored(spout, 1, "n")) == [(float, 2.5), (str, "two")]
+    assert stored(spout, 1, "later") == [5, {"k": [1]}]
+    with pytest.raises(TypeError, match=re.escape("field 'x' (declared double; declare it without a type "
+                                                  "to carry any value): 'one' is a str, not a double")):
+        spout.feed([["d", 3, None, "one"]])
+
+
+def test_a_backticked_field_name_is_quoted_in_the_schema():
+    spout = FeederBatchSpout(["we`ird", "n:bigint"])
+    assert spout.schema_ddl() == "`we``ird` binary, `n` bigint"
 
 
 def test_check_fails_when_the_directory_is_gone(tmp_path):
@@ -315,3 +420,10 @@ def test_structs_given_as_tuples_or_dicts_are_stored_alike_even_nested():
     spout.feed([[[(1, "a"), {"x": 2}]], [[{"y": "c", "x": 3}]]])
     assert read_batch(spout.directory, 0).to_pylist() == [
         {"ps": [{"x": 1, "y": "a"}, {"x": 2, "y": None}]}, {"ps": [{"x": 3, "y": "c"}]}]
+
+
+@pytest.mark.parametrize("name", ["trident_spark.spout.feeder", "trident_spark.spout.feeder_types",
+                                  "trident_spark.spout.feeder_files"])
+def test_docstring_examples(name):
+    failures, attempted = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert failures == 0 and attempted > 0
