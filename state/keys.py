@@ -109,6 +109,11 @@ def _encode_component(value: Any) -> str:
     # Order matters: datetime is a date subclass.
     if isinstance(value, str):
         return _escape_text(value)
+    kind = type(value)
+    if kind is int:                                       # the common cases first
+        return f"~i{value}"
+    if kind is float and math.isfinite(value) and not value.is_integer():
+        return f"~d{value!r}"
     if value is None:
         return "~n"
     if isinstance(value, numbers.Real | decimal.Decimal):

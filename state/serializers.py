@@ -60,6 +60,11 @@ class Serializer(Protocol):
         ...
 
 
+# One encoder and decoder for every value (json.dumps/loads with options build new ones per call).
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+_DECODER = json.JSONDecoder(object_hook=decode_object)
+
+
 class _JSONSerializer:
     """Shared JSON plumbing: compact UTF-8; tagged values for types JSON lacks, or the caller's hooks."""
 
@@ -75,13 +80,16 @@ class _JSONSerializer:
         return to_json(value)
 
     def _dumps(self, obj: Any) -> bytes:
+        if self.default is None:
+            return _ENCODER.encode(obj).encode("utf-8")
         return json.dumps(obj, separators=(",", ":"), ensure_ascii=False,
                           default=self.default).encode("utf-8")
 
     def _loads(self, data: bytes) -> Any:
         text = bytes(data).decode("utf-8") if isinstance(data, bytes | bytearray | memoryview) else data
-        hooked = self.default is not None or self.object_hook is not None
-        return json.loads(text, object_hook=self.object_hook if hooked else decode_object)
+        if self.default is None and self.object_hook is None:
+            return _DECODER.decode(text)
+        return json.loads(text, object_hook=self.object_hook)
 
     def __eq__(self, other: object) -> bool:
         return (type(other) is type(self) and isinstance(other, _JSONSerializer)
