@@ -7,7 +7,7 @@ OpenSearch and osmem-server (point-in-time APIs differ between them). Group
 values come from the ``_id`` (the encoded key), or, for a key too long to be kept
 readable, from the document's ``key`` field (exact for strings, numbers, booleans
 and None; bytes, dates and decimals come back as their JSON copies: hex, ISO text,
-decimal text).
+decimal text; lists, tuples, dicts and sets as their JSON text).
 
 Examples
 --------
