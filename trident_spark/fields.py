@@ -1,8 +1,10 @@
 """Fields and tuples: Trident's ``Fields`` and ``TridentTuple``.
 
-A field may carry a Spark SQL type (``"count:bigint"``); undeclared fields
-emitted by Python code are strings. Types let Python output become columns
-that Spark SQL can aggregate without guessing.
+A field is a name; its values are any Python objects, as Trident's ``Values``
+are, and may change type from tuple to tuple. A field may also carry a Spark SQL
+type (``"count:bigint"``): the fast path, a plain Spark column that Spark SQL
+aggregates without a Python call. An undeclared field's type is :data:`DEFAULT_TYPE`,
+``"object"``.
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
-DEFAULT_TYPE = "string"
+#: The type of a field declared without one: it carries any Python value.
+DEFAULT_TYPE = "object"  # trident_spark.object_values.OBJECT
 
 
 class Fields(Sequence[str]):
@@ -20,7 +23,7 @@ class Fields(Sequence[str]):
     --------
     >>> f = Fields("word", "count:bigint")
     >>> list(f), f.types
-    (['word', 'count'], {'word': 'string', 'count': 'bigint'})
+    (['word', 'count'], {'word': 'object', 'count': 'bigint'})
     """
 
     def __init__(self, *names: str | Iterable[str], types: Mapping[str, str] | None = None,
@@ -56,7 +59,7 @@ class Fields(Sequence[str]):
 
     @property
     def types(self) -> dict[str, str]:
-        """The type of every field (``"string"`` where none was declared)."""
+        """The type of every field (``"object"``, any Python value, where none was declared)."""
         return dict(self._types)
 
     @property

@@ -95,10 +95,10 @@ def test_output_fields(build, expected):
 
 def test_types_flow_through_operators():
     t, s = topology()
-    assert s.project(["n", "word"]).getOutputFields().types == {"n": "bigint", "word": "string"}
-    assert s.minBy("n").getOutputFields().types == {"word": "string", "n": "bigint", "x": "string"}
+    assert s.project(["n", "word"]).getOutputFields().types == {"n": "bigint", "word": "object"}
+    assert s.minBy("n").getOutputFields().types == {"word": "object", "n": "bigint", "x": "object"}
     joined = t.join(s, ["word"], other(t, "b", ("k", "w:double")), ["k"], ["key", "n", "x", "w"])
-    assert joined.getOutputFields().types == {"key": "string", "n": "bigint", "x": "string", "w": "double"}
+    assert joined.getOutputFields().types == {"key": "object", "n": "bigint", "x": "object", "w": "double"}
     assert s.each(["word"], Split(), ["len:int"]).getOutputFields().types["len"] == "int"
 
 

@@ -15,9 +15,9 @@ def test_fields_from_names_and_lists():
     assert Fields("a", "b", "c")[1:] == ["b", "c"]
 
 
-def test_fields_types_default_to_string():
+def test_fields_types_default_to_object():
     assert Fields("word", "count:bigint", "ratio: double ").types == {
-        "word": "string", "count": "bigint", "ratio": "double"}
+        "word": "object", "count": "bigint", "ratio": "double"}
     assert list(Fields("word", "count:bigint")) == ["word", "count"]
 
 

@@ -153,7 +153,7 @@ def test_output_types_declared_inline_and_by_the_operation():
     _, s = stream()
     typed = s.each(["value"], Split(), ["word", "len:int"])
     assert typed.getOutputFields().types["len"] == "int"
-    assert typed.getOutputFields().types["word"] == "string"
+    assert typed.getOutputFields().types["word"] == "object"
     counted = s.each(["value"], CountOut(), ["n"])
     assert counted.getOutputFields().types["n"] == "bigint"
     assert counted.node.function_fields.types == {"n": "bigint"}
@@ -164,7 +164,7 @@ def test_project_keeps_fields_in_the_given_order_with_types():
     projected = s.each(["value"], Split(), ["word", "n:int"]).project(["n", "word"])
     assert isinstance(projected.node, ProjectNode)
     assert projected.getOutputFields() == ["n", "word"]
-    assert projected.getOutputFields().types == {"n": "int", "word": "string"}
+    assert projected.getOutputFields().types == {"n": "int", "word": "object"}
 
 
 def test_project_unknown_field():

@@ -61,6 +61,9 @@ class Count(CombinerAggregator[int]):
     def zero(self) -> int:
         return 0
 
+    #: The Spark SQL form reads no values, so it also runs on untyped fields (tagged bytes).
+    spark_reads_untyped = True
+
     def spark_aggregates(self, columns: list[Column]) -> list[Column] | None:
         """``[count(1)]``: the number of rows of the group."""
         from pyspark.sql import functions as F

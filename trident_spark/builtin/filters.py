@@ -75,6 +75,10 @@ class Equals(BaseFilter):
     (True, False)
     """
 
+    #: On untyped fields the planner gives the SQL form their group keys, equal for Python-equal
+    #: values (1, 1.0 and True; NaN and NaN), so it keeps what ``isKeep`` keeps.
+    spark_reads_untyped = True
+
     def isKeep(self, tuple: TridentTuple) -> bool:
         values = tuple.getValues()
         return all(_same(values[i], values[i + 1]) for i in range(len(values) - 1))
@@ -102,6 +106,9 @@ class FilterNull(BaseFilter):
     >>> keep(TridentTuple(["cat", 3], ["word", "n"])), keep(TridentTuple(["cat", None], ["word", "n"]))
     (True, False)
     """
+
+    #: An untyped field's None is SQL null, so the SQL form is right on untyped fields too.
+    spark_reads_untyped = True
 
     def isKeep(self, tuple: TridentTuple) -> bool:
         return all(value is not None for value in tuple.getValues())
@@ -157,6 +164,11 @@ class Negate(BaseFilter):
 
     def cleanup(self) -> None:
         self.filter.cleanup()
+
+    @property
+    def spark_reads_untyped(self) -> bool:
+        """The inner filter's: whether its SQL form is right on untyped fields."""
+        return bool(getattr(self.filter, "spark_reads_untyped", False))
 
     def isKeep(self, tuple: TridentTuple) -> bool:
         return not self.filter.isKeep(tuple)

@@ -18,15 +18,23 @@ from trident_spark.graph import AggregateNode, AggSpec
 from trident_spark.operation import Aggregator, CombinerAggregator
 from trident_spark.planner.aggregate_exec import AggLayout, AggStep, run_aggregate
 from trident_spark.planner.instances import InstanceScope, has_lifecycle, hosted
+from trident_spark.planner.object_columns import (
+    OBJECT,
+    group_value,
+    is_object,
+    key_columns,
+    object_names,
+    struct_field,
+)
 from trident_spark.planner.python_plan import named
 from trident_spark.planner.shipping import shipped
-from trident_spark.planner.types import arrow_type, spark_type
+from trident_spark.planner.types import arrow_type
 from trident_spark.runtime.metrics import timed
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import Column, DataFrame
-    from pyspark.sql.types import DataType, StructType
+    from pyspark.sql.types import StructField, StructType
 
 
 def aggregate(df: DataFrame, node: AggregateNode, txid: int, conf: dict[str, Any],
@@ -63,10 +71,12 @@ def _aggregate(df: DataFrame, node: AggregateNode, txid: int, conf: dict[str, An
 
 
 def _shuffle(df: DataFrame, group: list[str], partitions: int | None) -> DataFrame:
-    """Tuples of a group together: by hash of the group fields, or all in one partition."""
+    """Tuples of a group together: by hash of the group fields (their keys, for untyped
+    ones: ``planner.object_columns``), or all in one partition."""
     if not group:
         return df.repartition(1)
-    return df.repartition(partitions, *group) if partitions else df.repartition(*group)
+    keys = key_columns(df, group)
+    return df.repartition(partitions, *keys) if partitions else df.repartition(*keys)
 
 
 def _count(df: DataFrame, node: AggregateNode, partitions: int | None, group: list[str]) -> int:
@@ -88,12 +98,17 @@ def _asked_count(df: DataFrame, node: AggregateNode) -> int:
 
 
 # --- Spark SQL ---------------------------------------------------------------------------
-def _sql_columns(spec: AggSpec) -> list[Column] | None:
+def _sql_columns(spec: AggSpec, untyped: frozenset[str]) -> list[Column] | None:
+    """The aggregator's Spark SQL form, or None: it has none, or it would read the values of
+    an untyped input field (tagged bytes to Spark SQL) and does not say it may
+    (``spark_reads_untyped``, Count's)."""
     from pyspark.sql import functions as F
 
     agg = spec.aggregator
     form = getattr(agg, "spark_aggregates", None)
     if form is None:
+        return None
+    if untyped.intersection(spec.input_fields) and not getattr(agg, "spark_reads_untyped", False):
         return None
     bind = getattr(agg, "bind", None)
     if bind is not None:
@@ -108,7 +123,7 @@ def _sql_columns(spec: AggSpec) -> list[Column] | None:
 def _sql_aggregate(df: DataFrame, node: AggregateNode, partitions: int | None) -> DataFrame | None:
     from pyspark.sql import functions as F
 
-    forms = [_sql_columns(spec) for spec in node.specs]
+    forms = [_sql_columns(spec, object_names(df.schema)) for spec in node.specs]
     if any(form is None for form in forms):
         return None
     aliased: list[Column] = []
@@ -132,7 +147,14 @@ def _sql_aggregate(df: DataFrame, node: AggregateNode, partitions: int | None) -
                 out = out.cast(declared[name])
             outputs.append(out.alias(name))
     group = list(node.group_fields)
-    if group:
+    if group and object_names(df.schema, group):
+        # untyped group fields: grouped by their keys (1, 1.0 and True one group), each group
+        # showing one of its values (planner.object_columns)
+        keys = key_columns(df, group)
+        source = df.repartition(partitions, *keys) if partitions else df
+        named = [key.alias(f"__key{i}") for i, key in enumerate(key_columns(source, group))]
+        result = source.groupBy(*named).agg(*(group_value(source, g) for g in group), *aliased)
+    elif group:
         source = df.repartition(partitions, *group) if partitions else df
         result = source.groupBy(*group).agg(*aliased)
     else:
@@ -158,14 +180,13 @@ def _stage(df: DataFrame, node: AggregateNode, mode: str, txid: int, conf: dict[
     if mode == "partial":
         value_struct = [StructField(f"__partial{i}", BinaryType(), False) for i in range(len(steps))]
     else:
-        value_struct = [StructField(name, dtype, True)
-                        for spec in node.specs
-                        for name, dtype in zip(spec.function_fields, output_types(spec, source_schema),
-                                               strict=True)]
+        value_struct = [field for spec in node.specs for field in output_types(spec, source_schema)]
     schema = StructType([*group_struct, *value_struct])
     types: dict[str, pa.DataType] = {f.name: arrow_type(f.dataType) for f in schema.fields}
     layout = AggLayout(mode, group, [f.name for f in schema.fields], types,
-                       single_emit=not group and mode != "partial")
+                       single_emit=not group and mode != "partial",
+                       untyped_in=object_names(df.schema),
+                       untyped_out=object_names(schema))
     if scope is not None and any(has_lifecycle(step.aggregator) for step in steps):
         # Kept aggregators: the stage runs in the partition's instance host (planner.instances).
         fn = hosted(InstanceScope(scope.run_id, f"{scope.stage}/{mode}", scope.stopped),
@@ -177,12 +198,13 @@ def _stage(df: DataFrame, node: AggregateNode, mode: str, txid: int, conf: dict[
     return shipped(lambda: df.mapInArrow(stage, schema), [(step.label, step.aggregator) for step in steps])
 
 
-def output_types(spec: AggSpec, schema: StructType) -> list[DataType]:
-    """Types of an aggregator's output fields: declared (``"n:bigint"``), the aggregator's
-    ``output_types``, its ``spark_types`` for these inputs, an input field of the same name,
-    else string."""
+def output_types(spec: AggSpec, schema: StructType) -> list[StructField]:
+    """An aggregator's output fields with their types: declared (``"n:bigint"``), the
+    aggregator's ``output_types``, its ``spark_types`` for these inputs (an untyped input's type
+    is ``"object"``), an input field of the same name, else untyped (any Python value)."""
     agg = spec.aggregator
-    input_types = [schema[f].dataType.simpleString() for f in spec.input_fields]
+    input_types = [OBJECT if is_object(schema[f]) else schema[f].dataType.simpleString()
+                   for f in spec.input_fields]
     declared = spec.function_fields.declared_types
     own = getattr(agg, "output_types", {}) or {}
     suggested = None
@@ -192,19 +214,19 @@ def output_types(spec: AggSpec, schema: StructType) -> list[DataType]:
         if bind is not None:
             bind(list(spec.input_fields))
         suggested = spark_types(input_types)
-    types: list[DataType] = []
+    fields: list[StructField] = []
     for i, name in enumerate(spec.function_fields):
         if name in declared:
-            types.append(spark_type(declared[name]))
+            fields.append(struct_field(name, declared[name]))
         elif name in own:
-            types.append(spark_type(own[name]))
+            fields.append(struct_field(name, own[name]))
         elif suggested is not None and i < len(suggested) and suggested[i]:
-            types.append(spark_type(suggested[i]))
+            fields.append(struct_field(name, suggested[i]))
         elif name in schema.fieldNames():
-            types.append(schema[name].dataType)
+            fields.append(schema[name])
         else:
-            types.append(spark_type("string"))
-    return types
+            fields.append(struct_field(name, OBJECT))
+    return fields
 
 
 def _entry(steps: list[AggStep], layout: AggLayout, txid: int, conf: dict[str, Any], num_partitions: int,

@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from trident_spark.errors import FailedException
 from trident_spark.fields import Fields, TridentTuple
+from trident_spark.object_values import decode_column
 from trident_spark.operation import (
     Aggregator,
     CombinerAggregator,
@@ -60,6 +61,8 @@ class AggLayout:
     output_fields: list[str]
     output_types: dict[str, pa.DataType]  # Arrow types of the non-group output fields
     single_emit: bool  # ungrouped: init/complete (or zero) run even when no tuple came
+    untyped_in: frozenset[str] = frozenset()  # untyped input fields: decoded when read
+    untyped_out: frozenset[str] = frozenset()  # untyped output fields: encoded when written
 
 
 def run_aggregate(steps: Sequence[AggStep], layout: AggLayout, txid: int, conf: dict[str, Any],
@@ -84,7 +87,7 @@ def run_aggregate(steps: Sequence[AggStep], layout: AggLayout, txid: int, conf: 
         else:
             rows = _full(steps, layout, txid, batches)
         if rows:
-            yield _to_batch(rows, layout)
+            yield _to_batch(rows, layout, steps)
     finally:
         instances.release()
         if metrics is not None:
@@ -150,10 +153,10 @@ def _full(steps: Sequence[AggStep], layout: AggLayout, txid: int,
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        keys = _group_keys(batch, layout.group_fields)
+        keys = _group_keys(batch, layout)
         if not layout.group_fields and _fast_path(steps, batch, groups[()][1]):
             continue
-        tuples = [_tuples(batch, step) for step in steps]
+        tuples = [_tuples(batch, step, layout.untyped_in) for step in steps]
         for row, key in enumerate(keys):
             entry = groups.get(key[0])
             if entry is None:
@@ -192,7 +195,7 @@ def _partial(steps: Sequence[AggStep], layout: AggLayout,
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        keys = _group_keys(batch, layout.group_fields)
+        keys = _group_keys(batch, layout)
         if not layout.group_fields:
             reduced = [c.arrow_reduce([batch.column(f) for f in s.input_fields], batch.num_rows)
                        for c, s in zip(combiners, steps, strict=True)]
@@ -200,7 +203,7 @@ def _partial(steps: Sequence[AggStep], layout: AggLayout,
                 entry = groups.setdefault((), [[], None])
                 entry[1] = reduced if entry[1] is None else _combine_all(steps, entry[1], list(reduced))
                 continue
-        tuples = [_tuples(batch, step) for step in steps]
+        tuples = [_tuples(batch, step, layout.untyped_in) for step in steps]
         for row, key in enumerate(keys):
             inits = [_guard(s, ts[row], c.init, ts[row]) for s, c, ts in zip(steps, combiners, tuples,
                                                                                  strict=True)]
@@ -218,7 +221,7 @@ def _final(steps: Sequence[AggStep], layout: AggLayout,
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        keys = _group_keys(batch, layout.group_fields)
+        keys = _group_keys(batch, layout)
         partials = [batch.column(f"__partial{i}").to_pylist() for i in range(len(steps))]
         for row, key in enumerate(keys):
             values = [pickle.loads(p[row]) for p in partials]
@@ -259,11 +262,17 @@ def _hashable(value: Any) -> Any:
     return value
 
 
-def _group_keys(batch: pa.RecordBatch, group_fields: list[str]) -> list[tuple[Any, list[Any]]]:
-    """Per row: (hashable key, group values)."""
-    if not group_fields:
+def _values(batch: pa.RecordBatch, name: str, untyped: frozenset[str]) -> list[Any]:
+    """Field ``name``'s values in ``batch`` as Python values (an untyped field's decoded)."""
+    column = batch.column(name)
+    return decode_column(column) if name in untyped else column.to_pylist()
+
+
+def _group_keys(batch: pa.RecordBatch, layout: AggLayout) -> list[tuple[Any, list[Any]]]:
+    """Per row: (hashable key, group values). Keys are Python's: 1, 1.0 and True are one."""
+    if not layout.group_fields:
         return [((), [])] * batch.num_rows
-    columns = [batch.column(f).to_pylist() for f in group_fields]
+    columns = [_values(batch, f, layout.untyped_in) for f in layout.group_fields]
     rows = []
     for values in zip(*columns, strict=True):
         try:
@@ -275,10 +284,11 @@ def _group_keys(batch: pa.RecordBatch, group_fields: list[str]) -> list[tuple[An
     return rows
 
 
-def _tuples(batch: pa.RecordBatch, step: AggStep) -> list[TridentTuple]:
+def _tuples(batch: pa.RecordBatch, step: AggStep,
+            untyped: frozenset[str] = frozenset()) -> list[TridentTuple]:
     fields = step.input_fields
     index = {name: i for i, name in enumerate(fields)}
-    columns = [batch.column(f).to_pylist() for f in fields]
+    columns = [_values(batch, f, untyped) for f in fields]
     if not columns:
         return [TridentTuple([], fields, index)] * batch.num_rows
     return [TridentTuple(values, fields, index) for values in zip(*columns, strict=True)]
@@ -297,10 +307,15 @@ def _guard(step: AggStep, t: TridentTuple | None, fn: Any, *args: Any) -> Any:
         raise OperatorError(f"{step.label}.{where} failed{shown}: {type(exc).__name__}: {exc}") from exc
 
 
-def _to_batch(rows: list[list[Any]], layout: AggLayout) -> pa.RecordBatch:
+def _producer(name: str, steps: Sequence[AggStep]) -> str | None:
+    return next((step.label for step in steps if name in step.function_fields), None)
+
+
+def _to_batch(rows: list[list[Any]], layout: AggLayout, steps: Sequence[AggStep] = ()) -> pa.RecordBatch:
     names = layout.output_fields
     arrays = []
     for j, name in enumerate(names):
         values = [row[j] for row in rows]
-        arrays.append(to_arrow_column(name, values, layout.output_types[name]))
+        arrays.append(to_arrow_column(name, values, layout.output_types[name],
+                                      untyped=name in layout.untyped_out, operator=_producer(name, steps)))
     return pa.RecordBatch.from_arrays(arrays, names=names)

@@ -173,18 +173,30 @@ class BatchPlan:
             self._forms[id(node)] = self._ask_sql_form(node)
         return self._forms[id(node)]
 
-    @staticmethod
-    def _ask_sql_form(node: Node) -> list[Column] | Column | None:
+    def _ask_sql_form(self, node: Node) -> list[Column] | Column | None:
         from pyspark.sql import functions as F
 
+        from trident_spark.planner.object_columns import key_columns, object_names
+
+        if not isinstance(node, EachNode | FilterNode):
+            return None
+        operation = node.function if isinstance(node, EachNode) else node.filter
+        columns = [F.col(f) for f in node.input_fields]
+        if node.input_fields:
+            df = self.dataframe(node.inputs[0])
+            untyped = object_names(df.schema, node.input_fields)
+            if untyped:
+                # Spark SQL sees an untyped field's tagged bytes: only a form that says it compares
+                # group keys right (FilterNull, Equals) runs on them, given all-untyped inputs
+                reads_untyped = getattr(operation, "spark_reads_untyped", False)
+                if len(untyped) < len(node.input_fields) or not reads_untyped:
+                    return None
+                columns = key_columns(df, node.input_fields)
         if isinstance(node, EachNode):
-            result: list[Column] | None = node.function.spark_columns(
-                [F.col(f) for f in node.input_fields])
+            result: list[Column] | None = node.function.spark_columns(columns)
             return result
-        if isinstance(node, FilterNode):
-            condition: Column | None = node.filter.spark_condition([F.col(f) for f in node.input_fields])
-            return condition
-        return None
+        condition: Column | None = node.filter.spark_condition(columns)
+        return condition
 
     def _sql_each(self, node: EachNode | FilterNode) -> DataFrame:
         df = self.dataframe(node.inputs[0])

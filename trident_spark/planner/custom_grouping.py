@@ -29,24 +29,31 @@ def custom_partition(df: DataFrame, node: RepartitionNode, partitions: int) -> D
     """``df`` with each tuple in the partition(s) ``node.grouping`` chose, of ``partitions``."""
     from pyspark.sql.types import IntegerType, StructField, StructType
 
+    from trident_spark.planner.object_columns import object_names
     from trident_spark.planner.python_plan import named
     from trident_spark.planner.shipping import shipped
 
     schema = StructType([*df.schema.fields, StructField(TARGET, IntegerType(), False)])
-    fn = partial(choose_partitions, node.label, node.grouping, list(df.columns), partitions)
+    fn = partial(choose_partitions, node.label, node.grouping, list(df.columns), partitions,
+                 untyped=object_names(df.schema))
     indexed = shipped(lambda: df.mapInArrow(named(fn, node.label), schema), [(node.label, node.grouping)])
     return indexed.repartitionById(partitions, TARGET).drop(TARGET)
 
 
 def choose_partitions(label: str, grouping: Any, fields: list[str], partitions: int,
-                      batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Executor side: each row once per partition index ``grouping`` returns for it."""
+                      batches: Iterator[pa.RecordBatch], untyped: frozenset[str] = frozenset(),
+                      ) -> Iterator[pa.RecordBatch]:
+    """Executor side: each row once per partition index ``grouping`` returns for it
+    (``untyped``: the fields whose values are decoded for the tuple it sees)."""
+    from trident_spark.object_values import decode_column
+
     names = Fields(*fields)
     index = {name: i for i, name in enumerate(fields)}
     for batch in batches:
         if batch.num_rows == 0:
             continue
-        columns = [batch.column(f).to_pylist() for f in fields]
+        columns = [decode_column(batch.column(f)) if f in untyped else batch.column(f).to_pylist()
+                   for f in fields]
         rows: list[int] = []
         targets: list[int] = []
         for row, values in enumerate(zip(*columns, strict=True)):

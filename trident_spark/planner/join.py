@@ -6,6 +6,13 @@ from functools import reduce
 from typing import TYPE_CHECKING
 
 from trident_spark.graph import JoinNode, MergeNode
+from trident_spark.planner.object_columns import (
+    from_objects,
+    is_object,
+    key_column,
+    marked,
+    objects_where_any,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -14,22 +21,25 @@ if TYPE_CHECKING:
 def merge(dfs: list[DataFrame], node: MergeNode, partitions: int | None) -> DataFrame:
     """The union of the inputs, by position; fields, and their types, are the first input's.
 
-    A field another input holds with another type is cast to the first input's type (Trident's
-    tuples are untyped: its test-split-merge merges words with their lengths). Left to Spark,
-    the union would widen the types instead, e.g. string and bigint to bigint, and fail on
-    the words.
+    An undeclared field untyped in any input is untyped in all (its values keep their types:
+    Trident's test-split-merge merges words with their lengths). A declared field (declared
+    by the merge, or by the first input) has its type in every input: untyped values are
+    converted, typed columns of another type cast to it; left to Spark, the union would
+    widen the types instead, e.g. string and bigint to bigint, and fail on the words.
     """
     from pyspark.sql import functions as F
 
     names = list(node.fields)
-    first = dfs[0].toDF(*names)
+    declared = node.fields.declared_types  # merge(Fields("n:bigint"), ...) declares the output's types
+    undeclared = [n for n in names if n not in declared]
+    inputs = objects_where_any([df.toDF(*names) for df in dfs], [undeclared] * len(dfs))
+    inputs = [from_objects(df, declared, node.label) for df in inputs]
+    first = inputs[0]
     renamed = [first]
-    for df in dfs[1:]:
-        df = df.toDF(*names)
+    for df in inputs[1:]:
         renamed.append(df.select(*(F.col(n) if df.schema[n].dataType == first.schema[n].dataType
                                    else F.col(n).cast(first.schema[n].dataType).alias(n) for n in names)))
     union = reduce(lambda a, b: a.union(b), renamed)
-    declared = node.fields.declared_types  # merge(Fields("n:bigint"), ...) declares the output's types
     if declared:
         union = union.select(*(F.col(n).cast(declared[n]).alias(n) if n in declared else F.col(n)
                                for n in names))
@@ -56,21 +66,31 @@ def join(dfs: list[DataFrame], node: JoinNode, partitions: int | None) -> DataFr
     from pyspark.sql import functions as F
 
     width = len(node.join_fields[0])
+    # a join field untyped in one input is untyped in all; untyped keys match by Python
+    # equality (1, 1.0 and True: planner.object_columns)
+    dfs = objects_where_any(dfs, [list(on) for on in node.join_fields])
     parts: list[DataFrame] = []
     rest_columns: list[list[str]] = []
     for i, (df, on) in enumerate(zip(dfs, node.join_fields, strict=True)):
         # PRESERVE (Trident's PreservingFieldsOrderJoinerMultiReducer): every field of the input
         # in its order, join fields too, all None for an outer input without a match
         others = list(df.columns) if node.mode == "preserve" else [f for f in df.columns if f not in on]
-        columns = [F.col(k).alias(f"__k{j}_{i}") for j, k in enumerate(on)]
+        columns = [key_column(df, k).alias(f"__k{j}_{i}") for j, k in enumerate(on)]
+        columns += [F.col(k).alias(f"__v{j}_{i}") for j, k in enumerate(on) if is_object(df.schema[k])]
         columns += [F.col(f).alias(f"__s{i}_{f}") for f in others]
         part = df.select(*columns)
         if partitions:
             part = part.repartition(partitions, *(f"__k{j}_{i}" for j in range(width)))
         parts.append(part)
         rest_columns.append([f"__s{i}_{f}" for f in others])
+    untyped = [is_object(dfs[0].schema[k]) for k in node.join_fields[0]]
+
+    def value(j: int, i: int) -> Column:  # a join field's value: its key, or an untyped one's value
+        return F.col(f"__v{j}_{i}" if untyped[j] else f"__k{j}_{i}")
+
     result = parts[0]
     keys: list[Column] = [F.col(f"__k{j}_0") for j in range(width)]
+    values: list[Column] = [value(j, 0) for j in range(width)]
     required = node.join_types[0] == "inner"
     for i in range(1, len(parts)):
         right = parts[i]
@@ -80,9 +100,10 @@ def join(dfs: list[DataFrame], node: JoinNode, partitions: int | None) -> DataFr
         how = _how(required, right_required)
         result = result.join(right, condition, how)
         keys = [F.coalesce(keys[j], F.col(f"__k{j}_{i}")) for j in range(width)]
+        values = [F.coalesce(values[j], value(j, i)) for j in range(width)]
         required = required or right_required
     out = list(node.fields)
-    selected = [k.alias(out[j]) for j, k in enumerate(keys)]
+    selected = [marked(v, out[j]) if untyped[j] else v.alias(out[j]) for j, v in enumerate(values)]
     position = width
     for names in rest_columns:
         for name in names:

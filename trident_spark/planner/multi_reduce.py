@@ -9,6 +9,7 @@ GroupedMultiReducerExecutor's one state per group and GroupCollector's group val
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial, reduce
@@ -19,6 +20,7 @@ import pyarrow as pa
 from trident_spark.errors import FailedException
 from trident_spark.fields import Fields, TridentTuple
 from trident_spark.graph import MultiReduceNode
+from trident_spark.object_values import decode_column, decode_value
 from trident_spark.operation import OperationContext, TridentCollector, overrides_prepare
 from trident_spark.planner.python_stage import (
     MAX_TUPLE_CHARS,
@@ -44,6 +46,9 @@ class MultiReduceStep:
     group_fields: list[str]  # the group tuple's names (the first stream's group fields)
     output_fields: list[str]
     output_types: dict[str, pa.DataType]
+    untyped_inputs: list[frozenset[str]] = dataclasses.field(default_factory=list)  # per stream
+    untyped_out: frozenset[str] = frozenset()  # untyped output fields (group fields included)
+    untyped_groups: frozenset[int] = frozenset()  # positions of the untyped group values
 
 
 def multi_reduce(dfs: list[DataFrame], node: MultiReduceNode, txid: int, conf: dict[str, Any],
@@ -52,13 +57,21 @@ def multi_reduce(dfs: list[DataFrame], node: MultiReduceNode, txid: int, conf: d
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructField, StructType
 
+    from trident_spark.planner.object_columns import (
+        is_object,
+        key_columns,
+        object_names,
+        objects_where_any,
+        struct_field,
+    )
     from trident_spark.planner.python_plan import named
     from trident_spark.planner.shipping import shipped
-    from trident_spark.planner.types import arrow_type, spark_type
+    from trident_spark.planner.types import arrow_type
     from trident_spark.runtime.metrics import timed
 
     width = len(node.group_fields[0])
     grouped = width > 0
+    dfs = objects_where_any(dfs, [list(group) for group in node.group_fields])
     first = dfs[0].schema
     parts = []
     for i, (df, inputs, group) in enumerate(zip(dfs, node.input_fields, node.group_fields, strict=True)):
@@ -68,11 +81,11 @@ def multi_reduce(dfs: list[DataFrame], node: MultiReduceNode, txid: int, conf: d
             wanted = first[node.group_fields[0][j]].dataType
             if df.schema[name].dataType != wanted:  # group values meet across streams: one type
                 column = column.cast(wanted)
-            columns.append(column.alias(f"__g{j}"))
+            columns.append(column.alias(f"__g{j}"))  # an untyped one keeps its mark
         columns.append(F.struct(*(F.col(f) for f in inputs)).alias(f"__in{i}"))
         parts.append(df.select(*columns))
     union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts)
-    keys = [f"__g{j}" for j in range(width)]
+    keys = key_columns(union, [f"__g{j}" for j in range(width)])  # untyped: 1, 1.0 and True together
     if grouped:
         together = union.repartition(partitions, *keys) if partitions else union.repartition(*keys)
     else:
@@ -80,12 +93,18 @@ def multi_reduce(dfs: list[DataFrame], node: MultiReduceNode, txid: int, conf: d
     struct = []
     for j, name in enumerate(node.fields):
         if j < width and name not in node.fields.declared_types:
-            struct.append(StructField(name, first[node.group_fields[0][j]].dataType, True))
+            group_field = first[node.group_fields[0][j]]
+            struct.append(StructField(name, group_field.dataType, True, metadata=group_field.metadata))
         else:
-            struct.append(StructField(name, spark_type(node.fields.types[name]), True))
+            struct.append(struct_field(name, node.fields.types[name]))
     step = MultiReduceStep(node.label, node.reducer, grouped, [list(f) for f in node.input_fields],
                            list(node.group_fields[0]), list(node.fields),
-                           {f.name: arrow_type(f.dataType) for f in struct})
+                           {f.name: arrow_type(f.dataType) for f in struct},
+                           untyped_inputs=[object_names(df.schema, inputs)
+                                           for df, inputs in zip(dfs, node.input_fields, strict=True)],
+                           untyped_out=frozenset(f.name for f in struct if is_object(f)),
+                           untyped_groups=frozenset(j for j in range(width)
+                                                    if is_object(first[node.group_fields[0][j]])))
     if grouped:
         n = partitions or (int(together.rdd.getNumPartitions()) if overrides_prepare(node.reducer) else -1)
     else:
@@ -130,11 +149,15 @@ def run_multi_reduce(step: MultiReduceStep, streams: int, txid: int, conf: dict[
             stream_of = batch.column(STREAM).to_pylist()
             sides = [batch.column(f"__in{i}").to_pylist() if f"__in{i}" in batch.schema.names else None
                      for i in range(streams)]
-            group_columns = [batch.column(f"__g{j}").to_pylist() for j in range(width)]
+            group_columns = [decode_column(batch.column(f"__g{j}")) if j in step.untyped_groups
+                             else batch.column(f"__g{j}").to_pylist() for j in range(width)]
             for row, i in enumerate(stream_of):
                 side = sides[i]
                 record = side[row] if side is not None else None
                 values = [None if record is None else record.get(name) for name in step.input_fields[i]]
+                if step.untyped_inputs and step.untyped_inputs[i]:
+                    values = [decode_value(v) if name in step.untyped_inputs[i] else v
+                              for name, v in zip(step.input_fields[i], values, strict=True)]
                 tuple_ = TridentTuple(values, input_names[i], indexes[i])
                 if not step.grouped:
                     _call(step, tuple_, reducer.execute, state, i, tuple_, collector)
@@ -157,7 +180,8 @@ def run_multi_reduce(step: MultiReduceStep, streams: int, txid: int, conf: dict[
             _call(step, None, reducer.complete, state, collector)
             drain(())
         if rows:
-            arrays = [to_arrow_column(name, [r[j] for r in rows], step.output_types[name])
+            arrays = [to_arrow_column(name, [r[j] for r in rows], step.output_types[name],
+                                      untyped=name in step.untyped_out, operator=step.label)
                       for j, name in enumerate(step.output_fields)]
             yield pa.RecordBatch.from_arrays(arrays, names=step.output_fields)
     finally:

@@ -10,9 +10,10 @@ from trident_spark.fields import Fields
 from trident_spark.graph import EachNode, FilterNode, MapNode, Node, PeekNode
 from trident_spark.operation import overrides_prepare
 from trident_spark.planner.instances import InstanceScope, has_lifecycle, hosted
+from trident_spark.planner.object_columns import is_object, object_names, struct_field
 from trident_spark.planner.python_stage import PythonStep, run_stage
 from trident_spark.planner.shipping import shipped
-from trident_spark.planner.types import arrow_type, spark_type
+from trident_spark.planner.types import arrow_type
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -53,7 +54,7 @@ def python_stage(df: DataFrame, steps: list[PythonStep], last: Node | list[str],
     With ``scope`` (a run), a stage whose operations override ``prepare`` or ``cleanup`` runs
     in the partition's instance host, which keeps them from batch to batch (``planner.instances``).
     """
-    from pyspark.sql.types import StructField, StructType
+    from pyspark.sql.types import StructType
 
     input_types = {f.name: f for f in df.schema.fields}
     produced: dict[str, str] = {}
@@ -66,19 +67,22 @@ def python_stage(df: DataFrame, steps: list[PythonStep], last: Node | list[str],
     output = list(last) if isinstance(last, list) else list(last.fields)
     for name in output:
         if name in keep_types:
-            struct_fields.append(keep_types[name])
-            arrow_types[name] = arrow_type(keep_types[name].dataType)
+            field = keep_types[name]
         elif name in produced:
-            dtype = spark_type(produced[name])
-            struct_fields.append(StructField(name, dtype, True))
-            arrow_types[name] = arrow_type(dtype)
+            field = struct_field(name, produced[name])
         else:
             struct_fields.append(input_types[name])
+            continue
+        struct_fields.append(field)
+        arrow_types[name] = arrow_type(field.dataType)
+    untyped = (object_names(df.schema), frozenset(f.name for f in struct_fields
+                                                  if f.name in arrow_types and is_object(f)))
     n = num_partitions(df, steps, partitions)
+    entry = partial(_stage_entry, steps, output, arrow_types, untyped, txid, conf, n)
     if scope is not None and any(has_lifecycle(step.operation) for step in steps):
-        fn = hosted(scope, partial(_stage_entry, steps, output, arrow_types, txid, conf, n), metrics)
+        fn = hosted(scope, entry, metrics)
     else:
-        fn = partial(_stage_entry, steps, output, arrow_types, txid, conf, n, metrics)
+        fn = partial(entry, metrics)
     stage = named(fn, "_".join(step.label for step in steps))
     return shipped(lambda: df.mapInArrow(stage, StructType(struct_fields)),
                    [(step.label, step.operation) for step in steps])
@@ -103,8 +107,9 @@ def _kept_types(steps: list[PythonStep], input_types: dict[str, Any]) -> dict[st
     return kept
 
 
-def _stage_entry(steps: list[PythonStep], fields: list[str], types: dict[str, pa.DataType], txid: int,
-                 conf: dict[str, Any], partitions: int, metrics: Any,
+def _stage_entry(steps: list[PythonStep], fields: list[str], types: dict[str, pa.DataType],
+                 untyped: tuple[frozenset[str], frozenset[str]], txid: int, conf: dict[str, Any],
+                 partitions: int, metrics: Any,
                  batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     return run_stage(steps, fields, types, txid, batches, conf=conf, num_partitions=partitions,
-                     metrics=metrics)
+                     metrics=metrics, untyped=untyped)

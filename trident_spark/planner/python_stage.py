@@ -19,6 +19,7 @@ import pyarrow as pa
 from trident_spark.errors import FailedException, TopologyError
 from trident_spark.fields import Fields, TridentTuple
 from trident_spark.gc_pause import gc_paused
+from trident_spark.object_values import UncarriableValueError, decode_column, encode_column
 from trident_spark.operation import (
     BaseFilter,
     BaseFunction,
@@ -57,8 +58,9 @@ class _Batch:
     fields added by Functions so far.
     """
 
-    def __init__(self, source: pa.RecordBatch) -> None:
+    def __init__(self, source: pa.RecordBatch, untyped: frozenset[str] = frozenset()) -> None:
         self.source = source
+        self.untyped = untyped  # the source's untyped fields: their values are decoded when read
         self.rows: list[int] = list(range(source.num_rows))
         self.identity = True  # rows[i] == i: the source batch unchanged so far
         self.extra: dict[str, list[Any]] = {}
@@ -70,7 +72,9 @@ class _Batch:
             return self.extra[name]
         values = self._source_values.get(name)
         if values is None:
-            values = self._source_values[name] = self.source.column(name).to_pylist()
+            column = self.source.column(name)
+            values = self._source_values[name] = (decode_column(column) if name in self.untyped
+                                                  else column.to_pylist())
         return values if self.identity else [values[r] for r in self.rows]
 
     def keep(self, indices: list[int]) -> None:
@@ -84,11 +88,15 @@ class _Batch:
 
 def run_stage(steps: Sequence[PythonStep], output_fields: Sequence[str], new_types: dict[str, pa.DataType],
               txid: int, batches: Iterator[pa.RecordBatch], conf: dict[str, Any] | None = None,
-              num_partitions: int = -1, metrics: Any = None) -> Iterator[pa.RecordBatch]:
+              num_partitions: int = -1, metrics: Any = None,
+              untyped: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset()),
+              ) -> Iterator[pa.RecordBatch]:
     """Run ``steps`` over one partition's Arrow batches (called inside ``mapInArrow``).
 
     ``new_types`` are the Arrow types of the fields Functions add; the other
-    output fields keep the types Spark gave the input. ``metrics``: the batch's
+    output fields keep the types Spark gave the input. ``untyped``: the input's and the
+    output's untyped fields (``trident_spark.object_values``): read decoded, written encoded.
+    ``metrics``: the batch's
     accumulator, where each operator's time and rows in and out are added, and the errors
     it reported (``collector.reportError``).
 
@@ -104,13 +112,14 @@ def run_stage(steps: Sequence[PythonStep], output_fields: Sequence[str], new_typ
     spent = [0.0] * len(steps)
     rows_in = [0] * len(steps)
     rows_out = [0] * len(steps)
+    producers = {name: step.label for step in steps for name in step.function_fields}
     try:
         for source in batches:
             if source.num_rows == 0:
                 continue
             out = None
             with gc_paused():
-                batch = _Batch(source)
+                batch = _Batch(source, untyped[0])
                 for i, step in enumerate(steps):
                     started = time.perf_counter()
                     rows_in[i] += len(batch.rows)
@@ -123,7 +132,7 @@ def run_stage(steps: Sequence[PythonStep], output_fields: Sequence[str], new_typ
                     started = time.perf_counter()
                     schema = pa.schema([pa.field(n, new_types[n]) if n in new_types
                                         else source.schema.field(n) for n in output_fields])
-                    out = _to_arrow(batch, schema)
+                    out = _to_arrow(batch, schema, untyped[1], producers)
                     spent[-1] += time.perf_counter() - started  # back to Arrow: the last operator's
             if out is not None:
                 yield out
@@ -232,28 +241,55 @@ def _call(step: PythonStep, fn: Any, t: TridentTuple, *args: Any) -> Any:
         raise OperatorError(f"{step.label} failed on tuple {shown}: {type(exc).__name__}: {exc}") from exc
 
 
-def _to_arrow(batch: _Batch, schema: pa.Schema) -> pa.RecordBatch:
+def _to_arrow(batch: _Batch, schema: pa.Schema, untyped: frozenset[str] = frozenset(),
+              producers: dict[str, str] | None = None) -> pa.RecordBatch:
     take = None if batch.identity else pa.array(batch.rows, pa.int64())
     arrays = []
     for field in schema:
         if field.name in batch.extra:
-            arrays.append(to_arrow_column(field.name, batch.extra[field.name], field.type))
+            arrays.append(to_arrow_column(field.name, batch.extra[field.name], field.type,
+                                          untyped=field.name in untyped,
+                                          operator=(producers or {}).get(field.name)))
         else:
             column = batch.source.column(field.name)
             arrays.append(column if take is None else column.take(take))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def to_arrow_column(name: str, values: list[Any], type_: pa.DataType) -> pa.Array:
-    """``values`` emitted for field ``name`` as an Arrow array of the field's type, or a clear error."""
+def to_arrow_column(name: str, values: list[Any], type_: pa.DataType, *, untyped: bool = False,
+                    operator: str | None = None) -> pa.Array:
+    """``values`` emitted for field ``name`` as an Arrow array: tagged values for an untyped
+    field (``trident_spark.object_values``), else of the field's declared type; or a clear error
+    naming ``operator`` (the one that emitted them), the field and the value."""
+    where = f"{operator}: " if operator else ""
+    if untyped:
+        try:
+            return encode_column(values)
+        except UncarriableValueError as exc:
+            raise OperatorError(f"{where}field {name!r}: {exc}") from None
     try:
         return pa.array(values, type_)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
-        example = _type_name_for(next((v for v in values if v is not None), None))
+        bad = _first_misfit(values, type_)
+        example = _type_name_for(bad)
         raise OperatorError(
-            f"field {name!r}: emitted values do not fit its declared type {type_} ({exc}). Declare the "
-            f"type with the output field, e.g. ['{name}:{example}'], or emit values of the declared type."
+            f"{where}field {name!r}: emitted {bad!r:.100} ({type(bad).__name__}), which does not fit its "
+            f"declared type {type_} ({exc}). Emit values of the declared type, declare another "
+            f"(e.g. ['{name}:{example}']), or declare none (['{name}']): an undeclared field carries "
+            f"any Python value."
         ) from exc
+
+
+def _first_misfit(values: list[Any], type_: pa.DataType) -> Any:
+    """The first value that does not convert to ``type_`` (the first non-None if none fails alone)."""
+    for value in values:
+        if value is None:
+            continue
+        try:
+            pa.array([value], type_)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            return value
+    return next((v for v in values if v is not None), None)
 
 
 def _type_name_for(value: Any) -> str:

@@ -16,10 +16,11 @@ from trident_spark.errors import TopologyError
 from trident_spark.graph import PersistNode, StateQueryNode
 from trident_spark.operation import overrides_prepare
 from trident_spark.planner.instances import InstanceScope, has_lifecycle, hosted
+from trident_spark.planner.object_columns import OBJECT, is_object, object_names, struct_field
 from trident_spark.planner.python_plan import named
 from trident_spark.planner.shipping import shipped
 from trident_spark.planner.state_stage import StateStep, check_not_ahead, persist, query, with_metrics
-from trident_spark.planner.types import arrow_type, spark_type
+from trident_spark.planner.types import arrow_type
 from trident_spark.runtime.metrics import timed
 
 if TYPE_CHECKING:
@@ -74,12 +75,14 @@ def check_reachable(factories: list[Any]) -> None:
 
 
 def _struct_field(name: str, df: DataFrame, types: dict[str, str]) -> StructField:
-    from pyspark.sql.types import StructField
-
     existing = {f.name: f for f in df.schema.fields}
     if name in existing and name not in types:
         return existing[name]
-    return StructField(name, spark_type(types.get(name, "string")), True)
+    return struct_field(name, types.get(name, OBJECT))
+
+
+def _untyped(struct: list[StructField]) -> frozenset[str]:
+    return frozenset(f.name for f in struct if is_object(f))
 
 
 def persist_dataframe(df: DataFrame, node: PersistNode, txid: int, conf: dict[str, Any],
@@ -99,7 +102,8 @@ def persist_dataframe(df: DataFrame, node: PersistNode, txid: int, conf: dict[st
                 if name not in df.columns or name in node.fields.declared_types}
     struct = [_struct_field(name, df, declared) for name in node.fields]
     step = StateStep(node.label, node.state, node.updater, node.input_fields, list(node.fields),
-                     {f.name: arrow_type(f.dataType) for f in struct}, stats=stats, run_id=run_id)
+                     {f.name: arrow_type(f.dataType) for f in struct}, stats=stats, run_id=run_id,
+                     untyped_in=object_names(df.schema), untyped_out=_untyped(struct))
     n = partitions if partitions is not None else (
         int(df.rdd.getNumPartitions()) if overrides_prepare(node.updater) else -1)
     task: Any = partial(persist, step, txid, conf, n)
@@ -120,7 +124,8 @@ def check_not_ahead_job(df: DataFrame, node: PersistNode, txid: int, written_bef
     if node.aggregator is None:
         return  # a user StateUpdater's keys are its own business
     keys = df.select(*node.group_fields) if node.group_fields else df.select()
-    step = StateStep(node.label, node.state, node.updater, node.group_fields, [], {}, run_id=run_id)
+    step = StateStep(node.label, node.state, node.updater, node.group_fields, [], {}, run_id=run_id,
+                     untyped_in=object_names(keys.schema))
     fn = partial(check_not_ahead, step, txid, written_before, largest_txid=largest_txid)
     schema = StructType([StructField("keys", LongType())])
     checked = shipped(lambda: keys.mapInArrow(named(fn, f"check_{node.label}"), schema),
@@ -150,7 +155,8 @@ def query_dataframe(df: DataFrame, node: StateQueryNode, txid: int, conf: dict[s
     struct = [_struct_field(name, df, new) for name in fields]
     step = StateStep(node.label, factory, node.function, node.input_fields, fields,
                      {f.name: arrow_type(f.dataType) for f in struct if f.name in new},
-                     reads_before_batch=same_query, stats=stats)
+                     reads_before_batch=same_query, stats=stats, untyped_in=object_names(df.schema),
+                     untyped_out=_untyped(struct))
     n = partitions if partitions is not None else (
         int(df.rdd.getNumPartitions()) if overrides_prepare(node.function) else -1)
     task: Any = partial(query, step, txid, conf, n)

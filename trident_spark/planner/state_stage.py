@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from trident_spark.errors import FailedException, TridentSparkError
 from trident_spark.fields import Fields, TridentTuple
+from trident_spark.object_values import decode_column
 from trident_spark.operation import Operation, OperationContext, ReportedErrors, TridentCollector
 from trident_spark.planner.instances import task_instances
 from trident_spark.planner.python_stage import OperatorError, partition_index, to_arrow_column
@@ -81,6 +82,8 @@ class StateStep:
     reads_before_batch: bool = True
     stats: Any = None  # a pyspark Accumulator of StateStats counters, or None
     run_id: str = ""  # the topology run: opened states (and their caches) last one run
+    untyped_in: frozenset[str] = frozenset()  # untyped input fields: decoded when read
+    untyped_out: frozenset[str] = frozenset()  # untyped fields the operation emits: encoded
 
 
 def _gather(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
@@ -88,11 +91,12 @@ def _gather(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
     return pa.Table.from_batches(parts) if parts else None
 
 
-def _tuples(table: pa.Table, fields: Fields) -> list[TridentTuple]:
+def _tuples(table: pa.Table, fields: Fields, untyped: frozenset[str] = frozenset()) -> list[TridentTuple]:
     index = {name: i for i, name in enumerate(fields)}
     if not fields:
         return [TridentTuple([], fields, index) for _ in range(table.num_rows)]
-    columns = [table.column(name).to_pylist() for name in fields]
+    columns = [decode_column(table.column(name)) if name in untyped else table.column(name).to_pylist()
+               for name in fields]
     return [TridentTuple(list(values), fields, index) for values in zip(*columns, strict=True)]
 
 
@@ -164,7 +168,7 @@ def persist(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: in
     table = _gather(batches)
     if table is None:
         return
-    tuples = _tuples(table, step.input_fields)
+    tuples = _tuples(table, step.input_fields, step.untyped_in)
     errors = ReportedErrors(step.label)
     collector = TridentCollector(errors)
     with _partition_state(step, txid, conf, num_partitions, errors, store_stages=True) as (view, updater):
@@ -179,7 +183,8 @@ def _emitted(step: StateStep, emitted: list[list[Any]]) -> pa.RecordBatch:
     if bad is not None:
         raise OperatorError(f"{step.label}: emitted {len(bad)} values {bad!r:.100} but declared {width} "
                             f"fields {step.output_fields}")
-    arrays = [to_arrow_column(name, [values[j] for values in emitted], step.new_types[name])
+    arrays = [to_arrow_column(name, [values[j] for values in emitted], step.new_types[name],
+                              untyped=name in step.untyped_out, operator=step.label)
               for j, name in enumerate(step.output_fields)]
     return pa.RecordBatch.from_arrays(arrays, names=step.output_fields)
 
@@ -204,7 +209,8 @@ def check_not_ahead(step: StateStep, txid: int, written_before: bool, batches: I
     if state.state_type is StateType.NON_TRANSACTIONAL:
         return
     group = list(step.input_fields)
-    keys = [list(t) for t in _tuples(table, step.input_fields)] if group else [list(GLOBAL_KEY)]
+    keys = ([list(t) for t in _tuples(table, step.input_fields, step.untyped_in)] if group
+            else [list(GLOBAL_KEY)])
     distinct = list({encode_key(key): key for key in keys}.values())
     stored_txid = txid + state.txid_offset
     for key, stored in zip(distinct, state.backing.multiGetVersioned(distinct), strict=True):
@@ -221,7 +227,7 @@ def query(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: int,
     table = _gather(batches)
     if table is None:
         return
-    tuples = _tuples(table, step.input_fields)
+    tuples = _tuples(table, step.input_fields, step.untyped_in)
     errors = ReportedErrors(step.label)
     with _partition_state(step, txid, conf, num_partitions, errors) as (view, function):
         results = _user_call(step, "batchRetrieve", function.batchRetrieve, view, tuples)
@@ -248,7 +254,8 @@ def query(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: int,
     for name in step.output_fields:
         if name in step.new_types:
             j = new.index(name)
-            arrays.append(to_arrow_column(name, [values[j] for values in emitted], step.new_types[name]))
+            arrays.append(to_arrow_column(name, [values[j] for values in emitted], step.new_types[name],
+                                          untyped=name in step.untyped_out, operator=step.label))
         else:
             arrays.append(table.column(name).take(take).combine_chunks())
     yield pa.RecordBatch.from_arrays(arrays, names=step.output_fields)

@@ -276,11 +276,25 @@ class BatchRunner:
 def _finish(output: Output, result: DataFrame, batch_id: int) -> None:
     """Run one output's Spark job: gather it into its sinks, or run it for its side effects."""
     if output.sinks:
-        tuples = result.toArrow().to_pylist()
+        tuples = python_rows(result)
         for sink in output.sinks:
             sink.record(batch_id, tuples)
     else:
         result.write.format("noop").mode("overwrite").save()
+
+
+def python_rows(df: DataFrame) -> list[dict[str, Any]]:
+    """``df``'s rows as dicts of Python values, untyped fields decoded (``trident_spark.object_values``)."""
+    from trident_spark.object_values import decode_column
+    from trident_spark.planner.object_columns import object_names
+
+    table = df.toArrow()
+    if not table.column_names:
+        return [{} for _ in range(table.num_rows)]
+    untyped = object_names(df.schema)
+    columns = {name: decode_column(table.column(name)) if name in untyped else table.column(name).to_pylist()
+               for name in table.column_names}
+    return [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)]
 
 
 def _finish_described(output: Output, result: DataFrame, batch_id: int, description: str) -> None:

@@ -3,8 +3,10 @@
 Every ``feed()`` call is stored at once as an Arrow file in the spout's
 directory (:mod:`trident_spark.spout.feeder_files`); the Spark data source
 (:mod:`trident_spark.spout.feeder_source`) serves one stored batch per
-micro-batch. Field types are declared (``"n:bigint"``) or inferred from the
-values fed before the stream starts (:mod:`trident_spark.spout.feeder_types`).
+micro-batch. A field declared with a type (``"n:bigint"``, see
+:mod:`trident_spark.spout.feeder_types`) is a plain Spark column; a field declared
+without one carries any Python value, as Trident's ``Values`` do
+(:mod:`trident_spark.object_values`).
 """
 
 from __future__ import annotations
@@ -19,17 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from trident_spark.fields import DEFAULT_TYPE, Fields
+from trident_spark.fields import Fields
+from trident_spark.object_values import OBJECT, OBJECT_METADATA, UncarriableValueError, encode_column
 from trident_spark.spout.feeder_files import batch_path, count_batches, write_batch
-from trident_spark.spout.feeder_types import (
-    ColumnType,
-    InferenceError,
-    infer_type,
-    merge_inferred,
-    parse_type,
-    quote_name,
-    spark_type_of_arrow,
-)
+from trident_spark.spout.feeder_types import ColumnType, parse_type, quote_name
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -43,12 +38,10 @@ class FeederBatchSpout:
     fields : list of str, or Fields
         The tuples' fields. A name may declare its Spark SQL type, ``"n:bigint"``
         (also double, boolean, binary, date, timestamp, decimal(p,s), array<T>,
-        map<K,V>, struct<...>). A field without one takes its type from the values
-        fed before the stream starts (str: string, int: bigint, float: double,
-        int and float: double, bool: boolean, bytes: binary, datetime: timestamp,
-        date: date; lists and dicts must be declared), or string when nothing
-        tells. The topology reads the types at ``newStream``: declare them, or feed
-        before building it.
+        map<K,V>, struct<...>): the fast path. A field without one carries any
+        Python value (str, int, float, bool, bytes, None, list, dict, tuple,
+        datetime, any object that pickles), and its values may change type from
+        tuple to tuple, as in Trident.
     num_partitions : int
         Spark partitions per batch. A batch's rows are cut, in order, into this many
         contiguous chunks; partition ``i`` gets chunk ``i`` and the first
@@ -70,7 +63,7 @@ class FeederBatchSpout:
     >>> spout.feed([])                                 # an empty batch is a batch too
     1
     >>> spout
-    FeederBatchSpout(fields=['word:string', 'n:bigint'], batches=2)
+    FeederBatchSpout(fields=['word:object', 'n:bigint'], batches=2)
     """
 
     def __init__(self, fields: Fields | Sequence[str], num_partitions: int = 2,
@@ -78,8 +71,6 @@ class FeederBatchSpout:
         names, declared = _parse_fields(fields)
         self._names = names
         self._declared: dict[str, ColumnType] = declared
-        self._inferred: dict[str, str | None] = {n: None for n in names if n not in declared}
-        self._frozen = False
         if isinstance(num_partitions, bool) or not isinstance(num_partitions, int) or num_partitions < 1:
             raise ValueError(f"FeederBatchSpout(num_partitions={num_partitions!r}): give an int >= 1")
         self._num_partitions = num_partitions
@@ -94,7 +85,7 @@ class FeederBatchSpout:
         self._adopt_existing_batches()
 
     def _adopt_existing_batches(self) -> None:
-        """Take the field names and inferred types of batches already in the directory."""
+        """Check that batches already in the directory have this spout's fields."""
         for index in range(self._batches):
             with pa.memory_map(batch_path(self._directory, index)) as source:
                 schema = pa.ipc.open_file(source).schema
@@ -102,25 +93,17 @@ class FeederBatchSpout:
                 raise ValueError(
                     f"FeederBatchSpout: {self._directory} holds batches with fields {schema.names}, "
                     f"not {self._names}; give this spout another directory")
-            for name in self._inferred:
-                stored = spark_type_of_arrow(schema.field(name).type)
-                if stored is not None:
-                    where = f"batch {index} in {self._directory}"
-                    self._inferred[name] = merge_inferred(name, self._inferred[name], stored, where)
 
     # --- what the topology and the runner read ----------------------------------------------
     @property
     def fields(self) -> Fields:
-        """The fields with their types: declared, inferred from the batches fed so far, or string.
-
-        Inferred types are final once :meth:`to_dataframe` has run.
-        """
+        """The fields with their types: declared, or ``"object"`` (any Python value)."""
         return Fields(*(f"{n}:{self._type_of(n)}" for n in self._names))
 
     def _type_of(self, name: str) -> str:
         if name in self._declared:
             return self._declared[name].ddl
-        return self._inferred[name] or DEFAULT_TYPE
+        return OBJECT
 
     @property
     def directory(self) -> str:
@@ -166,32 +149,24 @@ class FeederBatchSpout:
             A tuple with the wrong number of values (the message names the tuple's
             index and the fields), or an integer too large for its type.
         TypeError
-            A value that does not fit its field's type (declared, or inferred from
-            earlier batches once the stream has started), or an undeclared field
-            whose values do not tell a type.
+            A value that does not fit its field's declared type, or a value of an
+            undeclared field that does not pickle.
 
         Examples
         --------
         >>> spout = FeederBatchSpout(["word", "n"])
-        >>> spout.feed([["a", 1], ["b", 2.5]])
+        >>> spout.feed([["a", 1], ["b", 2.5], ["c", {"three": [3]}]])
         0
         >>> spout.fields.types
-        {'word': 'string', 'n': 'double'}
-        >>> spout.feed([["c", "three"]])
-        Traceback (most recent call last):
-        ...
-        TypeError: FeederBatchSpout.feed: field 'n' has no declared type and holds both double and ...
+        {'word': 'object', 'n': 'object'}
         """
         rows = self._checked_rows(tuples)
         columns = [[row[i] for row in rows] for i in range(len(self._names))]
+        arrays = [self._column(name, values) for name, values in zip(self._names, columns, strict=True)]
+        table = pa.Table.from_arrays(arrays, names=self._names)
         with self._lock:
             index = self._batches
-            inferred = dict(self._inferred)
-            arrays = [self._column(name, values, inferred, index)
-                      for name, values in zip(self._names, columns, strict=True)]
-            table = pa.Table.from_arrays(arrays, names=self._names)
             write_batch(self._directory, index, table)
-            self._inferred = inferred
             self._batches = index + 1
         return index
 
@@ -214,21 +189,15 @@ class FeederBatchSpout:
     def _example(self) -> str:
         return "[" + ", ".join(f"<{n}>" for n in self._names) + "]"
 
-    def _column(self, name: str, values: list[Any], inferred: dict[str, str | None], batch: int) -> pa.Array:
+    def _column(self, name: str, values: list[Any]) -> pa.Array:
         """Check one field's values in a batch and make them an Arrow column."""
-        if name in self._declared:
-            column_type = self._declared[name]
-        elif self._frozen:  # the stream has started: the type is fixed, values are checked below
-            column_type = parse_type(inferred[name] or DEFAULT_TYPE)
-        else:
+        if name not in self._declared:
             try:
-                found = infer_type(name, values, inferred[name], batch)
-            except InferenceError as exc:
-                raise TypeError(f"FeederBatchSpout.feed: {exc}") from None
-            if found is None:
-                return pa.nulls(len(values))
-            inferred[name] = found
-            column_type = parse_type(found)
+                return encode_column(values)
+            except UncarriableValueError as exc:
+                bad = next(i for i, v in enumerate(values) if _uncarriable(v))
+                raise TypeError(f"FeederBatchSpout.feed: tuple {bad}, field {name!r}: {exc}") from None
+        column_type = self._declared[name]
         for i, value in enumerate(values):
             problem = column_type.problem(value)
             if problem is not None:
@@ -247,12 +216,7 @@ class FeederBatchSpout:
                              f"{column_type.ddl}: {exc}") from None
 
     def _why(self, name: str) -> str:
-        if name in self._declared:
-            return f"declared {self._declared[name].ddl}"
-        if self._frozen:
-            return f"{self._inferred[name] or DEFAULT_TYPE}, fixed when the stream started; declare "\
-                   f"'{name}:<type>' to choose another"
-        return "inferred"
+        return f"declared {self._declared[name].ddl}; declare it without a type to carry any value"
 
     # --- Spark ---------------------------------------------------------------------------------
     def check(self) -> None:
@@ -263,14 +227,15 @@ class FeederBatchSpout:
             raise SpoutError(f"FeederBatchSpout: its directory {self._directory} does not exist any more")
 
     def schema_ddl(self) -> str:
-        """The stream's schema as Spark DDL (``"`word` string, `n` bigint"``)."""
-        return ", ".join(f"{quote_name(n)} {self._type_of(n)}" for n in self._names)
+        """The stream's schema as Spark DDL (``"`word` binary, `n` bigint"``: an undeclared
+        field's tagged values are binary)."""
+        return ", ".join(f"{quote_name(n)} {self._declared[n].ddl if n in self._declared else 'binary'}"
+                         for n in self._names)
 
     def to_dataframe(self, spark: SparkSession) -> DataFrame:
         """The spout as a streaming DataFrame: its fields, in order, with their types.
 
-        Undeclared types are fixed here (from the batches fed so far, else string);
-        later batches must fit them.
+        Undeclared fields are ``binary`` columns marked as untyped (``OBJECT_METADATA``).
 
         Examples
         --------
@@ -279,18 +244,24 @@ class FeederBatchSpout:
         """
         from trident_spark.spout.feeder_source import FORMAT_NAME, FeederDataSource
 
-        with self._lock:
-            self._frozen = True
-            self._inferred = {n: t or DEFAULT_TYPE for n, t in self._inferred.items()}
-            ddl = self.schema_ddl()
+        ddl = self.schema_ddl()
         if not getattr(spark, "_trident_feeder_registered", False):
             spark.dataSource.register(FeederDataSource)
             spark._trident_feeder_registered = True  # type: ignore[attr-defined]
-        return (spark.readStream.format(FORMAT_NAME)
-                .option("directory", self._directory)
-                .option("num_partitions", str(self._num_partitions))
-                .option("schema", ddl)
-                .load())
+        df = (spark.readStream.format(FORMAT_NAME)
+              .option("directory", self._directory)
+              .option("num_partitions", str(self._num_partitions))
+              .option("schema", ddl)
+              .load())
+        return self.mark_untyped(df)
+
+    def mark_untyped(self, df: DataFrame) -> DataFrame:
+        """``df`` (read from this spout's batches) with its undeclared fields marked untyped."""
+        from pyspark.sql import functions as F
+
+        return df.select(*(F.col(quote_name(n)) if n in self._declared
+                           else F.col(quote_name(n)).alias(n, metadata=dict(OBJECT_METADATA))
+                           for n in self._names))
 
 
 def _parse_fields(fields: Fields | Sequence[str]) -> tuple[list[str], dict[str, ColumnType]]:
@@ -318,6 +289,14 @@ def _parse_fields(fields: Fields | Sequence[str]) -> tuple[list[str], dict[str, 
             except ValueError as exc:
                 raise ValueError(f"FeederBatchSpout: field {name!r} has type {type_text!r}: {exc}") from None
     return names, declared
+
+
+def _uncarriable(value: Any) -> bool:
+    try:
+        encode_column([value])
+    except UncarriableValueError:
+        return True
+    return False
 
 
 def _first_bad_index(values: list[Any], arrow_type: pa.DataType) -> int | None:

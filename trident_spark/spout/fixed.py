@@ -27,7 +27,8 @@ class FixedBatchSpout:
     Parameters
     ----------
     fields : Fields or list of str
-        The tuples' fields (types declared or inferred, as for :class:`FeederBatchSpout`).
+        The tuples' fields (a declared type, or none: any Python value, as for
+        :class:`FeederBatchSpout`).
     max_batch_size : int
         Tuples per batch (the last batch of the tuples may be shorter).
     *values : list
@@ -128,14 +129,14 @@ class FixedBatchSpout:
         if not getattr(spark, "_trident_fixed_registered", False):
             spark.dataSource.register(FixedBatchDataSource)
             spark._trident_fixed_registered = True  # type: ignore[attr-defined]
-        return (spark.readStream.format(FORMAT_NAME)
-                .option("directory", self._feeder.directory)
-                .option("num_partitions", str(self._feeder.num_partitions))
-                .option("schema", self._feeder.schema_ddl())
-                .option("period", str(self.period))
-                .option("cycle", "true" if self._cycle else "false")
-                .option("max_batches", str(self._max_batches or 0))
-                .load())
+        return self._feeder.mark_untyped(spark.readStream.format(FORMAT_NAME)
+                                          .option("directory", self._feeder.directory)
+                                          .option("num_partitions", str(self._feeder.num_partitions))
+                                          .option("schema", self._feeder.schema_ddl())
+                                          .option("period", str(self.period))
+                                          .option("cycle", "true" if self._cycle else "false")
+                                          .option("max_batches", str(self._max_batches or 0))
+                                          .load())
 
 
 __all__ = ["FixedBatchSpout"]

@@ -149,9 +149,11 @@ def test_emitted_value_that_does_not_fit_its_type():
     with pytest.raises(OperatorError) as info:
         run([step("each(Bad)", Bad(), ["value"], ["n"])], ["n"], [source(["x"])], {"n": pa.int64()})
     message = str(info.value)
-    assert message.startswith("field 'n': emitted values do not fit its declared type int64 (")
-    # the suggestion follows what was emitted: a str needs a string field
-    assert "Declare the type with the output field, e.g. ['n:string']" in message
+    assert message.startswith(
+        "each(Bad): field 'n': emitted 'not a number' (str), which does not fit its declared type int64 (")
+    # the suggestion follows what was emitted: a str needs a string field, or no declared type
+    assert message.endswith("Emit values of the declared type, declare another (e.g. ['n:string']), or "
+                            "declare none (['n']): an undeclared field carries any Python value.")
 
 
 def test_emitted_int_overflowing_its_type():
@@ -159,7 +161,8 @@ def test_emitted_int_overflowing_its_type():
         def execute(self, tuple, collector):
             collector.emit([2**40])
 
-    with pytest.raises(OperatorError, match="field 'n': emitted values do not fit its declared type int32"):
+    with pytest.raises(OperatorError, match=r"each\(Huge\): field 'n': emitted 1099511627776 \(int\), which does not fit its declared "
+                                           "type int32"):
         run([step("each(Huge)", Huge(), ["value"], ["n"])], ["n"], [source(["x"])], {"n": pa.int32()})
 
 
