@@ -160,8 +160,22 @@ def split_sources(df: DataFrame, query: QueryPlan) -> dict[int, DataFrame]:
 
     if len(query.spouts) == 1:
         return {id(query.spouts[0]): df}
-    return {id(node): df.where(F.col(SPOUT_TAG) == i).select(f"__s{i}.*")
+    return {id(node): _untyped_marked(df.where(F.col(SPOUT_TAG) == i).select(f"__s{i}.*"), node)
             for i, node in enumerate(query.spouts)}
+
+
+def _untyped_marked(df: DataFrame, node: Any) -> DataFrame:
+    """A spout's columns out of the union's struct with their untyped marks again (a struct
+    keeps no column metadata): the spout's fields of type ``"object"``."""
+    from trident_spark.object_values import OBJECT
+    from trident_spark.planner.object_columns import marked
+
+    fields = getattr(node.spout, "fields", None)
+    types = fields.types if fields is not None else {}
+    untyped = [name for name in df.columns if types.get(name) == OBJECT]
+    if not untyped:
+        return df
+    return df.select(*(marked(df[name], name) if name in untyped else df[name] for name in df.columns))
 
 
 def _observed(stream: str, df: DataFrame) -> DataFrame:

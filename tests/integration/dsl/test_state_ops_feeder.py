@@ -243,7 +243,7 @@ def test_tuple_collection_get_emits_every_stored_key_and_value_typed_like_the_st
         SqliteState.opaque(path=str(tmp_path / "s.db"), table="c"), Count(), ["count"])
     asks = FeederBatchSpout(["id"], num_partitions=1)
     everything = topology.newStream("q", asks).stateQuery(counts, TupleCollectionGet(), ["word", "count"])
-    assert everything.getOutputFields().types == {"id": "string", "word": "string", "count": "bigint"}
+    assert everything.getOutputFields().types == {"id": "object", "word": "object", "count": "bigint"}
     sink = everything.collect()
     words.feed([["cat"], ["dog"], ["cat"]])
     handle = topology.run(tmp_path / "ckpt", trigger="available_now", spark=spark)
