@@ -18,6 +18,7 @@ from trident_spark.state.errors import (
     StateTypeMismatchError,
     StateUnavailableError,
     UnreadableValueError,
+    UnstorableValueError,
 )
 from trident_spark.state.redaction import redact_text
 
@@ -113,4 +114,5 @@ __all__ = [
     "TridentSparkError",
     "UnknownTopicError",
     "UnreadableValueError",
+    "UnstorableValueError",
 ]

@@ -45,7 +45,7 @@ class Fields(Sequence[str]):
             self._names.append(name)
             given = type_.strip() or (types or {}).get(name)
             self._types[name] = given or DEFAULT_TYPE
-            if given and (declared is None or name in declared or type_.strip()):
+            if given and given != DEFAULT_TYPE and (declared is None or name in declared or type_.strip()):
                 self._declared.add(name)
 
     @classmethod

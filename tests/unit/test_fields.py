@@ -108,3 +108,9 @@ def test_tuple_unknown_field_names_the_fields_it_has():
 
 def test_tuple_repr_is_field_to_value():
     assert repr(TridentTuple(["a", 1], Fields("w", "n"))) == "{'w': 'a', 'n': 1}"
+
+
+def test_an_object_type_as_fields_show_it_declares_no_type():
+    fields = Fields("word:object", "n:bigint")
+    assert fields.types == {"word": "object", "n": "bigint"}
+    assert fields.declared_types == {"n": "bigint"}

@@ -283,7 +283,7 @@ def _parse_fields(fields: Fields | Sequence[str]) -> tuple[list[str], dict[str, 
         raise ValueError(f"FeederBatchSpout: duplicate fields {duplicates} in {names}")
     declared: dict[str, ColumnType] = {}
     for name, type_text in specs:
-        if type_text:
+        if type_text and type_text != OBJECT:  # "word:object" (as fields show it): no declared type
             try:
                 declared[name] = parse_type(type_text)
             except ValueError as exc:

@@ -427,3 +427,9 @@ def test_structs_given_as_tuples_or_dicts_are_stored_alike_even_nested():
 def test_docstring_examples(name):
     failures, attempted = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert failures == 0 and attempted > 0
+
+
+def test_a_spouts_fields_as_it_shows_them_make_an_equal_spout():
+    spout = FeederBatchSpout(["word", "n:bigint"])
+    assert FeederBatchSpout(spout.fields).fields.types == {"word": "object", "n": "bigint"}
+    assert FeederBatchSpout(["word:object"]).fields.declared_types == {}
