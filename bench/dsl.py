@@ -2,20 +2,26 @@
 
 Not a test: it prints ratios. One topic of ``--records`` sentences (slices of the
 Gettysburg address, 4-20 words, ~12 on average) over ``--partitions`` partitions is
-counted, per batch, by four contenders run in alternating rounds in one SparkSession:
+counted, per batch, by five contenders run in alternating rounds in one SparkSession:
 
 * **Spark SQL** (the baseline): ``foreachBatch`` running
   ``select(explode(split(value, ' ')) as word).groupBy(word).count()`` into ``noop``
   (the word count of Spark's Structured Streaming guide);
-* **DSL, Python Split**: ``each(["value"], Split(), ["word"]) -> groupBy(["word"]) ->
-  aggregate(Count(), ["count"])`` with ``Split`` a ``BaseFunction`` defined here
-  (``str.split()`` in Python, as in the design's example);
+* **DSL, Python Split (typed: word:string)**: ``each(["value"], Split(), ["word:string"])
+  -> groupBy(["word"]) -> aggregate(Count(), ["count"])`` with ``Split`` a
+  ``BaseFunction`` defined here (``str.split()`` in Python, as in the design's example);
+  the declared type is the fast path: the words go back to Spark as a string column;
+* **DSL, Python Split (untyped: word)**: the same with ``["word"]``, a field declared
+  without a type, which carries any Python value (``trident_spark.object_values``): the
+  words go back as tagged ``binary`` values and are grouped by their group key. Its cost
+  over the typed one is reported as ``untyped / typed`` (time, per batch and CPU; the
+  issue's target is at most 1.10);
 * **DSL, built-in Split**: the same chain with ``trident_spark.builtin.Split()``, which
   the planner compiles to a Spark SQL expression (splitting exactly as ``str.split()``:
   on any run of Unicode whitespace);
 * **DSL, Split(' ')**: the built-in with the baseline's separator, so the same Spark
   expression as the baseline: what the DSL itself costs. On these sentences (single
-  spaces) all four count the same words.
+  spaces) all five count the same words.
 
 Every contender reads through the same ``KafkaSpout`` options
 (``max_offsets_per_trigger=--batch-records``, so all get identical batches),
@@ -31,7 +37,8 @@ tree (Spark's JVM, its Python workers, this driver, the broker): other work on t
 machine disturbs that much less, and its parts show where the time goes. Results go
 to ``bench/results/dsl-<timestamp>.json`` (and a PNG when matplotlib is installed).
 
-Run: ``.venv/bin/python bench/dsl.py`` (``--quick`` for a smoke run); ``--help`` for options.
+Run: ``.venv/bin/python bench/dsl.py`` (``--quick`` for a smoke run); ``--help`` for options
+and examples.
 """
 
 from __future__ import annotations
@@ -72,11 +79,20 @@ from trident_spark.operation import BaseFunction, TridentCollector
 CORPUS = Path(trident_spark.__file__).resolve().parent / "data" / "gettysburg.txt"
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 130)
 
-CONTENDERS = ("sql", "dsl_python", "dsl_builtin", "dsl_space")
-LABELS = {"sql": "Spark SQL", "dsl_python": "DSL, Python Split", "dsl_builtin": "DSL, built-in Split",
+CONTENDERS = ("sql", "dsl_python", "dsl_python_untyped", "dsl_builtin", "dsl_space")
+LABELS = {"sql": "Spark SQL", "dsl_python": "DSL, Python Split (typed: word:string)",
+          "dsl_python_untyped": "DSL, Python Split (untyped: word)", "dsl_builtin": "DSL, built-in Split",
           "dsl_space": "DSL, Split(' ')"}
-SHORT = {"dsl_python": "python", "dsl_builtin": "built-in", "dsl_space": "Split(' ')"}
+SHORT = {"dsl_python": "typed", "dsl_python_untyped": "untyped", "dsl_builtin": "built-in",
+         "dsl_space": "Split(' ')"}
 TARGETS = {"dsl_python": 0.7, "dsl_builtin": 0.95}
+COLUMN = {"dsl_python": "Python Split typed", "dsl_python_untyped": "Python Split untyped",
+          "dsl_builtin": "built-in Split"}  # table headings
+#: The Python Split's output field: declared ``string`` (typed) or declared without a type
+#: (untyped); the built-ins declare ``string`` themselves (``function_types``).
+WORD_FIELD = {"dsl_python": "word:string", "dsl_python_untyped": "word"}
+#: Untyped over typed (time, or CPU, per sentence) must be at most this (issue 13).
+UNTYPED_COST_TARGET = 1.10
 
 
 class Split(BaseFunction):
@@ -97,7 +113,7 @@ def _pickle_this_module_by_value() -> None:
 
     module = sys.modules[Split.__module__]
     if module.__name__ != "__main__":
-        cloudpickle.register_pickle_by_value(module)
+        cloudpickle.register_pickle_by_value(module)  # type: ignore[no-untyped-call]
 
 
 # --- data --------------------------------------------------------------------------------
@@ -195,13 +211,17 @@ def sql_word_count(df: Any) -> Any:
     return df.select(F.explode(F.split(F.col("value"), " ")).alias("word")).groupBy("word").count()
 
 
-def word_count_topology(spout: Any, splitter: BaseFunction, name: str) -> tuple[Any, Any]:
-    """``each(Split) -> groupBy(word) -> aggregate(Count)``; returns (topology, counts stream)."""
+def word_count_topology(spout: Any, splitter: BaseFunction, name: str,
+                        word: str = "word") -> tuple[Any, Any]:
+    """``each(Split) -> groupBy(word) -> aggregate(Count)``; returns (topology, counts stream).
+
+    ``word`` is the output field as declared: ``"word:string"`` (typed) or ``"word"`` (untyped).
+    """
     from trident_spark import TridentTopology
 
     topology = TridentTopology()
     counts = (topology.newStream(name, spout)
-              .each(["value"], splitter, ["word"])
+              .each(["value"], splitter, [word])
               .groupBy(["word"])
               .aggregate(Count(), ["count"]))
     return topology, counts
@@ -211,7 +231,7 @@ def splitter_of(contender: str) -> BaseFunction:
     """``dsl_space`` is the built-in with the baseline's own separator: the same Spark expression
     as the baseline, so it measures what the DSL itself costs (``Split()`` splits exactly as
     ``str.split()``, on any run of Unicode whitespace, which costs a regular expression)."""
-    if contender == "dsl_python":
+    if contender in ("dsl_python", "dsl_python_untyped"):
         return Split()
     return BuiltinSplit(" ") if contender == "dsl_space" else BuiltinSplit()
 
@@ -279,11 +299,16 @@ def run_sql(spark: Any, spout: Any, tick: Callable[[int], None] | None = None,
         shutil.rmtree(checkpoint, ignore_errors=True)
 
 
+def word_of(contender: str) -> str:
+    """The output field of ``contender``'s splitter as declared (the built-ins declare string)."""
+    return WORD_FIELD.get(contender, "word")
+
+
 def run_dsl(spark: Any, spout: Any, splitter: BaseFunction, tick: Callable[[int], None] | None = None,
-            collect: dict[int, list[dict[str, Any]]] | None = None) -> dict[str, Any]:
+            collect: dict[int, list[dict[str, Any]]] | None = None, word: str = "word") -> dict[str, Any]:
     """The word count as a Trident topology, ``run(trigger="available_now")``."""
     name = f"bench_dsl_{uuid.uuid4().hex[:6]}"
-    topology, counts = word_count_topology(spout, splitter, name)
+    topology, counts = word_count_topology(spout, splitter, name, word)
     sink = counts.collect() if collect is not None else None
     checkpoint = tempfile.mkdtemp(prefix="trident-bench-ckpt-")
     try:
@@ -318,7 +343,7 @@ def run_contender(contender: str, spark: Any, spout: Any, tick: Callable[[int], 
     if contender == "sql":
         result = run_sql(spark, spout, tick, collect)
     else:
-        result = run_dsl(spark, spout, splitter_of(contender), tick, collect)
+        result = run_dsl(spark, spout, splitter_of(contender), tick, collect, word_of(contender))
     result["cpu_s"] = cpu_since(before)
     result["cpu_us_per_record"] = result["cpu_s"]["total"] * 1e6 / max(1, result["records"])
     return result
@@ -350,8 +375,9 @@ def check_counts(spark: Any, bootstrap: str, topic: str, sentences: list[str],
 def explain_plans(spark: Any, bootstrap: str, topic: str, batch_records: int) -> dict[str, str]:
     """Spark's physical plan of one batch, for each DSL contender (``topology.explain``)."""
     spout = spout_for(bootstrap, topic, batch_records)
-    return {contender: word_count_topology(spout, splitter_of(contender), f"explain_{contender}")[0]
-            .explain(spark) for contender in CONTENDERS[1:]}
+    return {contender: word_count_topology(spout, splitter_of(contender), f"explain_{contender}",
+                                           word_of(contender))[0].explain(spark)
+            for contender in CONTENDERS[1:]}
 
 
 # --- report ---------------------------------------------------------------------------------
@@ -392,7 +418,29 @@ def summarise(rounds: list[dict[str, Any]]) -> dict[str, Any]:
         this["cpu_ratio"] = base["cpu_us_per_record"] / this["cpu_us_per_record"]
         this["round_cpu_ratios"] = [r["sql"]["cpu_us_per_record"] / r[contender]["cpu_us_per_record"]
                                     for r in rounds]
+    summary["untyped_vs_typed"] = untyped_cost(rounds, summary)
     return summary
+
+
+def untyped_cost(rounds: list[dict[str, Any]], summary: dict[str, Any]) -> dict[str, Any]:
+    """What the untyped Python Split costs over the typed one, as time (or CPU) per sentence,
+    untyped over typed: 1.10 is 10% more. Per round (the two ran in the same round), the
+    median of those, per micro-batch (steady) and in CPU."""
+    typed, untyped = "dsl_python", "dsl_python_untyped"
+    rounds_cost = [r[typed]["records_per_s"] / r[untyped]["records_per_s"] for r in rounds]
+    steady_t, steady_u = summary[typed]["batch"]["records_per_s"], summary[untyped]["batch"]["records_per_s"]
+    add_t, add_u = summary[typed]["batch"]["add_batch_ms"], summary[untyped]["batch"]["add_batch_ms"]
+    return {"round_costs": rounds_cost, "cost": statistics.median(rounds_cost),
+            "ratio_of_medians": summary[typed]["records_per_s"] / summary[untyped]["records_per_s"],
+            "steady_cost": steady_t / steady_u if steady_t and steady_u else None,
+            "add_batch_cost": add_u / add_t if add_t and add_u else None,
+            "round_cpu_costs": [r[untyped]["cpu_us_per_record"] / r[typed]["cpu_us_per_record"]
+                                for r in rounds],
+            "cpu_cost": summary[untyped]["cpu_us_per_record"] / summary[typed]["cpu_us_per_record"],
+            "python_workers_cpu_cost": (summary[untyped]["cpu_s"]["python_workers"]
+                                        / max(1e-9, summary[typed]["cpu_s"]["python_workers"])),
+            "jvm_cpu_cost": summary[untyped]["cpu_s"]["jvm"] / max(1e-9, summary[typed]["cpu_s"]["jvm"]),
+            "target": UNTYPED_COST_TARGET}
 
 
 def print_summary(result: dict[str, Any]) -> None:
@@ -401,36 +449,48 @@ def print_summary(result: dict[str, Any]) -> None:
                         f"batches of {setup['batch_records']:,}, local[{setup['cores']}] - sentences/s")
     table.add_column("run")
     for contender in CONTENDERS:
-        table.add_column(LABELS[contender], justify="right")
+        table.add_column(COLUMN.get(contender, LABELS[contender]), justify="right")
     for contender in CONTENDERS[1:]:
         table.add_column(f"{SHORT[contender]} / SQL", justify="right")
+    table.add_column("untyped cost / typed", justify="right")
+    cost = summary["untyped_vs_typed"]
     for n, r in enumerate(rounds, 1):
         table.add_row(str(n), *(f"{r[c]['records_per_s']:,.0f}" for c in CONTENDERS),
-                      *(f"{r[c]['records_per_s'] / r['sql']['records_per_s']:.2f}" for c in CONTENDERS[1:]))
+                      *(f"{r[c]['records_per_s'] / r['sql']['records_per_s']:.2f}" for c in CONTENDERS[1:]),
+                      f"{cost['round_costs'][n - 1]:.2f}")
     table.add_row("median", *(f"{summary[c]['records_per_s']:,.0f}" for c in CONTENDERS),
-                  *(f"[bold]{summary[c]['median_round_ratio']:.2f}[/]" for c in CONTENDERS[1:]))
+                  *(f"[bold]{summary[c]['median_round_ratio']:.2f}[/]" for c in CONTENDERS[1:]),
+                  f"[bold]{cost['cost']:.2f}[/]")
     table.add_row("steady", *(f"{summary[c]['batch']['records_per_s'] or 0:,.0f}" for c in CONTENDERS),
-                  *(f"{summary[c]['steady_ratio'] or 0:.2f}" for c in CONTENDERS[1:]))
+                  *(f"{summary[c]['steady_ratio'] or 0:.2f}" for c in CONTENDERS[1:]),
+                  f"{cost['steady_cost'] or 0:.2f}")
     table.add_row("CPU us/sent.", *(f"{summary[c]['cpu_us_per_record']:.1f}" for c in CONTENDERS),
-                  *(f"{summary[c]['cpu_ratio']:.2f}" for c in CONTENDERS[1:]))
+                  *(f"{summary[c]['cpu_ratio']:.2f}" for c in CONTENDERS[1:]), f"{cost['cpu_cost']:.2f}")
     console.print(table)
+    console.print("untyped cost / typed: the untyped Python Split's time (or CPU) per sentence over the "
+                  "typed one's, same rounds; 1.10 is 10% more")
     console.print("CPU: seconds of the whole process tree (JVM, Python workers, driver, broker) "
                   "per sentence; its ratio is SQL's CPU over the contender's")
     for contender in CONTENDERS:
         cpu = summary[contender]["cpu_s"]
-        console.print(f"{LABELS[contender]:20s} CPU s per run: " + ", ".join(
+        console.print(f"{LABELS[contender]:40s} CPU s per run: " + ", ".join(
             f"{k} {cpu[k]:.1f}" for k in (*CPU_PARTS, "total")))
     console.print("median: whole query (start to end) per run, median over runs, and the median of the "
                   "runs' ratios; steady: one micro-batch (first batch of each run left out), median over "
                   "batches")
     for contender in CONTENDERS:
         p = summary[contender]["batch"]
-        console.print(f"{LABELS[contender]:20s} median micro-batch {p['ms']:.0f} ms = latestOffset "
+        console.print(f"{LABELS[contender]:40s} median micro-batch {p['ms']:.0f} ms = latestOffset "
                       f"{p['latest_offset_ms']:.0f} + addBatch {p['add_batch_ms']:.0f} + logs "
                       f"{p['wal_commit_ms']:.0f} (+ other); {p['outside_batches_s']:.2f} s per query "
                       "outside batches")
     for contender in CONTENDERS[1:]:
         s = summary[contender]
+        if contender == "dsl_python_untyped":
+            console.print(f"{LABELS[contender]} / Spark SQL: {s['median_round_ratio']:.2f} end to end, "
+                          f"{s['steady_ratio'] or 0:.2f} per batch, {s['cpu_ratio']:.2f} in CPU (its target "
+                          "is against the typed one, below)")
+            continue
         if s["target"] is None:
             console.print(f"{LABELS[contender]} / Spark SQL: {s['median_round_ratio']:.2f} end to end, "
                           f"{s['steady_ratio'] or 0:.2f} per batch, {s['cpu_ratio']:.2f} in CPU (the same "
@@ -441,6 +501,14 @@ def print_summary(result: dict[str, Any]) -> None:
                       f"of the runs' ratios; ratio of medians {s['ratio']:.2f}), "
                       f"{s['steady_ratio'] or 0:.2f} per batch, {s['cpu_ratio']:.2f} in CPU; "
                       f"target >= {s['target']}: {verdict}")
+    verdict = "[green]meets[/]" if cost["cost"] <= cost["target"] else "[red]above[/]"
+    per_round = ", ".join(f"{c:.2f}" for c in cost["round_costs"])
+    console.print(f"[bold]untyped / typed Python Split[/] (cost, time per sentence): {cost['cost']:.2f} "
+                  f"end to end (median of the rounds' ratios {per_round}; ratio of medians "
+                  f"{cost['ratio_of_medians']:.2f}), {cost['steady_cost'] or 0:.2f} per batch (addBatch "
+                  f"{cost['add_batch_cost'] or 0:.2f}), {cost['cpu_cost']:.2f} in CPU (Python workers "
+                  f"{cost['python_workers_cpu_cost']:.2f}, JVM {cost['jvm_cpu_cost']:.2f}); "
+                  f"target <= {cost['target']:.2f}: {verdict}")
 
 
 def plot(result: dict[str, Any], path: Path) -> bool:
@@ -448,9 +516,9 @@ def plot(result: dict[str, Any], path: Path) -> bool:
     if plt is None:
         return False
     rounds, setup, summary = result["rounds"], result["setup"], result["summary"]
-    fig, (left, right, cpu) = plt.subplots(1, 3, figsize=(17, 4.5))
+    fig, (left, right, cpu) = plt.subplots(1, 3, figsize=(19, 5))
     xs = list(range(1, len(rounds) + 1))
-    for contender, marker in zip(CONTENDERS, ("o-", "s-", "^-", "D:"), strict=True):
+    for contender, marker in zip(CONTENDERS, ("o-", "s-", "s--", "^-", "D:"), strict=True):
         left.plot(xs, [r[contender]["records_per_s"] / 1e3 for r in rounds], marker, label=LABELS[contender])
     left.set(xlabel="run", ylabel="thousand sentences/s", xticks=xs,
              title=f"word count, {setup['records']:,} sentences, batches of {setup['batch_records']:,}")
@@ -458,7 +526,7 @@ def plot(result: dict[str, Any], path: Path) -> bool:
     left.legend(fontsize=8)
     parts = [("latest_offset_ms", "latestOffset"), ("add_batch_ms", "addBatch (the word count)"),
              ("wal_commit_ms", "offset + commit logs")]
-    names = [LABELS[c].replace(", ", "\n") for c in CONTENDERS]
+    names = [LABELS[c].replace(", ", "\n").replace(" (", "\n(") for c in CONTENDERS]
     bottom = [0.0] * len(names)
     for key, label in parts:
         heights = [summary[c]["batch"][key] or 0 for c in CONTENDERS]
@@ -473,7 +541,17 @@ def plot(result: dict[str, Any], path: Path) -> bool:
 
 # --- main ---------------------------------------------------------------------------------
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        description=(__doc__ or "").split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="""examples:
+  .venv/bin/python bench/dsl.py --quick        # smoke run: 120,000 sentences, one round (~1 min)
+  .venv/bin/python bench/dsl.py                # 600,000 sentences, batches of 100,000, 3 rounds
+  .venv/bin/python bench/dsl.py --records 300000 --runs 3
+  flock /tmp/trident-spark.lock .venv/bin/python bench/dsl.py --explain   # one Spark job at a time
+
+contenders: Spark SQL (the baseline); DSL, Python Split typed (["word:string"]) and untyped
+(["word"]), reported side by side with the untyped / typed cost (target <= 1.10); DSL, built-in
+Split; DSL, Split(' '). Results: bench/results/dsl-<timestamp>.json and .png.""")
     parser.add_argument("--records", type=int, default=600_000,
                         help="sentences in the topic (default 600000)")
     parser.add_argument("--runs", type=int, default=3, help="interleaved rounds of the contenders")
@@ -537,7 +615,8 @@ def main(argv: list[str] | None = None) -> int:
             result["check"] = check_counts(spark, bootstrap, check_topic, check, args.batch_records)
             result["check_s"] = time.perf_counter() - started
         one = result["check"]["sql"]
-        console.print(f"check: all four counted {one['words']:,} words ({one['distinct_words']} distinct) "
+        console.print(f"check: all {len(CONTENDERS)} counted {one['words']:,} words "
+                      f"({one['distinct_words']} distinct) "
                       f"in {len(check):,} sentences exactly as Python's Counter; also the warm-up "
                       f"({result['check_s']:.1f} s)")
         if args.explain:
