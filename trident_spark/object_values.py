@@ -148,6 +148,24 @@ def group_key(data: bytes | None) -> bytes | None:
     return INT + data[1:]
 
 
+def hashable(value: Any) -> Any:
+    """``value`` as a dict key with Python's equality: lists as tuples, dicts and sets as
+    frozensets (so group values that are lists or dicts group as equal values do).
+
+    Examples
+    --------
+    >>> hashable([1, {"a": [2]}]) == hashable([1.0, {"a": [2]}])
+    True
+    """
+    if isinstance(value, list | tuple):
+        return (type(value) is list, tuple(hashable(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", frozenset((k, hashable(v)) for k, v in value.items()))
+    if isinstance(value, set | frozenset):
+        return frozenset(hashable(v) for v in value)
+    return value
+
+
 def encode_column(values: Sequence[Any]) -> pa.Array:
     """Python values as one Arrow ``binary`` column of tagged values.
 

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from trident_spark.errors import FailedException
 from trident_spark.fields import Fields, TridentTuple
-from trident_spark.object_values import decode_column
+from trident_spark.object_values import decode_column, hashable
 from trident_spark.operation import (
     Aggregator,
     CombinerAggregator,
@@ -254,14 +254,6 @@ def _dump(value: Any) -> bytes:
         return bytes(cloudpickle.dumps(value))  # type: ignore[no-untyped-call]
 
 
-def _hashable(value: Any) -> Any:
-    if isinstance(value, list):
-        return tuple(_hashable(v) for v in value)
-    if isinstance(value, dict):
-        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
-    return value
-
-
 def _values(batch: pa.RecordBatch, name: str, untyped: frozenset[str]) -> list[Any]:
     """Field ``name``'s values in ``batch`` as Python values (an untyped field's decoded)."""
     column = batch.column(name)
@@ -276,10 +268,10 @@ def _group_keys(batch: pa.RecordBatch, layout: AggLayout) -> list[tuple[Any, lis
     rows = []
     for values in zip(*columns, strict=True):
         try:
-            key = values if all(v.__hash__ is not None for v in values) else _hashable(list(values))
+            key = values if all(v.__hash__ is not None for v in values) else hashable(list(values))
             hash(key)
         except TypeError:
-            key = _hashable(list(values))
+            key = hashable(list(values))
         rows.append((key, list(values)))
     return rows
 

@@ -20,7 +20,7 @@ import pyarrow as pa
 from trident_spark.errors import FailedException
 from trident_spark.fields import Fields, TridentTuple
 from trident_spark.graph import MultiReduceNode
-from trident_spark.object_values import decode_column, decode_value
+from trident_spark.object_values import decode_column, decode_value, hashable
 from trident_spark.operation import OperationContext, TridentCollector, overrides_prepare
 from trident_spark.planner.python_stage import (
     MAX_TUPLE_CHARS,
@@ -195,7 +195,7 @@ def _key(values: list[Any]) -> Any:
         hash(key)
         return key
     except TypeError:
-        return repr(values)
+        return hashable(values)
 
 
 def _call(step: MultiReduceStep, t: TridentTuple | None, fn: Any, *args: Any) -> Any:
