@@ -140,7 +140,7 @@ class BatchPlan:
             from trident_spark.planner.multi_reduce import multi_reduce
 
             return multi_reduce([self.dataframe(i) for i in node.inputs], node, self.txid, self.conf,
-                                self.query.partitions_of(node), self.state_stats)
+                                self.query.partitions_of(node), self.state_stats, self.scope(node))
         if isinstance(node, PersistNode):
             from trident_spark.planner.query import stage_boundary
             from trident_spark.planner.state_plan import persist_dataframe

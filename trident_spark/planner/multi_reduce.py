@@ -22,6 +22,7 @@ from trident_spark.fields import Fields, TridentTuple
 from trident_spark.graph import MultiReduceNode
 from trident_spark.object_values import decode_column, decode_value, hashable
 from trident_spark.operation import OperationContext, TridentCollector, overrides_prepare
+from trident_spark.planner.instances import InstanceScope, has_lifecycle, hosted, task_instances
 from trident_spark.planner.python_stage import (
     MAX_TUPLE_CHARS,
     OperatorError,
@@ -52,8 +53,10 @@ class MultiReduceStep:
 
 
 def multi_reduce(dfs: list[DataFrame], node: MultiReduceNode, txid: int, conf: dict[str, Any],
-                 partitions: int | None, metrics: Any = None) -> DataFrame:
-    """The DataFrame of what ``node``'s reducer emits for this batch."""
+                 partitions: int | None, metrics: Any = None,
+                 scope: InstanceScope | None = None) -> DataFrame:
+    """The DataFrame of what ``node``'s reducer emits for this batch (``scope``: the run, whose
+    instance hosts keep a reducer with a lifecycle from batch to batch, as Trident's task does)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructField, StructType
 
@@ -109,16 +112,29 @@ def multi_reduce(dfs: list[DataFrame], node: MultiReduceNode, txid: int, conf: d
         n = partitions or (int(together.rdd.getNumPartitions()) if overrides_prepare(node.reducer) else -1)
     else:
         n = 1
-    fn = timed(partial(run_multi_reduce, step, len(dfs), txid, conf, n), "aggregate", node.label, metrics)
+    task: Any = partial(run_multi_reduce, step, len(dfs), txid, conf, n)
+    if scope is not None and has_lifecycle(node.reducer):
+        task = hosted(scope, partial(_with_metrics, step, len(dfs), txid, conf, n), metrics)
+    fn = timed(task, "aggregate", node.label, metrics)
     return shipped(lambda: together.mapInArrow(named(fn, node.label), StructType(struct)),
                    [(node.label, node.reducer)])
 
 
+def _with_metrics(step: MultiReduceStep, streams: int, txid: int, conf: dict[str, Any], num_partitions: int,
+                  metrics: Any, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """:func:`run_multi_reduce` as an instance host runs it (it counts nothing itself)."""
+    return run_multi_reduce(step, streams, txid, conf, num_partitions, batches)
+
+
 def run_multi_reduce(step: MultiReduceStep, streams: int, txid: int, conf: dict[str, Any],
                      num_partitions: int, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """One partition of a multiReduce (the ``mapInArrow`` body): every tuple through the reducer."""
-    reducer = step.reducer
-    reducer.prepare(dict(conf), OperationContext(partition_index(), num_partitions, txid, step.label))
+    """One partition of a multiReduce (the ``mapInArrow`` body): every tuple through the reducer.
+
+    The reducer is prepared for this task and cleaned up at its end, or, in an instance host
+    (``planner.instances``), the partition's kept one is used."""
+    instances = task_instances()
+    reducer = instances.acquire(0, step.reducer, dict(conf),
+                                OperationContext(partition_index(), num_partitions, txid, step.label))
     collector = TridentCollector()
     rows: list[list[Any]] = []
     width = len(step.group_fields)
@@ -185,7 +201,7 @@ def run_multi_reduce(step: MultiReduceStep, streams: int, txid: int, conf: dict[
                       for j, name in enumerate(step.output_fields)]
             yield pa.RecordBatch.from_arrays(arrays, names=step.output_fields)
     finally:
-        reducer.cleanup()
+        instances.release()
 
 
 def _key(values: list[Any]) -> Any:

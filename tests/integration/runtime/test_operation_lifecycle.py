@@ -15,7 +15,7 @@ from pyspark.cloudpickle import cloudpickle
 
 from trident_spark import TridentTopology
 from trident_spark.cli.main import main
-from trident_spark.operation import Aggregator, BaseFunction
+from trident_spark.operation import Aggregator, BaseFunction, MultiReducer
 from trident_spark.runtime.progress import BatchProgress
 from trident_spark.spout import FeederBatchSpout
 
@@ -74,6 +74,33 @@ class BatchesSeen(Aggregator):
             out.write(f"cleanup {self.context.operation_name} {self.context.getPartitionIndex()}\n")
 
 
+class ReducedBatches(MultiReducer):
+    """A kept multiReduce reducer: counts its batches in ``init`` (once per batch)."""
+
+    def __init__(self, log: str) -> None:
+        self.log = log
+
+    def prepare(self, conf, context):
+        self.context, self.batches = context, 0
+        with open(self.log, "a") as out:
+            out.write(f"prepare {context.operation_name} {context.getPartitionIndex()} "
+                      f"{context.numPartitions()}\n")
+
+    def init(self, collector):
+        self.batches += 1
+        return [0]
+
+    def execute(self, state, streamIndex, input, collector):
+        state[0] += 1
+
+    def complete(self, state, collector):
+        collector.emit([self.batches, state[0]])
+
+    def cleanup(self):
+        with open(self.log, "a") as out:
+            out.write(f"cleanup {self.context.operation_name} {self.context.getPartitionIndex()}\n")
+
+
 DRIVER_ONLY_MODULE = textwrap.dedent('''
     """Operations in a module the executors cannot import (its directory is on the driver's path only)."""
     from trident_spark.operation import BaseFunction
@@ -114,11 +141,14 @@ def lifecycle_run(spark, tmp_path_factory):
     aggregated = words.partitionAggregate(["word"], BatchesSeen(str(log)),
                                           ["apidx:bigint", "abatches:bigint", "n:bigint"]).collect()
     parsed = words.shuffle().each(["word"], Parse(), ["n:bigint"]).collect()
+    reduced = topology.multiReduce([words, words.project(["word"])], ReducedBatches(str(log)),
+                                   ["rbatches", "rn"]).collect()
     handle = topology.run(checkpoint_location=root / "ckpt", trigger="available_now", spark=spark)
     assert handle.awaitTermination(300)
     before_stop = log.read_text().splitlines()
     handle.stop()
-    return {"counted": counted, "aggregated": aggregated, "parsed": parsed, "handle": handle, "log": log,
+    return {"counted": counted, "aggregated": aggregated, "parsed": parsed, "reduced": reduced,
+            "handle": handle, "log": log,
             "before_stop": before_stop, "checkpoint": root / "ckpt", "shipped_before": shipped_before,
             "shipped_after": cloudpickle._is_registered_pickle_by_value(this_module)}
 
@@ -128,17 +158,22 @@ def test_an_instance_counts_the_batches_of_its_partition_1_2_3(lifecycle_run):
     assert seen == {(p, txid): txid + 1 for p in (0, 1) for txid in range(3)}
     by_batch = {(t["apidx"], t["abatches"], t["n"]) for t in lifecycle_run["aggregated"].tuples}
     assert by_batch == {(p, n, 2) for p in (0, 1) for n in (1, 2, 3)}
+    reduced = {txid: [(t["rbatches"], t["rn"]) for t in batch]
+               for txid, batch in lifecycle_run["reduced"].batches.items()}
+    assert reduced == {0: [(1, 8)], 1: [(2, 8)], 2: [(3, 8)]}  # one kept reducer: batches 1, 2, 3
 
 
 def test_prepare_runs_once_per_task_and_run_and_cleanup_when_it_stops(lifecycle_run):
     prepared = sorted(line for line in lifecycle_run["before_stop"] if line.startswith("prepare"))
     assert prepared == ["prepare each(BatchCounter) 0 2", "prepare each(BatchCounter) 1 2",
+                        "prepare multiReduce(ReducedBatches) 0 1",
                         "prepare partitionAggregate(BatchesSeen) 0 2",
                         "prepare partitionAggregate(BatchesSeen) 1 2"]
     assert not any(line.startswith("cleanup") for line in lifecycle_run["before_stop"])
     after = lifecycle_run["log"].read_text().splitlines()
     assert sorted(line for line in after if line.startswith("cleanup")) == [
         "cleanup each(BatchCounter) 0", "cleanup each(BatchCounter) 1",
+        "cleanup multiReduce(ReducedBatches) 0",
         "cleanup partitionAggregate(BatchesSeen) 0", "cleanup partitionAggregate(BatchesSeen) 1"]
 
 
