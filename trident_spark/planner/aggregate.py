@@ -23,6 +23,7 @@ from trident_spark.planner.object_columns import (
     group_value,
     is_object,
     key_columns,
+    number_rank,
     object_names,
     struct_field,
 )
@@ -151,9 +152,15 @@ def _sql_aggregate(df: DataFrame, node: AggregateNode, partitions: int | None) -
         # untyped group fields: grouped by their keys (1, 1.0 and True one group), each group
         # showing one of its values (planner.object_columns)
         keys = key_columns(df, group)
+        untyped = object_names(df.schema, group)
         source = df.repartition(partitions, *keys) if partitions else df
         named = [key.alias(f"__key{i}") for i, key in enumerate(key_columns(source, group))]
-        result = source.groupBy(*named).agg(*(group_value(source, g) for g in group), *aliased)
+        ranks = [number_rank(source, g).alias(f"__rank{i}") for i, g in enumerate(group) if g in untyped]
+        grouped = source.groupBy(*named).agg(*ranks, *aliased)
+        values = [group_value(F.col(f"__key{i}"), F.col(f"__rank{i}"), g) if g in untyped
+                  else F.col(f"__key{i}").alias(g) for i, g in enumerate(group)]
+        result = grouped.select(*values, *(F.col(c.name) for c in grouped.schema.fields
+                                           if not c.name.startswith(("__key", "__rank"))))
     elif group:
         source = df.repartition(partitions, *group) if partitions else df
         result = source.groupBy(*group).agg(*aliased)

@@ -20,9 +20,11 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
     from pyspark.sql.types import DataType, StructField, StructType
 
+_TO_END = 2**31 - 1  # a substring's length: to the end of the value
+
 __all__ = ["OBJECT", "OBJECT_METADATA", "as_objects", "data_type", "from_objects", "group_value", "is_object",
-           "key_column", "key_columns", "marked", "object_field", "object_names", "objects_where_any",
-           "struct_field"]
+           "key_column", "key_columns", "marked", "number_rank", "object_field", "object_names",
+           "objects_where_any", "struct_field"]
 
 
 def object_field(name: str) -> StructField:
@@ -68,16 +70,16 @@ def object_names(schema: StructType, names: Iterable[str] | None = None) -> froz
 def key_column(df: DataFrame, name: str) -> Column:
     """The column Spark groups, hashes and compares field ``name`` by.
 
-    For an untyped field, the tagged value with a number's type tag made ``INT``'s, so the
-    canonical text decides (``1``, ``1.0`` and ``True`` are one key); otherwise the column.
+    For an untyped field, the tagged value with a float's or bool's type tag made ``INT``'s, so
+    the canonical text decides (``1``, ``1.0`` and ``True`` are one key); otherwise the column.
     """
     from pyspark.sql import functions as F
 
     column = df[name]
     if not is_object(df.schema[name]):
         return column
-    numeric = F.substring(column, 1, 1).isin(F.lit(INT), F.lit(FLOAT), F.lit(BOOL))
-    return F.when(numeric, F.concat(F.lit(INT), F.substring(column, 2, 2**31 - 1))).otherwise(column)
+    other_number = F.substring(column, 1, 1).isin(F.lit(FLOAT), F.lit(BOOL))
+    return F.when(other_number, F.concat(F.lit(INT), F.substring(column, 2, _TO_END))).otherwise(column)
 
 
 def key_columns(df: DataFrame, names: Iterable[str]) -> list[Column]:
@@ -85,13 +87,28 @@ def key_columns(df: DataFrame, names: Iterable[str]) -> list[Column]:
     return [key_column(df, name) for name in names]
 
 
-def group_value(df: DataFrame, name: str) -> Column:
-    """An aggregate giving a group's value of field ``name`` (grouped by :func:`key_column`)."""
+def number_rank(df: DataFrame, name: str) -> Column:
+    """An aggregate, for a group of untyped field ``name`` (grouped by :func:`key_column`),
+    of which number type its value shows: 1 int, 2 float, 3 bool, the smallest present
+    (an int before an equal float or bool); null for a group of non-numbers.
+
+    An int, where ``min`` of the tagged values would be a binary: Spark hash-aggregates only
+    fixed-width buffers, and sorts every row of the batch for a binary one.
+    """
     from pyspark.sql import functions as F
 
-    if not is_object(df.schema[name]):
-        return F.first(df[name]).alias(name)
-    return F.min(df[name]).alias(name, metadata=dict(OBJECT_METADATA))
+    column = df[name]
+    tag = F.substring(column, 1, 1)
+    return F.min(F.when(tag.isin(F.lit(INT), F.lit(FLOAT), F.lit(BOOL)), tag.cast("string").cast("int")))
+
+
+def group_value(key: Column, rank: Column, name: str) -> Column:
+    """A group's value of untyped field ``name`` from its key and :func:`number_rank`: the key
+    (the value itself, for a non-number), or for a number its text under the rank's tag."""
+    from pyspark.sql import functions as F
+
+    number = F.concat(rank.cast("string").cast("binary"), F.substring(key, 2, _TO_END))
+    return marked(F.when(rank.isNotNull(), number).otherwise(key), name)
 
 
 def marked(column: Column, name: str) -> Column:

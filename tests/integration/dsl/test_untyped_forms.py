@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from trident_spark import TridentTopology
-from trident_spark.builtin import Equals, FilterNull, FirstN, Max, Min, Sum
+from trident_spark.builtin import Count, Equals, FilterNull, FirstN, Max, Min, Sum
 from trident_spark.operation import Aggregator, BaseFunction
 from trident_spark.planner.python_stage import OperatorError
 from trident_spark.spout import FeederBatchSpout
@@ -53,6 +53,9 @@ def run(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     labels = topology.newStream("labels", other)
     sinks = {
         "sum": s.groupBy(["k"]).aggregate(["v"], Sum(), ["sum"]).collect(),
+        "count_v": s.groupBy(["v"]).aggregate(Count(), ["n"]).collect(),
+        "count_no_int": (s.filter(lambda t: type(t["v"]) is not int).groupBy(["v"])
+                         .aggregate(Count(), ["n"]).collect()),
         "min": s.each(["v"], FilterNull()).aggregate(["v"], Min(), ["min"]).collect(),
         "max": s.each(["v"], FilterNull()).aggregate(["v"], Max(), ["max"]).collect(),
         "first": s.each(["v"], FilterNull()).global_().applyAssembly(FirstN(2, "v", reverse=True)).collect(),
@@ -74,6 +77,14 @@ def test_sum_per_untyped_group_is_python_arithmetic(run):
     sums = {t["k"]: t["sum"] for t in _values(run["sum"])}
     assert sums == {"a": 3.0, "b": -1.5, "c": 0, "d": 10}
     assert type(sums["a"]) is float and type(sums["d"]) is int
+
+
+def test_count_by_untyped_value_groups_python_equal_values_showing_an_int_first(run):
+    counts = sorted(((t["v"], t["n"]) for t in _values(run["count_v"])), key=repr)
+    assert counts == sorted([(1, 3), (2.5, 1), (None, 1), (-4, 1), (10, 1)], key=repr)
+    assert type(next(v for v, n in counts if n == 3)) is int
+    without_ints = {repr(t["v"]): t["n"] for t in _values(run["count_no_int"])}
+    assert without_ints == {"1.0": 2, "2.5": 1, "None": 1}   # 1.0 and True: the float shows
 
 
 def test_min_max_first_n_min_by_and_max_by_order_with_python(run):
