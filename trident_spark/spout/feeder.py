@@ -85,7 +85,9 @@ class FeederBatchSpout:
         self._adopt_existing_batches()
 
     def _adopt_existing_batches(self) -> None:
-        """Check that batches already in the directory have this spout's fields."""
+        """Check that batches already in the directory have this spout's fields, and that an
+        undeclared field's column holds untyped values (binary): a directory written when
+        undeclared fields were typed (before untyped values) cannot be read as this spout."""
         for index in range(self._batches):
             with pa.memory_map(batch_path(self._directory, index)) as source:
                 schema = pa.ipc.open_file(source).schema
@@ -93,6 +95,15 @@ class FeederBatchSpout:
                 raise ValueError(
                     f"FeederBatchSpout: {self._directory} holds batches with fields {schema.names}, "
                     f"not {self._names}; give this spout another directory")
+            typed = [name for name in self._names if name not in self._declared
+                     and not _holds_untyped(schema.field(name).type)]
+            if typed:
+                stored = ", ".join(f"{name}: {schema.field(name).type}" for name in typed)
+                raise ValueError(
+                    f"FeederBatchSpout: batch {index} in {self._directory} stores the undeclared fields "
+                    f"{typed} as typed columns ({stored}), written before undeclared fields carried any "
+                    f"value; declare their types (e.g. '{typed[0]}:<type>') or give this spout another "
+                    "directory")
 
     # --- what the topology and the runner read ----------------------------------------------
     @property
@@ -289,6 +300,10 @@ def _parse_fields(fields: Fields | Sequence[str]) -> tuple[list[str], dict[str, 
             except ValueError as exc:
                 raise ValueError(f"FeederBatchSpout: field {name!r} has type {type_text!r}: {exc}") from None
     return names, declared
+
+
+def _holds_untyped(arrow_type: pa.DataType) -> bool:
+    return bool(pa.types.is_binary(arrow_type) or pa.types.is_null(arrow_type))
 
 
 def _uncarriable(value: Any) -> bool:

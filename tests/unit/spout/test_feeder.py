@@ -433,3 +433,18 @@ def test_a_spouts_fields_as_it_shows_them_make_an_equal_spout():
     spout = FeederBatchSpout(["word", "n:bigint"])
     assert FeederBatchSpout(spout.fields).fields.types == {"word": "object", "n": "bigint"}
     assert FeederBatchSpout(["word:object"]).fields.declared_types == {}
+
+
+def test_a_directory_written_with_typed_undeclared_fields_is_refused_saying_what_to_do(tmp_path):
+    import pyarrow as pa
+
+    from trident_spark.spout.feeder_files import write_batch
+
+    write_batch(str(tmp_path), 0, pa.table({"word": pa.array(["cat"]), "n": pa.array([1])}))
+    with pytest.raises(ValueError) as info:
+        FeederBatchSpout(["word", "n:bigint"], directory=tmp_path)
+    assert str(info.value) == (
+        f"FeederBatchSpout: batch 0 in {tmp_path} stores the undeclared fields ['word'] as typed columns "
+        "(word: string), written before undeclared fields carried any value; declare their types "
+        "(e.g. 'word:<type>') or give this spout another directory")
+    assert FeederBatchSpout(["word:string", "n:bigint"], directory=tmp_path).batches == 1
