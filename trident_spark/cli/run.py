@@ -141,11 +141,13 @@ def load_topology(target: str) -> Any:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     sys.path.insert(0, str(path.parent.resolve()))
-    spec.loader.exec_module(module)
-    # Executors cannot import the user's file: ship its functions and classes by value.
+    # Executors cannot import the user's file: ship its functions and classes by value. Registered
+    # before the file runs, since a module-level topology may already encode the file's objects
+    # (a FixedBatchSpout's tuples of the file's classes) while it is built.
     from pyspark import cloudpickle
 
     cloudpickle.register_pickle_by_value(module)
+    spec.loader.exec_module(module)
     names = [attr] if attr else [a for a in DEFAULT_ATTRS if hasattr(module, a)]
     if not names or not hasattr(module, names[0]):
         wanted = attr or " or ".join(DEFAULT_ATTRS)
@@ -183,7 +185,8 @@ def main(args: argparse.Namespace) -> int:
         handle = topology.run(checkpoint_location=checkpoint, trigger=trigger, spark=spark,
                               on_progress=progress, max_batch_retries=args.retries,
                               outage_budget=args.outage_budget)
-        handle.awaitTermination()
+        handle.awaitTermination()  # waits for the last batches' progress lines too
+        handle.stop()  # the run's progress listener goes with it
 
     def say(line: str) -> None:
         console.print(f"[yellow]{escape(line)}[/]")

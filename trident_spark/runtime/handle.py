@@ -262,18 +262,24 @@ class TopologyHandle:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _wait_for_progress_events(self, timeout: float = 5.0) -> None:
-        # Progress events reach the listener asynchronously; wait for the last batch's.
-        deadline = time.monotonic() + timeout
+    def _wait_for_progress_events(self, idle_timeout: float = 5.0) -> None:
+        # Progress events reach the listener asynchronously, and on a busy driver it can lag
+        # several batches behind: wait for the last batch's, for as long as events keep coming
+        # (each one seen gives another ``idle_timeout`` seconds).
         for stream, query in self._queries.items():
             last = query.lastProgress
             if not last or "addBatch" not in (last.get("durationMs") or {}):
                 continue
             txid = last["batchId"]
+            deadline = time.monotonic() + idle_timeout
+            seen = -2
             while time.monotonic() < deadline:
                 with self._lock:
-                    if self._last_txid.get(stream, -1) >= txid:
-                        break
+                    reached = self._last_txid.get(stream, -1)
+                if reached >= txid:
+                    break
+                if reached != seen:
+                    seen, deadline = reached, time.monotonic() + idle_timeout
                 time.sleep(0.02)
 
 
