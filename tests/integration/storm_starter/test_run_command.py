@@ -55,8 +55,14 @@ def test_the_kafka_word_count_runs_from_the_latest_offset(spark: Any, kafka_boot
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     from trident_spark.local.kafka import create_topic
 
+    from trident_spark.state import memory
+
     create_topic(kafka_bootstrap, "test", partitions=1, exist_ok=True)
     monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", kafka_bootstrap)
+    # The example counts into MemoryState "wordCounter", which lives as long as this process (as
+    # Storm's in-memory state lives as long as the LocalCluster): this run's goes when it ends, so
+    # that other tests that run the example start from an empty state.
+    monkeypatch.setattr(memory, "_STORES", {})
     # from the latest offset there is nothing to read now: the run reads nothing and ends
     assert run("trident_kafka_word_count.py", tmp_path / "ckpt", capsys, rows=True) in (
         [], ["[spout1] batch 0: 0 rows"])
