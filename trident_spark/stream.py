@@ -113,7 +113,7 @@ class Stream:
         """This stream (for symmetry with ``GroupedStream.toStream``)."""
         return self
 
-    def applyAssembly(self, assembly: Assembly) -> Stream:
+    def applyAssembly(self, assembly: Assembly[Stream]) -> Stream:
         """``assembly.apply(self)``: a reusable piece of topology, e.g. ``FirstN``."""
         if isinstance(assembly, type) or not callable(getattr(assembly, "apply", None)):
             raise TopologyError(f"applyAssembly: expected an Assembly (an object with apply(stream)), got "

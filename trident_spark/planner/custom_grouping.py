@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from trident_spark.errors import FailedException
+from trident_spark.errors import FailedException, OperatorError
+from trident_spark.executor.python_stage import MAX_TUPLE_CHARS
 from trident_spark.fields import Fields, TridentTuple
 from trident_spark.graph import RepartitionNode
-from trident_spark.planner.python_stage import MAX_TUPLE_CHARS, OperatorError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -29,7 +29,7 @@ def custom_partition(df: DataFrame, node: RepartitionNode, partitions: int) -> D
     """``df`` with each tuple in the partition(s) ``node.grouping`` chose, of ``partitions``."""
     from pyspark.sql.types import IntegerType, StructField, StructType
 
-    from trident_spark.planner.object_columns import object_names
+    from trident_spark.executor.object_columns import object_names
     from trident_spark.planner.python_plan import named
     from trident_spark.planner.shipping import shipped
 

@@ -17,18 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from trident_spark.errors import FailedException
+from trident_spark.errors import FailedException, OperatorError
+from trident_spark.executor.instances import InstanceScope, has_lifecycle, hosted, task_instances
+from trident_spark.executor.python_stage import MAX_TUPLE_CHARS, partition_index, to_arrow_column
 from trident_spark.fields import Fields, TridentTuple
 from trident_spark.graph import MultiReduceNode
 from trident_spark.object_values import decode_column, decode_value, hashable
 from trident_spark.operation import OperationContext, TridentCollector, overrides_prepare
-from trident_spark.planner.instances import InstanceScope, has_lifecycle, hosted, task_instances
-from trident_spark.planner.python_stage import (
-    MAX_TUPLE_CHARS,
-    OperatorError,
-    partition_index,
-    to_arrow_column,
-)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -60,7 +55,9 @@ def multi_reduce(dfs: list[DataFrame], node: MultiReduceNode, txid: int, conf: d
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructField, StructType
 
-    from trident_spark.planner.object_columns import (
+    from trident_spark.executor.column_types import arrow_type
+    from trident_spark.executor.metrics import timed
+    from trident_spark.executor.object_columns import (
         is_object,
         key_columns,
         object_names,
@@ -69,8 +66,6 @@ def multi_reduce(dfs: list[DataFrame], node: MultiReduceNode, txid: int, conf: d
     )
     from trident_spark.planner.python_plan import named
     from trident_spark.planner.shipping import shipped
-    from trident_spark.planner.types import arrow_type
-    from trident_spark.runtime.metrics import timed
 
     width = len(node.group_fields[0])
     grouped = width > 0
@@ -131,7 +126,7 @@ def run_multi_reduce(step: MultiReduceStep, streams: int, txid: int, conf: dict[
     """One partition of a multiReduce (the ``mapInArrow`` body): every tuple through the reducer.
 
     The reducer is prepared for this task and cleaned up at its end, or, in an instance host
-    (``planner.instances``), the partition's kept one is used."""
+    (``executor.instances``), the partition's kept one is used."""
     instances = task_instances()
     reducer = instances.acquire(0, step.reducer, dict(conf),
                                 OperationContext(partition_index(), num_partitions, txid, step.label))

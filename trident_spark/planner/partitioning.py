@@ -34,7 +34,7 @@ def repartition(df: DataFrame, node: RepartitionNode, partitions: int | None) ->
     if kind == "shuffle":
         return df.repartition(partitions or default_parallelism(df))
     if kind == "partitionBy":
-        from trident_spark.planner.object_columns import key_columns
+        from trident_spark.executor.object_columns import key_columns
 
         keys = key_columns(df, node.key_fields)  # untyped: 1, 1.0 and True to one partition
         return df.repartition(partitions, *keys) if partitions else df.repartition(*keys)

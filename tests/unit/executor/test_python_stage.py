@@ -8,8 +8,9 @@ import pyarrow as pa
 import pytest
 
 from trident_spark import FailedException, Fields
+from trident_spark.errors import OperatorError
+from trident_spark.executor.python_stage import MAX_TUPLE_CHARS, PythonStep, run_stage
 from trident_spark.operation import BaseFilter, BaseFunction, Consumer
-from trident_spark.planner.python_stage import MAX_TUPLE_CHARS, OperatorError, PythonStep, run_stage
 
 T0 = datetime(2024, 1, 2, 3, 4, 5, 678_000, tzinfo=UTC)
 
