@@ -338,7 +338,7 @@ class Stream:
         return self._compare_all("max", comparator)
 
     def _compare_all(self, kind: str, comparator: Any) -> Stream:
-        from trident_spark.builtin import Max, Min
+        from trident_spark.builtin.aggregators import Max, Min
 
         if _arity(comparator) != 2:
             raise TopologyError(
@@ -352,7 +352,7 @@ class Stream:
         return stream
 
     def _compare_by(self, kind: str, field: str, order: Any, key: Any, comparator: Any) -> Stream:
-        from trident_spark.builtin import Max, Min
+        from trident_spark.builtin.aggregators import Max, Min
 
         if not isinstance(field, str):
             raise TopologyError(f"{kind}: give one field name, e.g. {kind}('n'); got {field!r}")

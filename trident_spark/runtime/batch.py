@@ -103,7 +103,7 @@ class BatchRunner:
         self.commits = StateCommits(written, self.query.name, self.checkpoint, self.accept_state_loss)
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
-        from trident_spark.runtime.errors import translate
+        from trident_spark.runtime.failures import translate
         attempt = 0
         outage = self._outage(batch_id)
         tries, reads = 0, None

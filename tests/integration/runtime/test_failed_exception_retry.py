@@ -19,7 +19,7 @@ from pyspark import cloudpickle
 from trident_spark import FailedException, TridentTopology
 from trident_spark.errors import OperatorError
 from trident_spark.operation import Aggregator, BaseFunction
-from trident_spark.runtime.errors import StreamFailedError
+from trident_spark.runtime.failures import StreamFailedError
 from trident_spark.runtime.handle import TopologyHandle
 from trident_spark.sink import CollectSink
 from trident_spark.spout import FeederBatchSpout

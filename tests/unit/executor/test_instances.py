@@ -16,6 +16,7 @@ import pytest
 from pyspark import cloudpickle
 
 from trident_spark.errors import FailedException
+from trident_spark.executor import instances
 from trident_spark.executor.instances import (
     InstanceHostError,
     InstanceScope,
@@ -29,7 +30,6 @@ from trident_spark.executor.instances import (
 from trident_spark.executor.python_stage import PythonStep, run_stage
 from trident_spark.fields import Fields
 from trident_spark.operation import BaseFilter, BaseFunction, OperationContext, TridentCollector
-from trident_spark.executor import instances
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the host imports no test module
 

@@ -6,7 +6,7 @@ import pytest
 
 from trident_spark import errors
 from trident_spark.errors import OperatorError
-from trident_spark.runtime.errors import StreamFailedError, translate
+from trident_spark.runtime.failures import StreamFailedError, translate
 
 PY4J_TEXT = """[STREAM_FAILED] Query [id = 5b0c6d39, runId = 0a8e1f4c] terminated with exception: \
 Job aborted due to stage failure: Task 0 in stage 3.0 failed 1 times, most recent failure: Lost task 0.0 \
@@ -82,7 +82,7 @@ def test_failure_without_text_names_the_exception_type():
 
 
 def test_a_module_the_executors_cannot_import_is_explained():
-    from trident_spark.runtime.errors import StreamFailedError, translate
+    from trident_spark.runtime.failures import StreamFailedError, translate
 
     text = ("[STREAM_FAILED] ... Traceback ...\nModuleNotFoundError: No module named 'my_ops'\n"
             "\tat org.apache.spark...")
