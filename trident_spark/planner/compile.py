@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
 
-class BatchPlan:
+class BatchFrames:
     """The DataFrames of one batch (txid) of one query, built on demand and memoized.
 
     Parameters

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from trident_spark.errors import TopologyError
 from trident_spark.executor.sources import query_source, split_sources
-from trident_spark.planner.compile import BatchPlan, describe_node
+from trident_spark.planner.compile import BatchFrames, describe_node
 from trident_spark.planner.query import QueryPlan
 
 if TYPE_CHECKING:
@@ -30,13 +30,13 @@ def explain(queries: list[QueryPlan], spark: SparkSession, mode: str) -> str:
             lines.append(f"  [{query.nodes.index(node)}] {describe_node(node)}"
                          + (f"  <- [{inputs}]" if inputs else ""))
         empty = spark.createDataFrame([], query_source(spark, query.spouts).schema)
-        plan = BatchPlan(query, split_sources(empty, query.spouts), txid=0)
+        frames = BatchFrames(query, split_sources(empty, query.spouts), txid=0)
         for output in query.outputs:
             sink = " (collected)" if output.sinks else ""
             lines.append(f"-- Spark plan of [{query.nodes.index(output.node)}] "
                          f"{output.node.label}{sink} --")
             try:
-                lines.append(spark_plan(plan.dataframe(output.node), mode).rstrip())
+                lines.append(spark_plan(frames.dataframe(output.node), mode).rstrip())
             except TopologyError as exc:
                 lines.append(f"(no Spark plan: {exc})")
         lines.append("")

@@ -20,7 +20,7 @@ from trident_spark.errors import (
 from trident_spark.executor.sources import split_sources
 from trident_spark.graph import PersistNode, StateQueryNode, ancestors
 from trident_spark.outage import Kind, Outage
-from trident_spark.planner.compile import BatchPlan
+from trident_spark.planner.compile import BatchFrames
 from trident_spark.planner.query import Output, QueryPlan
 from trident_spark.runtime.metrics import batch_description
 from trident_spark.runtime.replays import SparkReads, with_attempts
@@ -155,14 +155,14 @@ class BatchRunner:
             df = df.persist()  # read the spouts once for all of them
         stats = self._counters(df)
         sources = split_sources(df, self.query.spouts)
-        plan = BatchPlan(self.query, sources, batch_id, self.conf, stats, self.run_id)
+        frames = BatchFrames(self.query, sources, batch_id, self.conf, stats, self.run_id)
         try:
             if self.has_state:
                 replaying = self._began_writing() == batch_id
                 if not self._checked_states:
                     # Keys of the batch stored ahead of it, named with the largest txid the store holds.
                     largest = self.commits.largest_txids() if self.commits else {}
-                    plan.check_states_not_ahead(replaying, largest)
+                    frames.check_states_not_ahead(replaying, largest)
                     self._checked_states = True
                 if self.commits:
                     # The store against the checkpoint: lost, rolled back or ahead stops the batch here.
@@ -175,11 +175,11 @@ class BatchRunner:
                 if self.commits:
                     self.commits.begin(batch_id)
             for outputs in self.phases:
-                self._run_outputs(plan, outputs, batch_id)
+                self._run_outputs(frames, outputs, batch_id)
             if self.has_state and self.commits:
                 self.commits.after_writes(batch_id, self._offsets(batch_id))
         finally:
-            plan.release()
+            frames.release()
             if shared:
                 df.unpersist()
         return dict(stats.value)
@@ -251,8 +251,8 @@ class BatchRunner:
         self._stats.value = {}
         return self._stats
 
-    def _run_outputs(self, plan: BatchPlan, outputs: list[Output], batch_id: int) -> None:
-        results = [(output, plan.dataframe(output.node)) for output in outputs]
+    def _run_outputs(self, frames: BatchFrames, outputs: list[Output], batch_id: int) -> None:
+        results = [(output, frames.dataframe(output.node)) for output in outputs]
         if len(results) == 1:
             _finish(*results[0], batch_id)
         elif results:

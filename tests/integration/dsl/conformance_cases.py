@@ -72,13 +72,13 @@ def check_plan(text: str, kind: str) -> None:
 def spark_plans(spark: Any, topology: TridentTopology, cases: list[Case]) -> dict[str, str]:
     """The physical plan of each case that declares one, planned on an empty batch."""
     from trident_spark.executor.sources import query_source, split_sources
-    from trident_spark.planner.compile import BatchPlan
+    from trident_spark.planner.compile import BatchFrames
     from trident_spark.planner.explain import spark_plan
 
     plans: dict[str, str] = {}
     for query in topology.queries():
         empty = spark.createDataFrame([], query_source(spark, query.spouts).schema)
-        batch = BatchPlan(query, split_sources(empty, query.spouts), txid=0)
+        batch = BatchFrames(query, split_sources(empty, query.spouts), txid=0)
         for built in cases:
             if built.plan is not None and any(built.node is n for n in query.nodes):
                 plans[built.name] = spark_plan(batch.dataframe(built.node), "simple")
