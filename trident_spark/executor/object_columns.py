@@ -1,4 +1,4 @@
-"""Untyped fields as Spark columns (driver side): which columns they are, and how Spark
+"""Untyped fields as Spark columns (driver side, beside the tasks' codec): which columns they are, how Spark
 groups, partitions and joins them with Python equality.
 
 An untyped field is a ``binary`` column marked with :data:`OBJECT_METADATA`; its values
