@@ -162,8 +162,9 @@ def test_emitted_int_overflowing_its_type():
         def execute(self, tuple, collector):
             collector.emit([2**40])
 
-    with pytest.raises(OperatorError, match=r"each\(Huge\): field 'n': emitted 1099511627776 \(int\), which does not fit its declared "
-                                           "type int32"):
+    with pytest.raises(OperatorError,
+                       match=r"each\(Huge\): field 'n': emitted 1099511627776 \(int\), "
+                             "which does not fit its declared type int32"):
         run([step("each(Huge)", Huge(), ["value"], ["n"])], ["n"], [source(["x"])], {"n": pa.int32()})
 
 
