@@ -10,12 +10,13 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trident_spark.errors import TopologyError
 from trident_spark.executor.sources import query_source
 from trident_spark.graph import PersistNode, StateQueryNode
 from trident_spark.planner.query import QueryPlan
 from trident_spark.runtime.batch import BatchRunner
 from trident_spark.runtime.progress import ProgressCallback
-from trident_spark.spout.base import SpoutRun
+from trident_spark.spout.base import Spout, SpoutRun
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -42,6 +43,12 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path, trigger: str | Non
     from trident_spark.runtime.session import local_session
 
     check_progress_history(progress_history)  # before Spark starts
+    for query in queries:
+        for spout_node in query.spouts:
+            if not isinstance(spout_node.spout, Spout):  # the runtime calls the interface's methods only
+                raise TopologyError(
+                    f"newStream({spout_node.stream_name!r}): {spout_node.spout!r} is not a Spout; a spout "
+                    "implements trident_spark.spout.Spout (fields, to_dataframe(spark); see spout/base.py)")
     files = check_py_files(py_files)
     outage_budget = check_outage_budget(outage_budget)
     states = []
