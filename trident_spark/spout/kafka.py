@@ -75,7 +75,7 @@ class KafkaSpout(Spout):
         and a restarted query resumes from the last limit. Use it when the per-record
         cost varies (load, record mix, a slower store) and you want steady batch
         latency without hand-tuning ``max_fetch_bytes``; the rules are in
-        :mod:`trident_spark.tuning.adaptive`. Python engine only.
+        :mod:`trident_spark.spout.kafka_adaptive`. Python engine only.
     max_offsets_per_trigger : int, optional
         At most this many records per batch, split across partitions in proportion
         to their backlog (Spark's Kafka source rule).
@@ -217,7 +217,7 @@ class KafkaSpout(Spout):
     def for_run(self, run: SpoutRun) -> KafkaSpout:
         """The spout as a run reads it: read by our Python source, it also reports its read time
         per batch (the ``source`` stage of the batch's metrics), an adaptive one learns where the
-        driver leaves batch durations (``run.checkpoint``, see :mod:`trident_spark.tuning.adaptive`),
+        driver leaves batch durations (``run.checkpoint``, see :mod:`trident_spark.spout.kafka_adaptive`),
         and planning waits through a broker outage within ``run.outage_budget`` seconds,
         recording the wait in the query's checkpoint directory. Spark's own source
         (``engine="jvm"``) runs as it is."""
