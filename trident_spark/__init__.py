@@ -15,7 +15,7 @@ from trident_spark.grouped import ChainedAggregatorDeclarer, GroupedStream
 from trident_spark.joins import JoinOutFieldsMode, JoinType
 from trident_spark.operation import TridentCollector
 from trident_spark.runner import install_runner
-from trident_spark.runtime.runner import SparkRunner
+from trident_spark.runtime.spark_runner import SparkRunner
 from trident_spark.state.redaction import install_log_redaction
 from trident_spark.stream import Stream
 from trident_spark.topology import TridentTopology

@@ -3,7 +3,7 @@
 ``TridentTopology.queries()``, ``run()`` and ``explain()`` hand their graph to the installed
 :class:`Runner` and import nothing of the planner or the runtime: the layers import one way
 (``runtime -> planner -> executor``, and each of them -> the DSL). The package installs the
-Spark runner (``trident_spark.runtime.runner``) when it is imported; a test may install
+Spark runner (``trident_spark.runtime.spark_runner``) when it is imported; a test may install
 another.
 """
 
