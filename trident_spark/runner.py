@@ -76,6 +76,12 @@ class RunHandle(Protocol):
     def stop(self) -> None:
         """Stop every query."""
 
+    def __enter__(self) -> RunHandle:
+        """``with topology.run(...) as handle:`` stops the queries when the block ends."""
+
+    def __exit__(self, *exc: object) -> None:
+        """Stop every query."""
+
 
 @dataclass(frozen=True)
 class RunSettings:
