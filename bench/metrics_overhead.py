@@ -24,10 +24,10 @@ from typing import Any
 
 import pyarrow as pa
 
+from trident_spark.executor.metrics import timed
+from trident_spark.executor.python_stage import PythonStep, run_stage
 from trident_spark.fields import Fields
 from trident_spark.operation import BaseFunction
-from trident_spark.planner.python_stage import PythonStep, run_stage
-from trident_spark.runtime.metrics import timed
 
 
 class Split(BaseFunction):

@@ -70,8 +70,8 @@ def profile_task(factory: Any, inputs: list[tuple[list[str], list[int]]],
 
     from trident_spark.builtin import Count
     from trident_spark.builtin.updaters import MapCombinerAggStateUpdater
+    from trident_spark.executor import state_stage
     from trident_spark.fields import Fields
-    from trident_spark.planner import state_stage
 
     step = state_stage.StateStep("bench", factory, MapCombinerAggStateUpdater(Count(), Fields("word")),
                                  Fields("word", "count"), ["word", "count"],

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from .base import Key, Version, Versioned, VersionedBackingMap, check_scan_batch_size
 from .errors import StateConfigError, StateError, StateUnavailableError, UnreadableValueError
 from .es_documents import RESERVED_FIELDS, index_mapping, state_document, stored_bytes
-from .es_scan import MAX_PAGE, scan_index
+from .es_scan import MAX_PAGE, IndexConnection, scan_index
 from .factory import CREATED_BY, StateFactory
 from .keys import encode_key
 from .serializers import Serializer, deserialize_stored, serialize_stored
@@ -299,7 +299,9 @@ class ElasticsearchBackingMap(VersionedBackingMap):
         The scroll reads a snapshot taken at its start; its context is cleared
         when the iterator is exhausted or closed.
         """
-        return scan_index(self, min(check_scan_batch_size(batch_size), MAX_PAGE))
+        connection = IndexConnection(self.spec.index, self.address, self.serializer, self._client,
+                                     self._request, self._check)
+        return scan_index(connection, min(check_scan_batch_size(batch_size), MAX_PAGE))
 
     def _action(self, doc_id: str, expected: Version | None) -> dict[str, Any]:
         if expected is None:

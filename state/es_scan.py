@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
 from .base import Key, Versioned
 from .errors import StateError, UnreadableValueError
@@ -28,29 +29,43 @@ from .es_documents import stored_bytes
 from .keys import decode_scanned_key, is_hashed, is_reserved
 from .serializers import deserialize_stored
 
-if TYPE_CHECKING:
-    from .elasticsearch import ElasticsearchBackingMap
-
 #: Most documents per scroll page (Elasticsearch's default ``index.max_result_window``).
 MAX_PAGE = 10_000
 #: How long the server keeps the scroll between two pages.
 SCROLL_KEEP_ALIVE = "2m"
 
 
-def scan_index(store: ElasticsearchBackingMap, size: int) -> Iterator[tuple[Key, Versioned]]:
+@dataclass(frozen=True)
+class IndexConnection:
+    """What a scan needs of the store: its index, how it speaks to the server, how it decodes.
+
+    ``open()`` makes the connection (creating the index if missing); ``request(method, target,
+    body, denied_ok=...)`` answers ``(status, body)``; ``check(status, body, doing)`` raises the
+    store's error for a failed answer.
+    """
+
+    index: str
+    address: str
+    serializer: Any
+    open: Callable[[], Any]
+    request: Callable[..., tuple[int, Any]]
+    check: Callable[[int, Any, str], None]
+
+
+def scan_index(store: IndexConnection, size: int) -> Iterator[tuple[Key, Versioned]]:
     """Every document of the store's index, as (group values, versioned value): ``_refresh``, then
     a scroll in pages of ``size``, cleared when the iterator is exhausted or closed."""
-    index = store.spec.index
-    store._client()                                    # creates the index if missing
-    status, answer = store._request("POST", f"/{index}/_refresh", denied_ok=True)
+    index = store.index
+    store.open()                                       # creates the index if missing
+    status, answer = store.request("POST", f"/{index}/_refresh", denied_ok=True)
     if status not in (401, 403, 404):
-        store._check(status, answer, f"_refresh of {index!r} before listing its keys")
+        store.check(status, answer, f"_refresh of {index!r} before listing its keys")
     query = {"size": size, "sort": ["_doc"], "seq_no_primary_term": True,
              "_source": ["key", "state", "state_base64"]}
-    status, answer = store._request("POST", f"/{index}/_search?scroll={SCROLL_KEEP_ALIVE}", query)
+    status, answer = store.request("POST", f"/{index}/_search?scroll={SCROLL_KEEP_ALIVE}", query)
     if status == 404 and "index_not_found" in json.dumps(answer, default=str):
         return                                        # deleted meanwhile: nothing stored
-    store._check(status, answer, f"scroll search of {index!r}")
+    store.check(status, answer, f"scroll search of {index!r}")
     scroll_id = answer.get("_scroll_id") if isinstance(answer, dict) else None
     try:
         while True:
@@ -64,21 +79,21 @@ def scan_index(store: ElasticsearchBackingMap, size: int) -> Iterator[tuple[Key,
                     yield _scanned(store, hit)
             if not isinstance(scroll_id, str):
                 raise StateError(f"{store.address}: a scroll search answered no _scroll_id")
-            status, answer = store._request("POST", "/_search/scroll",
+            status, answer = store.request("POST", "/_search/scroll",
                                            {"scroll": SCROLL_KEEP_ALIVE, "scroll_id": scroll_id})
-            store._check(status, answer, f"scroll of {index!r} (listing its keys took longer than "
+            store.check(status, answer, f"scroll of {index!r} (listing its keys took longer than "
                                         f"{SCROLL_KEEP_ALIVE} between two pages?)")
             scroll_id = answer.get("_scroll_id", scroll_id) if isinstance(answer, dict) else scroll_id
     finally:
         if isinstance(scroll_id, str):
             _clear_scroll(store, scroll_id)
 
-def _clear_scroll(store: ElasticsearchBackingMap, scroll_id: str) -> None:
+def _clear_scroll(store: IndexConnection, scroll_id: str) -> None:
     """Free the scroll context now instead of when it times out (best effort)."""
     with contextlib.suppress(StateError):             # it expires after the keep-alive anyway
-        store._request("DELETE", "/_search/scroll", {"scroll_id": [scroll_id]}, denied_ok=True)
+        store.request("DELETE", "/_search/scroll", {"scroll_id": [scroll_id]}, denied_ok=True)
 
-def _scanned(store: ElasticsearchBackingMap, hit: dict[str, Any]) -> tuple[Key, Versioned]:
+def _scanned(store: IndexConnection, hit: dict[str, Any]) -> tuple[Key, Versioned]:
     doc_id = hit.get("_id")
     if not isinstance(doc_id, str):
         raise StateError(f"{store.address}: a scroll search answered a hit without _id: "
@@ -105,4 +120,4 @@ def _scanned(store: ElasticsearchBackingMap, hit: dict[str, Any]) -> tuple[Key, 
     return key, Versioned(value, version)
 
 
-__all__ = ["MAX_PAGE", "SCROLL_KEEP_ALIVE", "scan_index"]
+__all__ = ["MAX_PAGE", "SCROLL_KEEP_ALIVE", "IndexConnection", "scan_index"]

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from trident_spark.local.handle import ServiceHandle
+from trident_spark.local.service_handle import ServiceHandle
 from trident_spark.local.services import SERVICE_NAMES, describe_provider, start_service
 
 _STARTED = pytest.StashKey[list[ServiceHandle]]()

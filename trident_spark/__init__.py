@@ -14,6 +14,8 @@ from trident_spark.fields import Fields, TridentTuple
 from trident_spark.grouped import ChainedAggregatorDeclarer, GroupedStream
 from trident_spark.joins import JoinOutFieldsMode, JoinType
 from trident_spark.operation import TridentCollector
+from trident_spark.runner import install_runner
+from trident_spark.runtime.spark_runner import SparkRunner
 from trident_spark.state.redaction import install_log_redaction
 from trident_spark.stream import Stream
 from trident_spark.topology import TridentTopology
@@ -35,6 +37,9 @@ __all__ = [
 ]
 __version__ = "0.1.0"
 
+# The DSL hands its graphs to a runner and imports none: the package wires the Spark one in
+# (it loads the planner and the runtime only when a topology is planned).
+install_runner(SparkRunner())
 # A library leaves logging to the application: no output unless it configures logging.
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 # Whatever handlers the application sets, our records show no password, key or token.

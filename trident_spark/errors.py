@@ -95,12 +95,29 @@ class OffsetOutOfRangeError(SpoutError):
     """
 
 
+
+class OperatorError(RuntimeError):
+    """User code raised on an executor: the message names the operator and the offending tuple.
+
+    Raised inside Spark tasks (``trident_spark.executor``); the driver raises it again from the
+    failed query's text (``trident_spark.runtime.failures``).
+
+    Examples
+    --------
+    >>> raise OperatorError("each(Split) raised ValueError: bad line on tuple ['x']")
+    Traceback (most recent call last):
+    ...
+    trident_spark.errors.OperatorError: each(Split) raised ValueError: bad line on tuple ['x']
+    """
+
+
 __all__ = [
     "BrokerUnavailableError",
     "DataLossError",
     "FailedException",
     "MalformedRecordError",
     "OffsetOutOfRangeError",
+    "OperatorError",
     "SpoutError",
     "StateAdoptionError",
     "StateAheadError",

@@ -3,7 +3,7 @@
 A field declared without a type (``"n"`` rather than ``"n:bigint"``) carries any Python
 value, as Trident's ``Values`` do, and its values may change type from tuple to tuple.
 Spark sees such a field as a ``binary`` column marked with :data:`OBJECT_METADATA` (see
-``planner.object_columns``); each value is one byte string, a tag then the value:
+``executor.object_columns``); each value is one byte string, a tag then the value:
 
 =========================  ===========================  ====================================
 Python value               encoded                      note

@@ -3,7 +3,7 @@
 Operations are pickled to executors and run there. As in Trident, an instance
 lives for its task (one per run, operator and partition): ``prepare(conf,
 context)`` once, then every batch on the same instance, ``cleanup()`` when the
-run stops (see ``trident_spark.planner.instances``). They must not hold
+run stops (see ``trident_spark.executor.instances``). They must not hold
 driver-side objects (SparkSession, open connections made on the driver).
 
 Built-in operations may also offer a Spark SQL form (methods starting with
@@ -16,17 +16,29 @@ import logging
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from trident_spark.fields import TridentTuple
-
-if TYPE_CHECKING:
-    from pyspark.sql import Column
-
-    from trident_spark.stream import Stream
+from trident_spark.fields import Fields, TridentTuple
 
 S = TypeVar("S")
 V = TypeVar("V")
+
+
+class StreamLike(Protocol):
+    """What an :class:`Assembly` is handed: a :class:`~trident_spark.stream.Stream` (declared
+    here so the operations need not import the builders that take them)."""
+
+    def getOutputFields(self) -> Fields:
+        """The stream's fields."""
+        ...
+
+
+if TYPE_CHECKING:  # typing's TypeVar takes a default from Python 3.13; the checker reads it here
+    from typing_extensions import TypeVar as DefaultTypeVar
+
+    StreamT = DefaultTypeVar("StreamT", bound=StreamLike, default=Any)
+else:
+    StreamT = TypeVar("StreamT", bound=StreamLike)
 
 log = logging.getLogger(__name__)
 
@@ -174,7 +186,7 @@ class BaseFunction(Operation):
     def execute(self, tuple: TridentTuple, collector: TridentCollector) -> None:
         raise NotImplementedError(f"{type(self).__name__}.execute(tuple, collector)")
 
-    def spark_columns(self, columns: list[Column]) -> list[Column] | None:
+    def spark_columns(self, columns: list[Any]) -> list[Any] | None:
         """A Spark SQL form: one expression per emitted field (may hold one generator such as
         ``explode`` to emit 0..n tuples), or None to run ``execute`` in Python."""
         return None
@@ -195,7 +207,7 @@ class BaseFilter(Operation):
     def isKeep(self, tuple: TridentTuple) -> bool:
         raise NotImplementedError(f"{type(self).__name__}.isKeep(tuple)")
 
-    def spark_condition(self, columns: list[Column]) -> Column | None:
+    def spark_condition(self, columns: list[Any]) -> Any | None:
         """A Spark SQL form: a boolean expression over the input columns, or None for Python."""
         return None
 
@@ -272,7 +284,7 @@ class Aggregator(Operation, Generic[S]):
     def complete(self, state: S, collector: TridentCollector) -> None:
         raise NotImplementedError(f"{type(self).__name__}.complete(state, collector)")
 
-    def spark_aggregates(self, columns: list[Column]) -> list[Column] | None:
+    def spark_aggregates(self, columns: list[Any]) -> list[Any] | None:
         """A Spark SQL form: one aggregate expression per output field, emitting one tuple
         per group (none for an empty batch), or None to run in Python."""
         return None
@@ -310,7 +322,7 @@ class CombinerAggregator(Operation, Generic[V]):
     def zero(self) -> V:
         raise NotImplementedError(f"{type(self).__name__}.zero()")
 
-    def spark_aggregates(self, columns: list[Column]) -> list[Column] | None:
+    def spark_aggregates(self, columns: list[Any]) -> list[Any] | None:
         """A Spark SQL form: ``[aggregate expression]`` (null on no rows), or None for Python."""
         return None
 
@@ -367,10 +379,20 @@ class StateUpdater(Operation, Generic[S]):
         raise NotImplementedError(f"{type(self).__name__}.updateState(state, tuples, collector)")
 
 
-class Assembly:
-    """A reusable piece of topology: ``stream.applyAssembly(assembly)`` returns ``apply(stream)``."""
+class Assembly(Generic[StreamT]):
+    """A reusable piece of topology: ``stream.applyAssembly(assembly)`` returns ``apply(stream)``.
 
-    def apply(self, stream: Stream) -> Stream:
+    ``apply`` takes and returns a :class:`~trident_spark.stream.Stream`; a typed subclass says
+    so with ``Assembly[Stream]`` (a plain ``Assembly`` subclass may annotate ``apply`` as it likes).
+
+    Examples
+    --------
+    >>> class Firsts(Assembly):
+    ...     def apply(self, stream):
+    ...         return stream.global_()
+    """
+
+    def apply(self, stream: StreamT) -> StreamT:
         raise NotImplementedError(f"{type(self).__name__}.apply(stream)")
 
 

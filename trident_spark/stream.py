@@ -113,7 +113,7 @@ class Stream:
         """This stream (for symmetry with ``GroupedStream.toStream``)."""
         return self
 
-    def applyAssembly(self, assembly: Assembly) -> Stream:
+    def applyAssembly(self, assembly: Assembly[Stream]) -> Stream:
         """``assembly.apply(self)``: a reusable piece of topology, e.g. ``FirstN``."""
         if isinstance(assembly, type) or not callable(getattr(assembly, "apply", None)):
             raise TopologyError(f"applyAssembly: expected an Assembly (an object with apply(stream)), got "
@@ -338,7 +338,7 @@ class Stream:
         return self._compare_all("max", comparator)
 
     def _compare_all(self, kind: str, comparator: Any) -> Stream:
-        from trident_spark.builtin import Max, Min
+        from trident_spark.builtin.aggregators import Max, Min
 
         if _arity(comparator) != 2:
             raise TopologyError(
@@ -352,7 +352,7 @@ class Stream:
         return stream
 
     def _compare_by(self, kind: str, field: str, order: Any, key: Any, comparator: Any) -> Stream:
-        from trident_spark.builtin import Max, Min
+        from trident_spark.builtin.aggregators import Max, Min
 
         if not isinstance(field, str):
             raise TopologyError(f"{kind}: give one field name, e.g. {kind}('n'); got {field!r}")

@@ -6,23 +6,17 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any, overload
 
 from trident_spark.errors import TopologyError
 from trident_spark.fields import Fields
 from trident_spark.graph import JoinNode, MergeNode, MultiReduceNode, Node, PersistNode, SpoutNode, spouts_of
 from trident_spark.joins import JoinOutFieldsMode, JoinType
-from trident_spark.runtime.progress import ProgressCallback
+from trident_spark.runner import PlannedQuery, ProgressCallback, RunHandle, RunSettings, installed_runner
 from trident_spark.sink import CollectSink
 from trident_spark.stream import Stream, check_state_factory
 from trident_spark.trident_state import TridentState
 from trident_spark.validation import FieldsLike, as_fields, check_outputs, describe, resolve_inputs
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
-    from trident_spark.planner.query import QueryPlan
-    from trident_spark.runtime.handle import TopologyHandle
 
 _STREAM_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 JOIN_TYPES = {"inner": ("inner", "inner"), "outer": ("outer", "outer"), "full": ("outer", "outer"),
@@ -324,18 +318,16 @@ class TridentTopology:
         self._states.append(state)
         return state
 
-    def queries(self) -> list[QueryPlan]:
+    def queries(self) -> list[PlannedQuery]:
         """How the topology runs: one Spark query per set of spouts joined or merged together."""
-        from trident_spark.planner.query import plan_queries
-
-        return plan_queries(self._nodes, self._sinks)
+        return list(installed_runner().queries(self._nodes, self._sinks))
 
     # --- running -----------------------------------------------------------------------
     def run(self, checkpoint_location: str | Path, trigger: str | None = "1 second",
-            spark: SparkSession | None = None, on_progress: ProgressCallback | None = None,
+            spark: Any = None, on_progress: ProgressCallback | None = None,
             conf: dict[str, Any] | None = None, max_batch_retries: int = 3,
             retry_delay: float = 0.5, outage_budget: float = 180.0, progress_history: int = 100,
-            accept_state_loss: bool = False, py_files: Sequence[str | Path] | None = None) -> TopologyHandle:
+            accept_state_loss: bool = False, py_files: Sequence[str | Path] | None = None) -> RunHandle:
         """Start every query on Spark; returns at once with a handle.
 
         Parameters
@@ -372,28 +364,25 @@ class TridentTopology:
             code, shipped as ``spark-submit --py-files`` does (``SparkContext.addPyFile``). For
             a cluster: in local mode, modules the driver imported ship with the operations.
         """
-        from trident_spark.runtime.launch import start_queries
-
         if not self._spouts:
             raise TopologyError("run(): the topology has no stream; start one with newStream(name, spout)")
         if isinstance(max_batch_retries, bool) or not isinstance(max_batch_retries, int) \
                 or max_batch_retries < 0:
             raise TopologyError(f"run(): max_batch_retries must be an int >= 0, got {max_batch_retries!r}")
-        return start_queries(self.queries(), Path(checkpoint_location), trigger, spark, on_progress,
-                             conf or {}, max_batch_retries, retry_delay, outage_budget=outage_budget,
-                             progress_history=progress_history, accept_state_loss=accept_state_loss,
-                             py_files=py_files)
+        settings = RunSettings(Path(checkpoint_location), trigger, spark, on_progress, conf,
+                               max_batch_retries, retry_delay, outage_budget, progress_history,
+                               accept_state_loss, py_files)
+        return installed_runner().run(self.queries(), settings)
 
-    def explain(self, spark: SparkSession | None = None, mode: str = "simple") -> str:
+    def explain(self, spark: Any = None, mode: str = "simple") -> str:
         """The topology's queries: their Trident operations and the Spark plan of one batch.
 
         ``mode`` is Spark's explain mode ("simple", "extended", "formatted", "cost"). Spark's plan
         shows the spouts' options: passwords, keys and tokens in them show as ``***``.
         """
-        from trident_spark.planner.explain import explain
         from trident_spark.state.redaction import redact_text
 
-        text: str = redact_text(explain(self.queries(), spark, mode))
+        text: str = redact_text(installed_runner().explain(self.queries(), spark, mode))
         return text
 
 

@@ -12,9 +12,9 @@ import pytest
 
 from trident_spark import Fields, JoinOutFieldsMode, JoinType, TopologyError, TridentTopology, TridentTuple
 from trident_spark.builtin import Count, Max, Min
+from trident_spark.errors import OperatorError
+from trident_spark.executor.grouping_stage import choose_partitions
 from trident_spark.operation import BaseFunction, GroupedMultiReducer, MultiReducer, TridentCollector
-from trident_spark.planner.custom_grouping import choose_partitions
-from trident_spark.planner.python_stage import OperatorError
 from trident_spark.spout import FeederBatchSpout, FixedBatchSpout
 from trident_spark.state import MemoryState
 

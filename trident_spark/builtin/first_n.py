@@ -135,7 +135,7 @@ class FirstNSortedAgg(Aggregator[list[tuple[Any, list[Any]]]]):
         return f"FirstNSortedAgg({self.n}, {self.sort_field!r}{', reverse=True' if self.reverse else ''})"
 
 
-class FirstN(Assembly):
+class FirstN(Assembly["Stream"]):
     """The first ``n`` tuples of each batch: Trident's ``FirstN`` assembly.
 
     ``stream.applyAssembly(FirstN(n, ...))`` keeps all the stream's fields.

@@ -19,7 +19,7 @@ from trident_spark.errors import (
     StateUnavailableError,
     TridentSparkError,
 )
-from trident_spark.runtime.errors import StreamFailedError
+from trident_spark.runtime.failures import StreamFailedError
 
 HELP = "run a topology defined in a Python file"
 EPILOG = """examples:

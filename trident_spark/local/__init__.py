@@ -15,7 +15,6 @@ Examples
 """
 
 from trident_spark.local.cluster import StandaloneCluster, spark_home
-from trident_spark.local.handle import Provider, ServiceHandle, ServiceName
 from trident_spark.local.java import JavaVersionError, java_major_version, require_java
 from trident_spark.local.kafka import (
     ConsumedRecord,
@@ -27,6 +26,7 @@ from trident_spark.local.kafka import (
 )
 from trident_spark.local.launchers import ServiceNotInstalledError
 from trident_spark.local.process import ServiceStartError
+from trident_spark.local.service_handle import Provider, ServiceHandle, ServiceName
 from trident_spark.local.services import (
     ELASTICSEARCH_ENV,
     ENV_VARS,

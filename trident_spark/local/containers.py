@@ -15,7 +15,7 @@ import socket
 import subprocess
 from typing import Any
 
-from trident_spark.local.handle import ServiceHandle, ServiceName
+from trident_spark.local.service_handle import ServiceHandle, ServiceName
 
 __all__ = [
     "ELASTICSEARCH_IMAGE",

@@ -2,7 +2,7 @@
 
 Each launcher picks a free port on 127.0.0.1, starts the binary with its
 output in a log file, waits until the service answers, and returns a
-:class:`~trident_spark.local.handle.ServiceHandle` whose ``stop()`` ends the
+:class:`~trident_spark.local.service_handle.ServiceHandle` whose ``stop()`` ends the
 process and removes everything it left (logs too, unless asked to keep them).
 """
 
@@ -17,9 +17,9 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from trident_spark.local.handle import ServiceHandle, ServiceName
 from trident_spark.local.probes import http_answers, kafka_answers, redis_answers
 from trident_spark.local.process import LocalProcess, ServiceStartError, free_port, wait_until
+from trident_spark.local.service_handle import ServiceHandle, ServiceName
 from trident_spark.state.redaction import redact_url
 
 __all__ = [

@@ -27,7 +27,6 @@ from trident_spark.local.containers import (
     start_container,
     testcontainers_installed,
 )
-from trident_spark.local.handle import Provider, ServiceHandle, ServiceName
 from trident_spark.local.launchers import (
     start_local_elasticsearch,
     start_local_kafka,
@@ -35,6 +34,7 @@ from trident_spark.local.launchers import (
 )
 from trident_spark.local.probes import http_answers, kafka_answers, redis_answers
 from trident_spark.local.process import ServiceStartError, wait_until
+from trident_spark.local.service_handle import Provider, ServiceHandle, ServiceName
 
 __all__ = [
     "ELASTICSEARCH_ENV",

@@ -14,11 +14,11 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from trident_spark.errors import TopologyError
-from trident_spark.graph import AggregateNode, AggSpec
-from trident_spark.operation import Aggregator, CombinerAggregator
-from trident_spark.planner.aggregate_exec import AggLayout, AggStep, run_aggregate
-from trident_spark.planner.instances import InstanceScope, has_lifecycle, hosted
-from trident_spark.planner.object_columns import (
+from trident_spark.executor.aggregate_stage import AggLayout, AggStep, run_aggregate
+from trident_spark.executor.column_types import arrow_type
+from trident_spark.executor.instances import InstanceScope, has_lifecycle, hosted
+from trident_spark.executor.metrics import timed
+from trident_spark.executor.object_columns import (
     OBJECT,
     group_value,
     is_object,
@@ -27,10 +27,10 @@ from trident_spark.planner.object_columns import (
     object_names,
     struct_field,
 )
+from trident_spark.graph import AggregateNode, AggSpec
+from trident_spark.operation import Aggregator, CombinerAggregator
 from trident_spark.planner.python_plan import named
 from trident_spark.planner.shipping import shipped
-from trident_spark.planner.types import arrow_type
-from trident_spark.runtime.metrics import timed
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -73,7 +73,7 @@ def _aggregate(df: DataFrame, node: AggregateNode, txid: int, conf: dict[str, An
 
 def _shuffle(df: DataFrame, group: list[str], partitions: int | None) -> DataFrame:
     """Tuples of a group together: by hash of the group fields (their keys, for untyped
-    ones: ``planner.object_columns``), or all in one partition."""
+    ones: ``executor.object_columns``), or all in one partition."""
     if not group:
         return df.repartition(1)
     keys = key_columns(df, group)
@@ -150,7 +150,7 @@ def _sql_aggregate(df: DataFrame, node: AggregateNode, partitions: int | None) -
     group = list(node.group_fields)
     if group and object_names(df.schema, group):
         # untyped group fields: grouped by their keys (1, 1.0 and True one group), each group
-        # showing one of its values (planner.object_columns)
+        # showing one of its values (executor.object_columns)
         keys = key_columns(df, group)
         untyped = object_names(df.schema, group)
         source = df.repartition(partitions, *keys) if partitions else df
@@ -195,7 +195,7 @@ def _stage(df: DataFrame, node: AggregateNode, mode: str, txid: int, conf: dict[
                        untyped_in=object_names(df.schema),
                        untyped_out=object_names(schema))
     if scope is not None and any(has_lifecycle(step.aggregator) for step in steps):
-        # Kept aggregators: the stage runs in the partition's instance host (planner.instances).
+        # Kept aggregators: the stage runs in the partition's instance host (executor.instances).
         fn = hosted(InstanceScope(scope.run_id, f"{scope.stage}/{mode}", scope.stopped),
                     partial(_entry, steps, layout, txid, conf, num_partitions), metrics)
     else:

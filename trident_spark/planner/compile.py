@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from trident_spark.errors import TopologyError
+from trident_spark.executor.instances import InstanceScope, stopped_runs
 from trident_spark.graph import (
     AggregateNode,
     EachNode,
@@ -26,7 +27,6 @@ from trident_spark.graph import (
     StateQueryNode,
 )
 from trident_spark.operation import Consumer
-from trident_spark.planner.instances import InstanceScope, stopped_runs
 from trident_spark.planner.python_plan import python_stage, python_step
 from trident_spark.planner.query import QueryPlan
 
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
 
-class BatchPlan:
+class BatchFrames:
     """The DataFrames of one batch (txid) of one query, built on demand and memoized.
 
     Parameters
@@ -176,7 +176,7 @@ class BatchPlan:
     def _ask_sql_form(self, node: Node) -> list[Column] | Column | None:
         from pyspark.sql import functions as F
 
-        from trident_spark.planner.object_columns import key_columns, object_names
+        from trident_spark.executor.object_columns import key_columns, object_names
 
         if not isinstance(node, EachNode | FilterNode):
             return None

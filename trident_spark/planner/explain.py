@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from trident_spark.errors import TopologyError
-from trident_spark.planner.compile import BatchPlan, describe_node
+from trident_spark.executor.sources import query_source, split_sources
+from trident_spark.planner.compile import BatchFrames, describe_node
 from trident_spark.planner.query import QueryPlan
 
 if TYPE_CHECKING:
@@ -19,12 +20,8 @@ def spark_plan(df: DataFrame, mode: str) -> str:
     return str(jvm.PythonSQLUtils.explainString(df._jdf.queryExecution(), mode))
 
 
-def explain(queries: list[QueryPlan], spark: SparkSession | None, mode: str) -> str:
+def explain(queries: list[QueryPlan], spark: SparkSession, mode: str) -> str:
     """Text for every query: its operations, then each output's Spark plan on an empty batch."""
-    from trident_spark.runtime.launch import query_source, split_sources
-    from trident_spark.runtime.session import local_session
-
-    spark = spark or local_session()
     lines: list[str] = []
     for query in queries:
         lines.append(f"== query {query.name!r}: spouts {[s.stream_name for s in query.spouts]} ==")
@@ -32,14 +29,14 @@ def explain(queries: list[QueryPlan], spark: SparkSession | None, mode: str) -> 
             inputs = ", ".join(str(query.nodes.index(i)) for i in node.inputs)
             lines.append(f"  [{query.nodes.index(node)}] {describe_node(node)}"
                          + (f"  <- [{inputs}]" if inputs else ""))
-        empty = spark.createDataFrame([], query_source(spark, query).schema)
-        plan = BatchPlan(query, split_sources(empty, query), txid=0)
+        empty = spark.createDataFrame([], query_source(spark, query.spouts).schema)
+        frames = BatchFrames(query, split_sources(empty, query.spouts), txid=0)
         for output in query.outputs:
             sink = " (collected)" if output.sinks else ""
             lines.append(f"-- Spark plan of [{query.nodes.index(output.node)}] "
                          f"{output.node.label}{sink} --")
             try:
-                lines.append(spark_plan(plan.dataframe(output.node), mode).rstrip())
+                lines.append(spark_plan(frames.dataframe(output.node), mode).rstrip())
             except TopologyError as exc:
                 lines.append(f"(no Spark plan: {exc})")
         lines.append("")

@@ -5,14 +5,14 @@ from __future__ import annotations
 from functools import reduce
 from typing import TYPE_CHECKING
 
-from trident_spark.graph import JoinNode, MergeNode
-from trident_spark.planner.object_columns import (
+from trident_spark.executor.object_columns import (
     from_objects,
     is_object,
     key_column,
     marked,
     objects_where_any,
 )
+from trident_spark.graph import JoinNode, MergeNode
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -67,7 +67,7 @@ def join(dfs: list[DataFrame], node: JoinNode, partitions: int | None) -> DataFr
 
     width = len(node.join_fields[0])
     # a join field untyped in one input is untyped in all; untyped keys match by Python
-    # equality (1, 1.0 and True: planner.object_columns)
+    # equality (1, 1.0 and True: executor.object_columns)
     dfs = objects_where_any(dfs, [list(on) for on in node.join_fields])
     parts: list[DataFrame] = []
     rest_columns: list[list[str]] = []

@@ -1,55 +1,23 @@
-"""``topology.multiReduce``: the tuples of several streams, within one batch, through one reducer.
+"""Driver side of ``topology.multiReduce``: several streams' tuples of one batch through one reducer.
 
-Driver side: each input is tagged with its stream index, its group values and its input
-fields (a struct), the inputs are unioned, then brought together: all in one partition for
-a MultiReducer, by hash of the group values for a GroupedMultiReducer. Executor side
-(:func:`run_multi_reduce`, inside ``mapInArrow``): Trident's MultiReducerProcessor, with
-GroupedMultiReducerExecutor's one state per group and GroupCollector's group values first.
+Each input is tagged with its stream index, its group values and its input fields (a
+struct), the inputs are unioned, then brought together: all in one partition for a
+MultiReducer, by hash of the group values for a GroupedMultiReducer. The executor side is
+:mod:`trident_spark.executor.multi_reduce_stage`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from functools import partial, reduce
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
-from trident_spark.errors import FailedException
-from trident_spark.fields import Fields, TridentTuple
+from trident_spark.executor.instances import InstanceScope, has_lifecycle, hosted
+from trident_spark.executor.multi_reduce_stage import STREAM, MultiReduceStep, run_hosted, run_multi_reduce
 from trident_spark.graph import MultiReduceNode
-from trident_spark.object_values import decode_column, decode_value, hashable
-from trident_spark.operation import OperationContext, TridentCollector, overrides_prepare
-from trident_spark.planner.instances import InstanceScope, has_lifecycle, hosted, task_instances
-from trident_spark.planner.python_stage import (
-    MAX_TUPLE_CHARS,
-    OperatorError,
-    partition_index,
-    to_arrow_column,
-)
+from trident_spark.operation import overrides_prepare
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
-
-STREAM = "__stream"
-
-
-@dataclass
-class MultiReduceStep:
-    """What the executor needs: the reducer, each stream's input fields, the output layout."""
-
-    label: str
-    reducer: Any
-    grouped: bool
-    input_fields: list[list[str]]
-    group_fields: list[str]  # the group tuple's names (the first stream's group fields)
-    output_fields: list[str]
-    output_types: dict[str, pa.DataType]
-    untyped_inputs: list[frozenset[str]] = dataclasses.field(default_factory=list)  # per stream
-    untyped_out: frozenset[str] = frozenset()  # untyped output fields (group fields included)
-    untyped_groups: frozenset[int] = frozenset()  # positions of the untyped group values
 
 
 def multi_reduce(dfs: list[DataFrame], node: MultiReduceNode, txid: int, conf: dict[str, Any],
@@ -60,7 +28,9 @@ def multi_reduce(dfs: list[DataFrame], node: MultiReduceNode, txid: int, conf: d
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructField, StructType
 
-    from trident_spark.planner.object_columns import (
+    from trident_spark.executor.column_types import arrow_type
+    from trident_spark.executor.metrics import timed
+    from trident_spark.executor.object_columns import (
         is_object,
         key_columns,
         object_names,
@@ -69,8 +39,6 @@ def multi_reduce(dfs: list[DataFrame], node: MultiReduceNode, txid: int, conf: d
     )
     from trident_spark.planner.python_plan import named
     from trident_spark.planner.shipping import shipped
-    from trident_spark.planner.types import arrow_type
-    from trident_spark.runtime.metrics import timed
 
     width = len(node.group_fields[0])
     grouped = width > 0
@@ -114,115 +82,10 @@ def multi_reduce(dfs: list[DataFrame], node: MultiReduceNode, txid: int, conf: d
         n = 1
     task: Any = partial(run_multi_reduce, step, len(dfs), txid, conf, n)
     if scope is not None and has_lifecycle(node.reducer):
-        task = hosted(scope, partial(_with_metrics, step, len(dfs), txid, conf, n), metrics)
+        task = hosted(scope, partial(run_hosted, step, len(dfs), txid, conf, n), metrics)
     fn = timed(task, "aggregate", node.label, metrics)
     return shipped(lambda: together.mapInArrow(named(fn, node.label), StructType(struct)),
                    [(node.label, node.reducer)])
 
 
-def _with_metrics(step: MultiReduceStep, streams: int, txid: int, conf: dict[str, Any], num_partitions: int,
-                  metrics: Any, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """:func:`run_multi_reduce` as an instance host runs it (it counts nothing itself)."""
-    return run_multi_reduce(step, streams, txid, conf, num_partitions, batches)
-
-
-def run_multi_reduce(step: MultiReduceStep, streams: int, txid: int, conf: dict[str, Any],
-                     num_partitions: int, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """One partition of a multiReduce (the ``mapInArrow`` body): every tuple through the reducer.
-
-    The reducer is prepared for this task and cleaned up at its end, or, in an instance host
-    (``planner.instances``), the partition's kept one is used."""
-    instances = task_instances()
-    reducer = instances.acquire(0, step.reducer, dict(conf),
-                                OperationContext(partition_index(), num_partitions, txid, step.label))
-    collector = TridentCollector()
-    rows: list[list[Any]] = []
-    width = len(step.group_fields)
-    emitted_width = len(step.output_fields) - width
-    input_names = [Fields(*names) for names in step.input_fields]
-    indexes = [{name: i for i, name in enumerate(names)} for names in step.input_fields]
-    group_names = Fields(*step.group_fields)
-
-    def drain(group_values: Sequence[Any]) -> None:
-        for values in collector.reset():
-            if values is None or len(values) != emitted_width:
-                raise OperatorError(
-                    f"{step.label}: emitted {0 if values is None else len(values)} values {values!r:.100} "
-                    "but "
-                    f"the output fields {step.output_fields} leave {emitted_width} for it"
-                    + (f" after the {width} group value(s)" if width else ""))
-            rows.append([*group_values, *values])
-
-    try:
-        groups: dict[Any, tuple[TridentTuple, Any]] = {}
-        state: Any = None
-        if not step.grouped:
-            state = _call(step, None, reducer.init, collector)
-            drain(())
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            stream_of = batch.column(STREAM).to_pylist()
-            sides = [batch.column(f"__in{i}").to_pylist() if f"__in{i}" in batch.schema.names else None
-                     for i in range(streams)]
-            group_columns = [decode_column(batch.column(f"__g{j}")) if j in step.untyped_groups
-                             else batch.column(f"__g{j}").to_pylist() for j in range(width)]
-            for row, i in enumerate(stream_of):
-                side = sides[i]
-                record = side[row] if side is not None else None
-                values = [None if record is None else record.get(name) for name in step.input_fields[i]]
-                if step.untyped_inputs and step.untyped_inputs[i]:
-                    values = [decode_value(v) if name in step.untyped_inputs[i] else v
-                              for name, v in zip(step.input_fields[i], values, strict=True)]
-                tuple_ = TridentTuple(values, input_names[i], indexes[i])
-                if not step.grouped:
-                    _call(step, tuple_, reducer.execute, state, i, tuple_, collector)
-                    drain(())
-                    continue
-                group_values = [column[row] for column in group_columns]
-                key = _key(group_values)
-                entry = groups.get(key)
-                if entry is None:
-                    group = TridentTuple(group_values, group_names)
-                    entry = groups[key] = (group, _call(step, None, reducer.init, collector, group))
-                    drain(group_values)
-                _call(step, tuple_, reducer.execute, entry[1], i, entry[0], tuple_, collector)
-                drain(group_values)
-        if step.grouped:
-            for group, group_state in groups.values():
-                _call(step, None, reducer.complete, group_state, group, collector)
-                drain(group.getValues())
-        else:
-            _call(step, None, reducer.complete, state, collector)
-            drain(())
-        if rows:
-            arrays = [to_arrow_column(name, [r[j] for r in rows], step.output_types[name],
-                                      untyped=name in step.untyped_out, operator=step.label)
-                      for j, name in enumerate(step.output_fields)]
-            yield pa.RecordBatch.from_arrays(arrays, names=step.output_fields)
-    finally:
-        instances.release()
-
-
-def _key(values: list[Any]) -> Any:
-    """A dict key for group values: equal values (Python equality) are one group."""
-    try:
-        key = tuple(values)
-        hash(key)
-        return key
-    except TypeError:
-        return hashable(values)
-
-
-def _call(step: MultiReduceStep, t: TridentTuple | None, fn: Any, *args: Any) -> Any:
-    try:
-        return fn(*args)
-    except (FailedException, OperatorError):
-        raise
-    except Exception as exc:
-        shown = "" if t is None else f" on tuple {repr(t)[:MAX_TUPLE_CHARS]}"
-        raise OperatorError(f"{step.label}.{getattr(fn, '__name__', 'call')} failed{shown}: "
-                            f"{type(exc).__name__}: {exc}") from exc
-
-
-__all__ = ["MultiReduceStep", "multi_reduce", "run_multi_reduce"]
+__all__ = ["multi_reduce"]

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 from trident_spark.errors import TopologyError
@@ -34,7 +35,7 @@ def repartition(df: DataFrame, node: RepartitionNode, partitions: int | None) ->
     if kind == "shuffle":
         return df.repartition(partitions or default_parallelism(df))
     if kind == "partitionBy":
-        from trident_spark.planner.object_columns import key_columns
+        from trident_spark.executor.object_columns import key_columns
 
         keys = key_columns(df, node.key_fields)  # untyped: 1, 1.0 and True to one partition
         return df.repartition(partitions, *keys) if partitions else df.repartition(*keys)
@@ -58,10 +59,24 @@ def repartition(df: DataFrame, node: RepartitionNode, partitions: int | None) ->
         # Trident's IdentityGrouping: task i sends to task i (its groups get one parallelism)
         return df.repartitionById(partitions, F.pmod(F.spark_partition_id(), F.lit(partitions)))
     if kind == "custom":
-        from trident_spark.planner.custom_grouping import custom_partition
-
         return custom_partition(df, node, partitions or default_parallelism(df))
     raise TopologyError(f"{node.label}: unknown repartitioning {kind!r}")
+
+
+def custom_partition(df: DataFrame, node: RepartitionNode, partitions: int) -> DataFrame:
+    """``df`` with each tuple in the partition(s) ``node.grouping`` chose, of ``partitions``."""
+    from pyspark.sql.types import IntegerType, StructField, StructType
+
+    from trident_spark.executor.grouping_stage import TARGET, choose_partitions
+    from trident_spark.executor.object_columns import object_names
+    from trident_spark.planner.python_plan import named
+    from trident_spark.planner.shipping import shipped
+
+    schema = StructType([*df.schema.fields, StructField(TARGET, IntegerType(), False)])
+    fn = partial(choose_partitions, node.label, node.grouping, list(df.columns), partitions,
+                 untyped=object_names(df.schema))
+    indexed = shipped(lambda: df.mapInArrow(named(fn, node.label), schema), [(node.label, node.grouping)])
+    return indexed.repartitionById(partitions, TARGET).drop(TARGET)
 
 
 def broadcast(df: DataFrame, partitions: int) -> DataFrame:

@@ -6,14 +6,14 @@ from collections.abc import Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from trident_spark.executor.column_types import arrow_type
+from trident_spark.executor.instances import InstanceScope, has_lifecycle, hosted
+from trident_spark.executor.object_columns import is_object, object_names, struct_field
+from trident_spark.executor.python_stage import PythonStep, run_stage
 from trident_spark.fields import Fields
 from trident_spark.graph import EachNode, FilterNode, MapNode, Node, PeekNode
 from trident_spark.operation import overrides_prepare
-from trident_spark.planner.instances import InstanceScope, has_lifecycle, hosted
-from trident_spark.planner.object_columns import is_object, object_names, struct_field
-from trident_spark.planner.python_stage import PythonStep, run_stage
 from trident_spark.planner.shipping import shipped
-from trident_spark.planner.types import arrow_type
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -52,7 +52,7 @@ def python_stage(df: DataFrame, steps: list[PythonStep], last: Node | list[str],
     (or the given list of them: those read downstream).
 
     With ``scope`` (a run), a stage whose operations override ``prepare`` or ``cleanup`` runs
-    in the partition's instance host, which keeps them from batch to batch (``planner.instances``).
+    in the partition's instance host, which keeps them from batch to batch (``executor.instances``).
     """
     from pyspark.sql.types import StructType
 

@@ -13,15 +13,15 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from trident_spark.errors import TopologyError
+from trident_spark.executor.column_types import arrow_type
+from trident_spark.executor.instances import InstanceScope, has_lifecycle, hosted
+from trident_spark.executor.metrics import timed
+from trident_spark.executor.object_columns import OBJECT, is_object, object_names, struct_field
+from trident_spark.executor.state_stage import StateStep, check_not_ahead, persist, query, with_metrics
 from trident_spark.graph import PersistNode, StateQueryNode
 from trident_spark.operation import overrides_prepare
-from trident_spark.planner.instances import InstanceScope, has_lifecycle, hosted
-from trident_spark.planner.object_columns import OBJECT, is_object, object_names, struct_field
 from trident_spark.planner.python_plan import named
 from trident_spark.planner.shipping import shipped
-from trident_spark.planner.state_stage import StateStep, check_not_ahead, persist, query, with_metrics
-from trident_spark.planner.types import arrow_type
-from trident_spark.runtime.metrics import timed
 
 if TYPE_CHECKING:
     from pyspark import Accumulator

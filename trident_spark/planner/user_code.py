@@ -157,12 +157,11 @@ def _ships_by_value(module: types.ModuleType) -> bool:
 @functools.cache
 def _library_roots() -> tuple[str, ...]:
     """Installed code: the standard library, site-packages, and trident_spark (an editable install)."""
-    import trident_spark
-
     paths = sysconfig.get_paths()
     roots = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
     roots.update(p for p in sys.path if p.rstrip(os.sep).endswith(("site-packages", "dist-packages")))
-    roots.add(os.path.dirname(trident_spark.__file__))
+    # trident_spark's own directory: two up from this module (trident_spark/planner/user_code.py).
+    roots.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     return tuple(sorted(os.path.realpath(root) for root in roots))
 
 

@@ -17,9 +17,10 @@ from trident_spark.errors import (
     StateConflictError,
     StateUnavailableError,
 )
+from trident_spark.executor.sources import split_sources
 from trident_spark.graph import PersistNode, StateQueryNode, ancestors
 from trident_spark.outage import Kind, Outage
-from trident_spark.planner.compile import BatchPlan
+from trident_spark.planner.compile import BatchFrames
 from trident_spark.planner.query import Output, QueryPlan
 from trident_spark.runtime.metrics import batch_description
 from trident_spark.runtime.replays import SparkReads, with_attempts
@@ -102,7 +103,7 @@ class BatchRunner:
         self.commits = StateCommits(written, self.query.name, self.checkpoint, self.accept_state_loss)
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
-        from trident_spark.runtime.errors import translate
+        from trident_spark.runtime.failures import translate
         attempt = 0
         outage = self._outage(batch_id)
         tries, reads = 0, None
@@ -136,7 +137,7 @@ class BatchRunner:
                             self.query.name, batch_id, cause, attempt, self.max_retries, delay)
                 time.sleep(delay)
         outage.end()
-        from trident_spark.tuning.adaptive import after_batch
+        from trident_spark.spout.kafka_adaptive import after_batch
 
         after_batch(self.query, self.checkpoint, batch_id, started)  # adaptive spouts: the duration
         if self.on_metrics is not None:
@@ -148,21 +149,20 @@ class BatchRunner:
     def run_once(self, df: DataFrame, batch_id: int) -> dict[Any, float]:
         """One attempt at the batch: every output computed, sinks filled; returns what its
         tasks counted (``runtime.metrics``)."""
-        from trident_spark.runtime.launch import split_sources
-
         df.sparkSession.sparkContext.setJobDescription(batch_description(self.query.name, batch_id))
         shared = len(self.query.spouts) > 1
         if shared:
             df = df.persist()  # read the spouts once for all of them
         stats = self._counters(df)
-        plan = BatchPlan(self.query, split_sources(df, self.query), batch_id, self.conf, stats, self.run_id)
+        sources = split_sources(df, self.query.spouts)
+        frames = BatchFrames(self.query, sources, batch_id, self.conf, stats, self.run_id)
         try:
             if self.has_state:
                 replaying = self._began_writing() == batch_id
                 if not self._checked_states:
                     # Keys of the batch stored ahead of it, named with the largest txid the store holds.
                     largest = self.commits.largest_txids() if self.commits else {}
-                    plan.check_states_not_ahead(replaying, largest)
+                    frames.check_states_not_ahead(replaying, largest)
                     self._checked_states = True
                 if self.commits:
                     # The store against the checkpoint: lost, rolled back or ahead stops the batch here.
@@ -175,11 +175,11 @@ class BatchRunner:
                 if self.commits:
                     self.commits.begin(batch_id)
             for outputs in self.phases:
-                self._run_outputs(plan, outputs, batch_id)
+                self._run_outputs(frames, outputs, batch_id)
             if self.has_state and self.commits:
                 self.commits.after_writes(batch_id, self._offsets(batch_id))
         finally:
-            plan.release()
+            frames.release()
             if shared:
                 df.unpersist()
         return dict(stats.value)
@@ -194,10 +194,8 @@ class BatchRunner:
         adopted = self.commits.adopted_records()
         if not adopted:
             return
-        from trident_spark.runtime.launch import split_sources
-
         first: dict[tuple[str, str], int] = {}
-        for source in split_sources(df, self.query).values():
+        for source in split_sources(df, self.query.spouts).values():
             for where, offset in first_offsets(source).items():
                 first[where] = min(offset, first.get(where, offset))
         for address, record, txid_offset in adopted:
@@ -220,8 +218,7 @@ class BatchRunner:
         """What did not answer: ``("store", its address)`` or ``("broker", the spout's address)``."""
         if isinstance(cause, StateUnavailableError):
             return "store", str(getattr(cause, "address", None) or "?")
-        addresses = [str(node.spout.config.address) for node in self.query.spouts
-                     if hasattr(getattr(node.spout, "config", None), "address")]
+        addresses = [node.spout.address for node in self.query.spouts if node.spout.address is not None]
         named = [a for a in addresses if a in str(cause)]
         return "broker", ", ".join(dict.fromkeys(named or addresses)) or "?"
 
@@ -248,14 +245,14 @@ class BatchRunner:
     def _counters(self, df: DataFrame) -> Accumulator[dict[Any, float]]:
         """The accumulator the batch's tasks count into, emptied for this attempt."""
         if self._stats is None:
-            from trident_spark.runtime.metrics import CountersParam
+            from trident_spark.executor.metrics import CountersParam
 
             self._stats = df.sparkSession.sparkContext.accumulator({}, CountersParam())
         self._stats.value = {}
         return self._stats
 
-    def _run_outputs(self, plan: BatchPlan, outputs: list[Output], batch_id: int) -> None:
-        results = [(output, plan.dataframe(output.node)) for output in outputs]
+    def _run_outputs(self, frames: BatchFrames, outputs: list[Output], batch_id: int) -> None:
+        results = [(output, frames.dataframe(output.node)) for output in outputs]
         if len(results) == 1:
             _finish(*results[0], batch_id)
         elif results:
@@ -285,8 +282,8 @@ def _finish(output: Output, result: DataFrame, batch_id: int) -> None:
 
 def python_rows(df: DataFrame) -> list[dict[str, Any]]:
     """``df``'s rows as dicts of Python values, untyped fields decoded (``trident_spark.object_values``)."""
+    from trident_spark.executor.object_columns import object_names
     from trident_spark.object_values import decode_column
-    from trident_spark.planner.object_columns import object_names
 
     table = df.toArrow()
     if not table.column_names:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trident_spark.errors import TopologyError
-from trident_spark.runtime.errors import translate
+from trident_spark.runtime.failures import translate
 from trident_spark.runtime.metrics import batch_description, batch_spark_metrics
 from trident_spark.runtime.progress import PROGRESS_FILE, RUN_FILE, BatchProgress, ProgressCallback
 from trident_spark.runtime.progress_log import PROGRESS_FILE_BYTES, PROGRESS_FILES_KEPT, ProgressLog

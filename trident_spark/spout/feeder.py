@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from trident_spark.fields import Fields
 from trident_spark.object_values import OBJECT, OBJECT_METADATA, UncarriableValueError, encode_column
+from trident_spark.spout.base import Spout
 from trident_spark.spout.feeder_files import batch_path, count_batches, write_batch
 from trident_spark.spout.feeder_types import ColumnType, parse_type, quote_name
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
-class FeederBatchSpout:
+class FeederBatchSpout(Spout):
     """A spout you feed by hand, for tests and docs: each ``feed()`` is one Trident batch.
 
     Parameters

@@ -15,13 +15,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from trident_spark.fields import Fields
+from trident_spark.spout.base import Spout
 from trident_spark.spout.feeder import FeederBatchSpout
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
-class FixedBatchSpout:
+class FixedBatchSpout(Spout):
     """Trident's ``FixedBatchSpout(fields, maxBatchSize, *values)``, for examples and tests.
 
     Parameters

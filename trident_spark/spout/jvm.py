@@ -19,8 +19,6 @@ from trident_spark.state.redaction import redact_options
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from trident_spark.spout.kafka import KafkaSpout
-
 log = logging.getLogger(__name__)
 
 
@@ -80,11 +78,10 @@ def measure_topic(config: KafkaSpoutConfig) -> tuple[int, float | None]:
     return len(partitions), (sum(sizes) / len(sizes) if sizes else None)
 
 
-def jvm_dataframe(spark: SparkSession, spout: KafkaSpout) -> DataFrame:
-    """Spark's ``kafka`` source, shaped like the Python spout's records."""
+def jvm_dataframe(spark: SparkSession, config: KafkaSpoutConfig) -> DataFrame:
+    """Spark's ``kafka`` source read with ``config``, shaped like the Python spout's records."""
     from pyspark.sql import functions as F
 
-    config = spout.config
     partitions, record_bytes = (None, None)
     if config.max_fetch_bytes:
         partitions, record_bytes = measure_topic(config)

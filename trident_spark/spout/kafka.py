@@ -6,9 +6,12 @@ SparkSession; the runner does the rest.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from trident_spark.spout.base import Spout, SpoutRun
 from trident_spark.spout.kafka_config import (
     KafkaSpoutConfig,
     KeyFormat,
@@ -26,7 +29,7 @@ Engine = Literal["python", "jvm"]
 KAFKA_FIELDS = ("key", "value", "topic", "partition", "offset", "timestamp")
 
 
-class KafkaSpout:
+class KafkaSpout(Spout):
     """Read Kafka topics as Trident batches: one Spark micro-batch per txid.
 
     Parameters
@@ -72,7 +75,7 @@ class KafkaSpout:
         and a restarted query resumes from the last limit. Use it when the per-record
         cost varies (load, record mix, a slower store) and you want steady batch
         latency without hand-tuning ``max_fetch_bytes``; the rules are in
-        :mod:`trident_spark.tuning.adaptive`. Python engine only.
+        :mod:`trident_spark.spout.kafka_adaptive`. Python engine only.
     max_offsets_per_trigger : int, optional
         At most this many records per batch, split across partitions in proportion
         to their backlog (Spark's Kafka source rule).
@@ -203,7 +206,7 @@ class KafkaSpout:
         if self.engine == "jvm":
             from trident_spark.spout.jvm import jvm_dataframe
 
-            return jvm_dataframe(spark, self)
+            return jvm_dataframe(spark, self.config)
         from trident_spark.spout.kafka_source import FORMAT_NAME, KafkaDataSource
 
         if not getattr(spark, "_trident_kafka_registered", False):
@@ -211,3 +214,25 @@ class KafkaSpout:
             spark._trident_kafka_registered = True  # type: ignore[attr-defined]
         return spark.readStream.format(FORMAT_NAME).option("config", self.config.to_json()).load()
 
+    def for_run(self, run: SpoutRun) -> KafkaSpout:
+        """The spout as a run reads it: read by our Python source, it also reports its read time
+        per batch (the ``source`` stage of the batch's metrics), an adaptive one learns where the
+        driver leaves batch durations (``run.checkpoint``, see :mod:`trident_spark.spout.kafka_adaptive`),
+        and planning waits through a broker outage within ``run.outage_budget`` seconds,
+        recording the wait in the query's checkpoint directory. Spark's own source
+        (``engine="jvm"``) runs as it is."""
+        if self.engine != "python":
+            return self
+        config = self.config
+        spout = copy.copy(self)
+        here = str(run.checkpoint) if run.checkpoint is not None else None
+        feedback = here if here is not None and config.adaptive else config.feedback_dir
+        spout.config = dataclasses.replace(
+            config, read_metrics=True, feedback_dir=feedback, outage_budget_s=run.outage_budget,
+            outage_dir=here if here is not None else config.outage_dir)
+        return spout
+
+    @property
+    def address(self) -> str:
+        """The bootstrap address as given (no password), named when the broker does not answer."""
+        return str(self.config.address)

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from trident_spark.durations import parse_seconds
+from trident_spark.spout import base as spout_base
 from trident_spark.state.redaction import redact_options, redact_text
 
 ValueFormat = Literal["str", "bytes", "json"]
@@ -47,8 +48,9 @@ CONSUMER_DEFAULTS: dict[str, Any] = {
 }
 
 
-#: The column of the read time of each Arrow batch (ms, on the batch's first row; null elsewhere).
-READ_MS_COLUMN = "__read_ms"
+#: The column of the read time of each Arrow batch (ms, on the batch's first row; null elsewhere):
+#: the Spout interface's column, which the runtime sums into the batch's ``source`` stage.
+READ_MS_COLUMN = spout_base.READ_MS_COLUMN
 
 
 @dataclass(frozen=True)

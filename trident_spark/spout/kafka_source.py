@@ -23,7 +23,7 @@ first run would have. With adaptive batching ``batch`` also holds
 controller's decision (``adapt``: reason, the feedback batch it used, the
 fixed-cost guard's reference point, the last batch's bytes and duration for the
 cost slope): the next batch's limit is decided from
-them and the driver's feedback file (:mod:`trident_spark.tuning.adaptive`).
+them and the driver's feedback file (:mod:`trident_spark.spout.kafka_adaptive`).
 """
 
 from __future__ import annotations
@@ -49,6 +49,15 @@ from pyspark.sql.types import StructType
 
 from trident_spark.errors import BrokerUnavailableError, DataLossError
 from trident_spark.outage import Outage
+from trident_spark.spout.kafka_adaptive import (
+    INITIAL,
+    NO_FEEDBACK,
+    WARM_UP,
+    AdaptiveController,
+    Decision,
+    Observation,
+    read_feedback,
+)
 from trident_spark.spout.kafka_client import KafkaBrokerClient, ProbeResult
 from trident_spark.spout.kafka_config import KafkaSpoutConfig
 from trident_spark.spout.kafka_offsets import (
@@ -64,15 +73,6 @@ from trident_spark.spout.kafka_offsets import (
     estimate_range_bytes,
     plan_ranges,
     prorate_max_rows,
-)
-from trident_spark.tuning.adaptive import (
-    INITIAL,
-    NO_FEEDBACK,
-    WARM_UP,
-    AdaptiveController,
-    Decision,
-    Observation,
-    read_feedback,
 )
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,8 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from trident_spark.tuning.plan import _ARGUMENTS, TuningPlan, plan
+from trident_spark.tuning.plan import TuningPlan, plan
+from trident_spark.tuning.plan_inputs import ARGUMENTS
 
 
 def measured_inputs(batches: Iterable[Any]) -> dict[str, Any]:
@@ -104,7 +105,7 @@ def plan_from_progress(batches: Iterable[Any], **overrides: Any) -> TuningPlan:
     if "cores" not in arguments and "executors" not in arguments:
         missing.append("cores")
     if missing:
-        examples = ", ".join(f"{name}={_ARGUMENTS[name][1]}" for name in missing)
+        examples = ", ".join(f"{name}={ARGUMENTS[name][1]}" for name in missing)
         raise ValueError(f"plan_from_progress(): the batches do not show {', '.join(missing)}; "
                          f"give {examples} (your numbers)")
     return plan(**arguments)

@@ -18,259 +18,16 @@ measured cost of a record it derives the records per batch, the spout's read
 limits, the trigger, the partitions per stage and the state's cache and round
 trip sizes, each with the formula and the numbers behind it.
 :func:`~trident_spark.tuning.measured.plan_from_progress` takes the measured inputs
-from finished batches; :mod:`~trident_spark.tuning.plan_text` writes a plan out as text.
+from finished batches; its inputs are :class:`~trident_spark.tuning.plan_inputs.PlanInputs`, its result a
+:class:`~trident_spark.tuning.settings.TuningPlan`, which writes itself out as text.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any
 
-from trident_spark.tuning import plan_text
-from trident_spark.tuning.plan_text import _num, budget_terms, cost_terms, overhead_term
-
-# What each argument is, and an example value, for the error messages.
-_ARGUMENTS: dict[str, tuple[str, str]] = {
-    "kafka_partitions": ("the number of partitions of the spout's topics", "16"),
-    "record_bytes": ("the average record size, key + value (bytes)", "1000"),
-    "per_record_ms": ("the most expensive stage's task time per record (ms)", "8"),
-    "target_batch_ms": ("the batch duration to aim at (ms)", "800"),
-    "cores": ("the total executor cores", "16"),
-    "executors": ("the number of executors", "4"),
-    "cores_per_executor": ("the cores of each executor", "4"),
-    "store_sweet_spot_keys": ("the keys per store round trip at the lowest cost per key", "1000"),
-    "fan_out": ("records the expensive stage receives per Kafka record", "1"),
-    "other_stages_per_record_ms": ("the other stages' task time per Kafka record (ms)", "0.5"),
-    "batch_overhead_ms": ("the fixed bookkeeping time of a batch (ms)", "50"),
-    "distinct_keys_per_batch": ("the distinct state keys one batch touches", "20000"),
-    "working_set_keys": ("the distinct state keys worth keeping cached", "50000"),
-    "input_records_per_second": ("the records arriving per second", "1500"),
-    "shuffle_partitions": ("the current spark.sql.shuffle.partitions", "200"),
-}
-
-
-def _bad(name: str, value: Any, rule: str) -> ValueError:
-    what, example = _ARGUMENTS[name]
-    return ValueError(f"plan({name}={value!r}): {what} must be {rule}; give e.g. {name}={example}")
-
-
-def _whole(name: str, value: Any, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise _bad(name, value, f"a whole number >= {minimum}")
-    return value
-
-
-def _number(name: str, value: Any, *, allow_zero: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
-            or value < 0 or (value == 0 and not allow_zero):
-        raise _bad(name, value, "a number >= 0" if allow_zero else "a number > 0")
-    return float(value)
-
-
-@dataclass(frozen=True, kw_only=True)
-class PlanInputs:
-    """The checked inputs of :func:`plan` (see it for each argument's meaning and unit).
-
-    Examples
-    --------
-    >>> inputs = PlanInputs(kafka_partitions=16, record_bytes=1000, per_record_ms=8,
-    ...                     target_batch_ms=800, executors=4, cores_per_executor=4)
-    >>> inputs.parallelism
-    16
-    """
-
-    kafka_partitions: int
-    record_bytes: float
-    per_record_ms: float
-    target_batch_ms: float
-    cores: int | None = None
-    executors: int | None = None
-    cores_per_executor: int | None = None
-    store_sweet_spot_keys: int | None = None
-    fan_out: float = 1.0
-    other_stages_per_record_ms: float = 0.0
-    batch_overhead_ms: float = 0.0
-    distinct_keys_per_batch: int | None = None
-    working_set_keys: int | None = None
-    input_records_per_second: float | None = None
-    shuffle_partitions: int | None = None
-
-    def __post_init__(self) -> None:
-        _whole("kafka_partitions", self.kafka_partitions)
-        for name in ("record_bytes", "per_record_ms", "target_batch_ms", "fan_out"):
-            _number(name, getattr(self, name))
-        for name in ("other_stages_per_record_ms", "batch_overhead_ms"):
-            _number(name, getattr(self, name), allow_zero=True)
-        for name in ("cores", "executors", "cores_per_executor", "store_sweet_spot_keys",
-                     "distinct_keys_per_batch", "working_set_keys", "shuffle_partitions"):
-            if getattr(self, name) is not None:
-                _whole(name, getattr(self, name))
-        if self.input_records_per_second is not None:
-            _number("input_records_per_second", self.input_records_per_second)
-        self._check_parallelism()
-        if self.batch_overhead_ms >= self.target_batch_ms:
-            raise ValueError(
-                f"plan(batch_overhead_ms={self.batch_overhead_ms:g}): the fixed overhead leaves no time "
-                f"for records in target_batch_ms={self.target_batch_ms:g}; give a target_batch_ms above "
-                f"{self.batch_overhead_ms:g} or a smaller batch_overhead_ms")
-        if self.working_set_keys is not None and self.distinct_keys_per_batch is not None \
-                and self.working_set_keys < self.distinct_keys_per_batch:
-            raise ValueError(
-                f"plan(working_set_keys={self.working_set_keys!r}): the keys worth caching include at "
-                f"least one batch's keys (distinct_keys_per_batch={self.distinct_keys_per_batch!r}); "
-                f"give working_set_keys >= {self.distinct_keys_per_batch} or leave it out")
-
-    def _check_parallelism(self) -> None:
-        split = (self.executors, self.cores_per_executor)
-        if self.cores is None and None in split:
-            if split == (None, None):
-                raise ValueError("plan(): the parallelism is missing; give cores=<total executor cores> "
-                                 "(e.g. cores=16) or executors= and cores_per_executor=")
-            given, missing = (("executors", "cores_per_executor") if self.executors is not None
-                              else ("cores_per_executor", "executors"))
-            raise ValueError(f"plan({given}={getattr(self, given)!r}): give {missing}= too "
-                             f"(or cores=<total executor cores> instead)")
-        if self.cores is not None and self.executors is not None and self.cores_per_executor is not None \
-                and self.cores != self.executors * self.cores_per_executor:
-            raise ValueError(
-                f"plan(cores={self.cores!r}): executors x cores_per_executor = {self.executors} x "
-                f"{self.cores_per_executor} = {self.executors * self.cores_per_executor}; give cores= "
-                f"or executors= and cores_per_executor=, not numbers that disagree")
-
-    @property
-    def parallelism(self) -> int:
-        """Total executor cores: ``cores``, or ``executors x cores_per_executor``."""
-        if self.cores is not None:
-            return self.cores
-        assert self.executors is not None and self.cores_per_executor is not None
-        return self.executors * self.cores_per_executor
-
-    @property
-    def record_cost_ms(self) -> float:
-        """Task time per Kafka record over all stages: ``per_record_ms x fan_out + other``."""
-        return self.per_record_ms * self.fan_out + self.other_stages_per_record_ms
-
-
-@dataclass(frozen=True, kw_only=True)
-class TuningPlan:
-    """Settings derived by :func:`plan`, each with its formula in :attr:`formulas`.
-
-    Attributes
-    ----------
-    inputs : PlanInputs
-        What the plan was made from.
-    parallelism : int
-        Total executor cores.
-    records_per_batch : int
-        Kafka records per batch.
-    max_offsets_per_trigger, max_fetch_bytes : int
-        The spout's read limits: records per batch, and bytes per partition per batch.
-    min_partitions : int or None
-        ``KafkaSpout(min_partitions=)`` when there are fewer Kafka partitions than cores.
-    trigger_ms : int
-        Trigger interval in ms; ``trigger`` is the same as Spark writes it (``"800 milliseconds"``).
-    stage_partitions : int
-        Partitions of the expensive stage: ``spark.sql.shuffle.partitions``, ``parallelismHint``.
-    cache_size : int or None
-        State ``cache_size`` (per task); None without ``working_set_keys`` / ``distinct_keys_per_batch``.
-    max_multi_get_batch_size, max_multi_put_batch_size : int or None
-        Keys per store round trip; None without ``store_sweet_spot_keys``.
-    expected_batch_ms : float
-        What a full batch is expected to take.
-    throughput : float
-        Records per second by Little's Law, with one batch in flight.
-    keeps_up : bool or None
-        Whether ``throughput`` covers ``input_records_per_second`` (None: no rate given).
-    parallelism_needed : int or None
-        The fewest cores that keep up with ``input_records_per_second``.
-    warnings : tuple of str
-        What in the inputs wastes cores, round trips or time, and what to change.
-    formulas : dict
-        For each setting above, ``"name = formula = numbers = value"``.
-    """
-
-    inputs: PlanInputs
-    parallelism: int
-    records_per_batch: int
-    max_offsets_per_trigger: int
-    max_fetch_bytes: int
-    min_partitions: int | None
-    trigger_ms: int
-    trigger: str
-    stage_partitions: int
-    cache_size: int | None
-    max_multi_get_batch_size: int | None
-    max_multi_put_batch_size: int | None
-    expected_batch_ms: float
-    throughput: float
-    keeps_up: bool | None
-    parallelism_needed: int | None
-    warnings: tuple[str, ...] = ()
-    formulas: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
-
-    def settings(self) -> dict[str, Any]:
-        """The concrete settings to paste, by where they go.
-
-        ``"kafka_spout"``: keyword arguments of ``KafkaSpout(...)``; ``"trigger"``: for
-        ``topology.run(trigger=...)``; ``"spark_conf"``: Spark configuration (strings, for
-        ``SparkSession.builder.config`` or ``spark-submit --conf``); ``"parallelism_hint"``:
-        for ``.parallelismHint(n)`` on the expensive stage; ``"state"`` (when known):
-        keyword arguments of a state factory (``RedisState.opaque(..., **state)``).
-
-        To let the spout find the batch size itself, add
-        ``adaptive_target_ms=plan.trigger_ms``: it steers the per-partition byte limit
-        toward the target, with ``max_fetch_bytes`` as its upper bound (so raise that
-        bound above the planned value to leave the controller room).
-
-        Examples
-        --------
-        >>> p = plan(kafka_partitions=16, record_bytes=1000, per_record_ms=8, target_batch_ms=800, cores=16)
-        >>> p.settings()["kafka_spout"]
-        {'max_fetch_bytes': 100000, 'max_offsets_per_trigger': 1600}
-        """
-        spout: dict[str, int] = {"max_fetch_bytes": self.max_fetch_bytes,
-                                 "max_offsets_per_trigger": self.max_offsets_per_trigger}
-        if self.min_partitions is not None:
-            spout["min_partitions"] = self.min_partitions
-        result: dict[str, Any] = {
-            "kafka_spout": spout,
-            "trigger": self.trigger,
-            "spark_conf": {"spark.sql.shuffle.partitions": str(self.stage_partitions)},
-            "parallelism_hint": self.stage_partitions,
-        }
-        state = {name: getattr(self, name) for name in
-                 ("cache_size", "max_multi_get_batch_size", "max_multi_put_batch_size")
-                 if getattr(self, name) is not None}
-        if state:
-            result["state"] = state
-        return result
-
-    def rows(self) -> list[tuple[str, str, str]]:
-        """``(setting, value, formula)`` for each derived setting, in the order of the method."""
-        return plan_text.plan_rows(self)
-
-    def explain(self) -> str:
-        """The plan as aligned lines: inputs, then setting, value and formula, then warnings.
-
-        Examples
-        --------
-        >>> p = plan(kafka_partitions=16, record_bytes=1000, per_record_ms=8, target_batch_ms=800, cores=16)
-        >>> print(p.explain().splitlines()[4])
-        max_offsets_per_trigger  1,600             records_per_batch = 1,600
-        """
-        return plan_text.explain(self)
-
-    def to_markdown(self) -> str:
-        """The plan as a Markdown table (setting, value, formula) and a list of warnings.
-
-        Examples
-        --------
-        >>> p = plan(kafka_partitions=16, record_bytes=1000, per_record_ms=8, target_batch_ms=800, cores=16)
-        >>> print(p.to_markdown().splitlines()[5])
-        | records_per_batch | 1,600 | `target_batch_ms / per_record_ms x parallelism = 800 / 8 x 16 = 1,600` |
-        """
-        return plan_text.to_markdown(self)
+from trident_spark.tuning.plan_inputs import PlanInputs
+from trident_spark.tuning.settings import TuningPlan, budget_terms, cost_terms, number, overhead_term
 
 
 def plan(*, kafka_partitions: int, record_bytes: float, per_record_ms: float, target_batch_ms: float,
@@ -404,14 +161,14 @@ class _Sheet:
     def plan(self) -> TuningPlan:
         i, p = self.i, self.p
         self.formulas["parallelism"] = (
-            f"parallelism = cores = {_num(p)}" if i.cores is not None else
+            f"parallelism = cores = {number(p)}" if i.cores is not None else
             f"parallelism = executors x cores_per_executor = {i.executors} x {i.cores_per_executor} = {p}")
         records = self._records_per_batch()
         self.formulas["max_offsets_per_trigger"] = \
-            f"max_offsets_per_trigger = records_per_batch = {_num(records)}"
+            f"max_offsets_per_trigger = records_per_batch = {number(records)}"
         fetch = self._max_fetch_bytes(records)
         trigger_ms = max(1, math.floor(i.target_batch_ms + 0.5))
-        self.formulas["trigger"] = (f"trigger = target_batch_ms = {_num(i.target_batch_ms)} ms"
+        self.formulas["trigger"] = (f"trigger = target_batch_ms = {number(i.target_batch_ms)} ms"
                                     + ("" if trigger_ms == i.target_batch_ms else
                                        f" -> {trigger_ms} ms (rounded to whole ms)"))
         min_partitions = self._stage_partitions()
@@ -420,13 +177,13 @@ class _Sheet:
         expected_ms = i.batch_overhead_ms + records / p * i.record_cost_ms
         self.formulas["expected_batch_ms"] = (
             f"expected_batch_ms = {overhead_term(self.i)[0]}records_per_batch / parallelism x "
-            f"{cost_terms(self.i)[0]} = {overhead_term(self.i)[1]}{_num(records)} / {p} x "
-            f"{cost_terms(self.i)[1]} = {_num(expected_ms)}")
+            f"{cost_terms(self.i)[0]} = {overhead_term(self.i)[1]}{number(records)} / {p} x "
+            f"{cost_terms(self.i)[1]} = {number(expected_ms)}")
         throughput = self._throughput(p)
         batch_s = self._batch_seconds(records, trigger_ms)
         self.formulas["throughput"] = (
-            f"throughput = records_per_batch / batch_seconds = {_num(records)} / {_num(batch_s)} "
-            f"= {_num(round(throughput))} records/s (Little's Law, one batch in flight)")
+            f"throughput = records_per_batch / batch_seconds = {number(records)} / {number(batch_s)} "
+            f"= {number(round(throughput))} records/s (Little's Law, one batch in flight)")
         keeps_up, needed = self._keeps_up(throughput)
         return TuningPlan(
             inputs=i, parallelism=p, records_per_batch=records, max_offsets_per_trigger=records,
@@ -448,18 +205,18 @@ class _Sheet:
         exact, records = self._records_for(p)
         (budget, budget_n), (cost, cost_n) = budget_terms(self.i), cost_terms(self.i)
         formula = (f"records_per_batch = {budget} / {cost} x parallelism = {budget_n} / {cost_n} x {p} "
-                   f"= {_num(exact)}")
+                   f"= {number(exact)}")
         if records != exact:
             at_least = "" if records else ", at least 1"
-            formula += f" -> {_num(max(records, 1))} (floored to whole records{at_least})"
+            formula += f" -> {number(max(records, 1))} (floored to whole records{at_least})"
         self.formulas["records_per_batch"] = formula
         if records < 1:
             shortest = i.batch_overhead_ms + i.record_cost_ms / p
             self.warnings.append(
-                f"one record costs {_num(i.record_cost_ms)} ms of task time, more than a batch's "
-                f"{_num(i.target_batch_ms - i.batch_overhead_ms)} ms budget on {p} cores: batches hold "
-                f"1 record and take about {_num(shortest)} ms; raise target_batch_ms to at least "
-                f"{_num(math.ceil(shortest))} or add cores")
+                f"one record costs {number(i.record_cost_ms)} ms of task time, more than a batch's "
+                f"{number(i.target_batch_ms - i.batch_overhead_ms)} ms budget on {p} cores: batches hold "
+                f"1 record and take about {number(shortest)} ms; raise target_batch_ms to at least "
+                f"{number(math.ceil(shortest))} or add cores")
         return max(records, 1)
 
     def _max_fetch_bytes(self, records: int) -> int:
@@ -467,16 +224,16 @@ class _Sheet:
         exact = records * i.record_bytes / i.kafka_partitions
         fetch = max(1, math.ceil(round(exact, 6)))
         formula = (f"max_fetch_bytes = records_per_batch x record_bytes / kafka_partitions = "
-                   f"{_num(records)} x {_num(i.record_bytes)} / {i.kafka_partitions} = {_num(exact)}")
+                   f"{number(records)} x {number(i.record_bytes)} / {i.kafka_partitions} = {number(exact)}")
         if fetch != exact:
-            formula += f" -> {_num(fetch)} (rounded up to whole bytes)"
+            formula += f" -> {number(fetch)} (rounded up to whole bytes)"
         self.formulas["max_fetch_bytes"] = formula
         if exact < i.record_bytes:
             self.warnings.append(
-                f"each partition's share of a batch is {_num(records / i.kafka_partitions)} records "
-                f"(max_fetch_bytes {_num(fetch)} < record_bytes {_num(i.record_bytes)}): the spout still "
+                f"each partition's share of a batch is {number(records / i.kafka_partitions)} records "
+                f"(max_fetch_bytes {number(fetch)} < record_bytes {number(i.record_bytes)}): the spout still "
                 f"takes at least one record from every partition with a backlog, so a batch can hold "
-                f"{_num(i.kafka_partitions)} records, not {_num(records)}; raise target_batch_ms or use "
+                f"{number(i.kafka_partitions)} records, not {number(records)}; raise target_batch_ms or use "
                 f"fewer partitions")
         return fetch
 
@@ -521,7 +278,7 @@ class _Sheet:
             return None
         size = math.ceil(keys / p)
         self.formulas["cache_size"] = (f"cache_size = ceil({name} / stage_partitions) = "
-                                       f"ceil({_num(keys)} / {p}) = {_num(size)} (per task)")
+                                       f"ceil({number(keys)} / {p}) = {number(size)} (per task)")
         return size
 
     def _store_round_trips(self, records: int) -> int | None:
@@ -530,7 +287,7 @@ class _Sheet:
         if sweet is None:
             return None
         for name in ("max_multi_get_batch_size", "max_multi_put_batch_size"):
-            self.formulas[name] = f"{name} = store_sweet_spot_keys = {_num(sweet)}"
+            self.formulas[name] = f"{name} = store_sweet_spot_keys = {number(sweet)}"
         keys = i.distinct_keys_per_batch if i.distinct_keys_per_batch is not None else records
         per_task = keys / p
         if per_task < sweet:
@@ -538,10 +295,11 @@ class _Sheet:
             target = math.ceil(i.batch_overhead_ms + records_needed / p * i.record_cost_ms)
             counted = "distinct keys" if i.distinct_keys_per_batch is not None else "keys (one per record)"
             self.warnings.append(
-                f"each task gets about {_num(per_task)} {counted} per batch ({_num(keys)} / {p} partitions), "
-                f"below the store's sweet spot of {_num(sweet)} keys per round trip, so the store pays "
-                f"its round-trip cost on small batches; a batch of {_num(math.ceil(records_needed))} "
-                f"records fills one round trip per task: raise target_batch_ms to about {_num(target)}, "
+                f"each task gets about {number(per_task)} {counted} per batch "
+                f"({number(keys)} / {p} partitions), "
+                f"below the store's sweet spot of {number(sweet)} keys per round trip, so the store pays "
+                f"its round-trip cost on small batches; a batch of {number(math.ceil(records_needed))} "
+                f"records fills one round trip per task: raise target_batch_ms to about {number(target)}, "
                 f"or use fewer stage partitions")
         return sweet
 
@@ -563,7 +321,8 @@ class _Sheet:
         busy = rate / throughput
         keeps_up = throughput >= rate
         self.formulas["keeps_up"] = (f"keeps_up = throughput >= input_records_per_second = "
-                                     f"{_num(round(throughput))} {'>=' if keeps_up else '<'} {_num(rate)} "
+                                     f"{number(round(throughput))} {'>=' if keeps_up else '<'} "
+                                     f"{number(rate)} "
                                      f"({busy:.0%} busy)")
         budget = i.target_batch_ms - i.batch_overhead_ms
         exact = rate * i.record_cost_ms / 1000 * i.target_batch_ms / budget
@@ -573,16 +332,16 @@ class _Sheet:
         cost_n = cost_terms(self.i)[1]
         scale, scale_n = ("", "") if i.batch_overhead_ms == 0 else (
             " x target_batch_ms / (target_batch_ms - batch_overhead_ms)",
-            f" x {_num(i.target_batch_ms)} / {_num(budget)}")
+            f" x {number(i.target_batch_ms)} / {number(budget)}")
         self.formulas["parallelism_needed"] = (
             f"parallelism_needed = ceil(input_records_per_second x {cost_terms(self.i)[0]} / 1000{scale}) "
-            f"= ceil({_num(rate)} x {cost_n} / 1000{scale_n}) = {needed}")
+            f"= ceil({number(rate)} x {cost_n} / 1000{scale_n}) = {needed}")
         if not keeps_up:
             extra = (f"; with more than {i.kafka_partitions} cores also add Kafka partitions or set "
                      f"KafkaSpout(min_partitions={needed})" if needed > i.kafka_partitions else "")
             self.warnings.append(
-                f"the plan does not keep up: {_num(round(throughput))} records/s processed, "
-                f"{_num(rate)} arriving, so the backlog grows by {_num(round(rate - throughput))} "
+                f"the plan does not keep up: {number(round(throughput))} records/s processed, "
+                f"{number(rate)} arriving, so the backlog grows by {number(round(rate - throughput))} "
                 f"records/s; give it {needed} cores (now {p}) or cut per_record_ms{extra}")
         elif busy > 0.9:
             roomy = max(needed, math.ceil(round(exact / 0.8, 9)))
@@ -592,3 +351,5 @@ class _Sheet:
                 f"near 80%")
         return keeps_up, needed
 
+
+__all__ = ["PlanInputs", "TuningPlan", "plan", "plan_inputs"]

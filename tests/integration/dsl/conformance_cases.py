@@ -24,7 +24,7 @@ from trident_spark import TridentTopology
 #: Marked xfail(strict=True), so they flip to failures once fixed.
 XFAIL: dict[str, str] = {
     "merged_query_spout_partitions": (
-        "runtime/launch.py split_sources: in a query reading several spouts, each spout's DataFrame is "
+        "executor/sources.py split_sources: in a query reading several spouts, each spout's DataFrame is "
         "the unioned source filtered by spout, so it keeps every spout's partitions (the others' empty) "
         "and partition-level operations see them. Repro: a, b = FeederBatchSpout(['x:bigint'], "
         "num_partitions=2) twice; sa = t.newStream('a', a); t.merge(sa, t.newStream('b', b)).collect(); "
@@ -71,14 +71,14 @@ def check_plan(text: str, kind: str) -> None:
 
 def spark_plans(spark: Any, topology: TridentTopology, cases: list[Case]) -> dict[str, str]:
     """The physical plan of each case that declares one, planned on an empty batch."""
-    from trident_spark.planner.compile import BatchPlan
+    from trident_spark.executor.sources import query_source, split_sources
+    from trident_spark.planner.compile import BatchFrames
     from trident_spark.planner.explain import spark_plan
-    from trident_spark.runtime.launch import query_source, split_sources
 
     plans: dict[str, str] = {}
     for query in topology.queries():
-        empty = spark.createDataFrame([], query_source(spark, query).schema)
-        batch = BatchPlan(query, split_sources(empty, query), txid=0)
+        empty = spark.createDataFrame([], query_source(spark, query.spouts).schema)
+        batch = BatchFrames(query, split_sources(empty, query.spouts), txid=0)
         for built in cases:
             if built.plan is not None and any(built.node is n for n in query.nodes):
                 plans[built.name] = spark_plan(batch.dataframe(built.node), "simple")

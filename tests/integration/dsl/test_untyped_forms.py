@@ -15,8 +15,8 @@ import pytest
 
 from trident_spark import TridentTopology
 from trident_spark.builtin import Count, Equals, FilterNull, FirstN, Max, Min, Sum
+from trident_spark.errors import OperatorError
 from trident_spark.operation import Aggregator, BaseFunction
-from trident_spark.planner.python_stage import OperatorError
 from trident_spark.spout import FeederBatchSpout
 
 pytestmark = pytest.mark.integration

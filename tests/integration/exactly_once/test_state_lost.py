@@ -29,7 +29,7 @@ from trident_spark.builtin import Count
 from trident_spark.local.launchers import osmem_binary, redis_server_binary
 from trident_spark.local.probes import http_answers, redis_answers
 from trident_spark.local.process import free_port, wait_until
-from trident_spark.runtime.errors import translate
+from trident_spark.runtime.failures import translate
 from trident_spark.spout import FeederBatchSpout
 from trident_spark.state import ElasticsearchState, RedisState, SqliteState, StateLostError, open_state
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from trident_spark.local import launchers
-from trident_spark.local.handle import ServiceHandle
 from trident_spark.local.probes import tcp_answers
 from trident_spark.local.process import ServiceStartError
+from trident_spark.local.service_handle import ServiceHandle
 
 pytestmark = pytest.mark.integration
 

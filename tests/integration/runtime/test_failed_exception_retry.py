@@ -17,9 +17,9 @@ import pytest
 from pyspark import cloudpickle
 
 from trident_spark import FailedException, TridentTopology
+from trident_spark.errors import OperatorError
 from trident_spark.operation import Aggregator, BaseFunction
-from trident_spark.planner.python_stage import OperatorError
-from trident_spark.runtime.errors import StreamFailedError
+from trident_spark.runtime.failures import StreamFailedError
 from trident_spark.runtime.handle import TopologyHandle
 from trident_spark.sink import CollectSink
 from trident_spark.spout import FeederBatchSpout
@@ -76,7 +76,7 @@ class FlakySplit(BaseFunction):
 
 class FlakyCount(Aggregator):
     """Count the tuples of each group; on the word "flaky" in batch 1, raise FailedException
-    the first ``fails`` times (runs in the Python aggregation stage, aggregate_exec)."""
+    the first ``fails`` times (runs in the Python aggregation stage, executor.aggregate_stage)."""
 
     def __init__(self, path: Path, fails: int) -> None:
         self.path, self.fails = str(path), fails

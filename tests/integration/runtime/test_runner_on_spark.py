@@ -13,9 +13,9 @@ import pytest
 from pyspark import cloudpickle
 
 from trident_spark import TopologyError, TridentTopology
+from trident_spark.errors import OperatorError
 from trident_spark.local.kafka import produce
 from trident_spark.operation import BaseFilter, BaseFunction
-from trident_spark.planner.python_stage import OperatorError
 from trident_spark.spout import FeederBatchSpout, KafkaSpout
 
 pytestmark = pytest.mark.integration

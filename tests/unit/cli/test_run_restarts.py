@@ -27,7 +27,7 @@ from trident_spark.errors import (
     TopologyError,
 )
 from trident_spark.outage import WAIT_FILE
-from trident_spark.runtime.errors import StreamFailedError
+from trident_spark.runtime.failures import StreamFailedError
 
 DOWN = BrokerUnavailableError("Kafka at 127.0.0.1:9092 did not answer; the broker at 127.0.0.1:9092 did "
                               "not answer for 181 s, past outage_budget=180 s, so the stream stopped.")

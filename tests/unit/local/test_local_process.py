@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from trident_spark.local import launchers
-from trident_spark.local.handle import ServiceHandle
 from trident_spark.local.probes import http_answers, kafka_answers, redis_answers
 from trident_spark.local.process import LocalProcess, ServiceStartError, wait_until
+from trident_spark.local.service_handle import ServiceHandle
 
 
 def _gone(pid: int) -> bool:

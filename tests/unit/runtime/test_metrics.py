@@ -7,7 +7,8 @@ import time
 import pyarrow as pa
 import pytest
 
-from trident_spark.runtime.metrics import STAGE, StageClock, split_counters, timed, with_spark_rest
+from trident_spark.executor.metrics import STAGE, StageClock, timed
+from trident_spark.runtime.metrics import split_counters, with_spark_rest
 
 
 class FakeAccumulator:

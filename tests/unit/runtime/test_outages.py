@@ -318,10 +318,10 @@ def test_planning_fails_past_the_budget_naming_the_broker(tmp_path):
 
 
 def test_the_runtime_gives_the_kafka_spout_its_budget_and_checkpoint(tmp_path):
-    from trident_spark.runtime.launch import runtime_spout
+    from trident_spark.spout.base import SpoutRun
 
     spout = KafkaSpout(BROKER, ["words"])
-    config = runtime_spout(spout, tmp_path / "words", 240.0).config
+    config = spout.for_run(SpoutRun(tmp_path / "words", 240.0)).config
     assert (config.outage_budget_s, config.outage_dir) == (240.0, str(tmp_path / "words"))
     assert spout.config.outage_budget_s == 0.0  # the user's spout is left as it was
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 
 from trident_spark.cli.status import reported_errors
+from trident_spark.executor.metrics import CountersParam, StageClock
 from trident_spark.operation import ReportedErrors
-from trident_spark.runtime.metrics import CountersParam, StageClock, split_errors
+from trident_spark.runtime.metrics import split_errors
 from trident_spark.runtime.progress import BatchProgress
 
 

@@ -399,7 +399,7 @@ def test_importing_tuning_does_not_import_pyspark():
 def test_docstring_examples_run():
     # the function plan() shadows its module as an attribute of the package, so ask importlib
     module = importlib.import_module("trident_spark.tuning.plan")
-    text = importlib.import_module("trident_spark.tuning.plan_text")
+    text = importlib.import_module("trident_spark.tuning.settings")
     package = importlib.import_module("trident_spark.tuning")
     for target in (module, text, package):
         result = doctest.testmod(target)

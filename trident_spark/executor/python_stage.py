@@ -16,7 +16,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from trident_spark.errors import FailedException, TopologyError
+from trident_spark.errors import FailedException, OperatorError, TopologyError
+from trident_spark.executor.instances import host_partition, task_instances
+from trident_spark.executor.metrics import StageClock
 from trident_spark.fields import Fields, TridentTuple
 from trident_spark.gc_pause import gc_paused
 from trident_spark.object_values import UncarriableValueError, decode_column, encode_column
@@ -29,14 +31,8 @@ from trident_spark.operation import (
     ReportedErrors,
     TridentCollector,
 )
-from trident_spark.planner.instances import host_partition, task_instances
-from trident_spark.runtime.metrics import StageClock
 
 MAX_TUPLE_CHARS = 300
-
-
-class OperatorError(RuntimeError):
-    """User code raised: the message names the operator and the offending tuple."""
 
 
 @dataclass
@@ -101,7 +97,7 @@ def run_stage(steps: Sequence[PythonStep], output_fields: Sequence[str], new_typ
     it reported (``collector.reportError``).
 
     Operations are prepared for this task and cleaned up at its end, or, run in an instance
-    host (``planner.instances``), the partition's kept instances are used.
+    host (``executor.instances``), the partition's kept instances are used.
     """
     instances = task_instances()
     partition = partition_index()

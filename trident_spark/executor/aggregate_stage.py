@@ -21,7 +21,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from trident_spark.errors import FailedException
+from trident_spark.errors import FailedException, OperatorError
+from trident_spark.executor.instances import task_instances
+from trident_spark.executor.metrics import StageClock
+from trident_spark.executor.python_stage import MAX_TUPLE_CHARS, partition_index, to_arrow_column
 from trident_spark.fields import Fields, TridentTuple
 from trident_spark.object_values import decode_column, hashable
 from trident_spark.operation import (
@@ -31,14 +34,6 @@ from trident_spark.operation import (
     ReportedErrors,
     TridentCollector,
 )
-from trident_spark.planner.instances import task_instances
-from trident_spark.planner.python_stage import (
-    MAX_TUPLE_CHARS,
-    OperatorError,
-    partition_index,
-    to_arrow_column,
-)
-from trident_spark.runtime.metrics import StageClock
 
 
 @dataclass
@@ -71,7 +66,7 @@ def run_aggregate(steps: Sequence[AggStep], layout: AggLayout, txid: int, conf: 
     """Run one aggregation stage over a partition (the ``mapInArrow`` function body).
 
     Aggregators are prepared for this task and cleaned up at its end, or, in an instance host
-    (``planner.instances``), the partition's kept ones are used. ``metrics``: the batch's
+    (``executor.instances``), the partition's kept ones are used. ``metrics``: the batch's
     accumulator, where the errors they reported (``collector.reportError``) are counted.
     """
     instances = task_instances()

@@ -8,8 +8,9 @@ import pyarrow as pa
 import pytest
 
 from trident_spark import FailedException, Fields
+from trident_spark.errors import OperatorError
+from trident_spark.executor.python_stage import MAX_TUPLE_CHARS, PythonStep, run_stage
 from trident_spark.operation import BaseFilter, BaseFunction, Consumer
-from trident_spark.planner.python_stage import MAX_TUPLE_CHARS, OperatorError, PythonStep, run_stage
 
 T0 = datetime(2024, 1, 2, 3, 4, 5, 678_000, tzinfo=UTC)
 
@@ -161,8 +162,9 @@ def test_emitted_int_overflowing_its_type():
         def execute(self, tuple, collector):
             collector.emit([2**40])
 
-    with pytest.raises(OperatorError, match=r"each\(Huge\): field 'n': emitted 1099511627776 \(int\), which does not fit its declared "
-                                           "type int32"):
+    with pytest.raises(OperatorError,
+                       match=r"each\(Huge\): field 'n': emitted 1099511627776 \(int\), "
+                             "which does not fit its declared type int32"):
         run([step("each(Huge)", Huge(), ["value"], ["n"])], ["n"], [source(["x"])], {"n": pa.int32()})
 
 

@@ -41,7 +41,7 @@ class StreamFailedError(errors.TridentSparkError):
 
 def translate(stream: str, exc: BaseException) -> BaseException:
     """The most specific error for a Spark failure: ours if user code or a spout raised one."""
-    from trident_spark.planner.python_stage import OperatorError
+    from trident_spark.errors import OperatorError
 
     text = str(exc)
     matches = list(_OUR_ERROR.finditer(text))

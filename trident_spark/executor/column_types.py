@@ -1,4 +1,4 @@
-"""Spark SQL type names to Spark and Arrow types (driver side)."""
+"""Spark SQL type names to Spark and Arrow types: the driver declares a stage's output, tasks build it."""
 
 from __future__ import annotations
 

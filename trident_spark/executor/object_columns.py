@@ -1,4 +1,4 @@
-"""Untyped fields as Spark columns (driver side): which columns they are, and how Spark
+"""Untyped fields as Spark columns (driver side, beside the tasks' codec): which columns they are, how Spark
 groups, partitions and joins them with Python equality.
 
 An untyped field is a ``binary`` column marked with :data:`OBJECT_METADATA`; its values
@@ -44,7 +44,7 @@ def struct_field(name: str, type_name: str) -> StructField:
     """A field of type ``type_name``: a Spark SQL type, or :data:`OBJECT` for an untyped one."""
     from pyspark.sql.types import StructField
 
-    from trident_spark.planner.types import spark_type
+    from trident_spark.executor.column_types import spark_type
 
     if type_name == OBJECT:
         return object_field(name)
@@ -147,7 +147,7 @@ def from_objects(df: DataFrame, types: dict[str, str], label: str) -> DataFrame:
     wanted = {n: t for n, t in types.items() if is_object(df.schema[n])}
     if not wanted:
         return df
-    from trident_spark.planner.types import arrow_type
+    from trident_spark.executor.column_types import arrow_type
 
     fields = [struct_field(f.name, wanted[f.name]) if f.name in wanted else f for f in df.schema.fields]
     targets = {f.name: arrow_type(f.dataType) for f in fields if f.name in wanted}

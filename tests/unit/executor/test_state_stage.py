@@ -9,10 +9,10 @@ import pytest
 
 from trident_spark.builtin import Count, MapGet
 from trident_spark.builtin.updaters import MapCombinerAggStateUpdater
+from trident_spark.errors import OperatorError
+from trident_spark.executor.state_stage import StateStep, forget_opened_states, opened_state, persist, query
 from trident_spark.fields import Fields
 from trident_spark.operation import QueryFunction, StateUpdater
-from trident_spark.planner.python_stage import OperatorError
-from trident_spark.planner.state_stage import StateStep, forget_opened_states, opened_state, persist, query
 from trident_spark.state import MemoryState, StateAheadError
 
 
@@ -135,7 +135,7 @@ def test_batch_retrieve_must_answer_every_tuple():
 
 
 def test_the_first_batch_after_a_start_finds_a_state_ahead_before_anything_is_written():
-    from trident_spark.planner.state_stage import check_not_ahead
+    from trident_spark.executor.state_stage import check_not_ahead
 
     step = count_step("stage-check")
     list(persist(step, 7, {}, 1, iter([batch(word=["cat"], count=[1])])))
@@ -154,7 +154,7 @@ def test_the_first_batch_after_a_start_finds_a_state_ahead_before_anything_is_wr
 
 
 def test_a_stored_txid_equal_to_a_batch_this_checkpoint_never_wrote_is_another_history():
-    from trident_spark.planner.state_stage import check_not_ahead
+    from trident_spark.executor.state_stage import check_not_ahead
 
     step = count_step("stage-check-equal")
     list(persist(step, 3, {}, 1, iter([batch(word=["cat"], count=[1])])))

@@ -1,4 +1,4 @@
-"""Kept operation instances (planner.instances), without Spark: a stage run through a real instance
+"""Kept operation instances (executor.instances), without Spark: a stage run through a real instance
 host process keeps its instance across batches, prepares it once, follows the txid, reports errors
 back, re-raises the operation's error, and cleans up when the run's hosts are stopped."""
 
@@ -16,10 +16,8 @@ import pytest
 from pyspark import cloudpickle
 
 from trident_spark.errors import FailedException
-from trident_spark.fields import Fields
-from trident_spark.operation import BaseFilter, BaseFunction, OperationContext, TridentCollector
-from trident_spark.planner import instances
-from trident_spark.planner.instances import (
+from trident_spark.executor import instances
+from trident_spark.executor.instances import (
     InstanceHostError,
     InstanceScope,
     Recorder,
@@ -29,7 +27,9 @@ from trident_spark.planner.instances import (
     stop_hosts,
     task_instances,
 )
-from trident_spark.planner.python_stage import PythonStep, run_stage
+from trident_spark.executor.python_stage import PythonStep, run_stage
+from trident_spark.fields import Fields
+from trident_spark.operation import BaseFilter, BaseFunction, OperationContext, TridentCollector
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the host imports no test module
 

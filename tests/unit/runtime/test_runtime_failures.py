@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from trident_spark import errors
-from trident_spark.planner.python_stage import OperatorError
-from trident_spark.runtime.errors import StreamFailedError, translate
+from trident_spark.errors import OperatorError
+from trident_spark.runtime.failures import StreamFailedError, translate
 
 PY4J_TEXT = """[STREAM_FAILED] Query [id = 5b0c6d39, runId = 0a8e1f4c] terminated with exception: \
 Job aborted due to stage failure: Task 0 in stage 3.0 failed 1 times, most recent failure: Lost task 0.0 \
@@ -42,7 +42,7 @@ def test_each_of_our_errors(name, cls):
 
 
 def test_operator_error_from_the_planner():
-    text = ("PythonException: \ntrident_spark.planner.python_stage.OperatorError: "
+    text = ("PythonException: \ntrident_spark.executor.python_stage.OperatorError: "
             "each(Split) failed on tuple {'value': None}: AttributeError: 'NoneType' object has no "
             "attribute 'split'\n")
     error = translate("s", RuntimeError(text))
@@ -82,7 +82,7 @@ def test_failure_without_text_names_the_exception_type():
 
 
 def test_a_module_the_executors_cannot_import_is_explained():
-    from trident_spark.runtime.errors import StreamFailedError, translate
+    from trident_spark.runtime.failures import StreamFailedError, translate
 
     text = ("[STREAM_FAILED] ... Traceback ...\nModuleNotFoundError: No module named 'my_ops'\n"
             "\tat org.apache.spark...")
@@ -105,7 +105,7 @@ AHEAD_MESSAGE = (
 # str() of the PythonException a job raises when a mapInArrow task raised StateAheadError (Spark 4.3).
 PYTHON_WORKER_TEXT = f"""An exception was thrown from the Python worker:
 Traceback (most recent call last):
-  File "/work/main/trident_spark/planner/state_stage.py", line 88, in _guarded
+  File "/work/main/trident_spark/executor/state_stage.py", line 88, in _guarded
     raise StateAheadError("sqlite:///tmp/wc.db?table=counts", ["cat", 1], stored_txid=7, batch_txid=2)
 trident_spark.state.errors.StateAheadError: {AHEAD_MESSAGE}"""
 
@@ -121,7 +121,7 @@ Python Proxy. Return Message: Traceback (most recent call last):
     self.func(DataFrame(jdf, wrapped_session_jdf), batch_id)
   File "/venv/lib/python3.11/site-packages/pyspark/errors/exceptions/captured.py", line 262, in deco
     raise converted from None
-  File "/work/main/trident_spark/planner/state_stage.py", line 88, in _guarded
+  File "/work/main/trident_spark/executor/state_stage.py", line 88, in _guarded
     raise StateAheadError("sqlite:///tmp/wc.db?table=counts", ["cat", 1], stored_txid=7, batch_txid=2)
     ^^^^^^^^^^^^^^^^^
 pyspark.errors.exceptions.captured.PythonException: {PYTHON_WORKER_TEXT}
@@ -148,7 +148,7 @@ def executor_text(error: Exception) -> str:
     """How Spark shows an error an executor raised: the traceback's last line, then Spark's."""
     cls = type(error)
     return ("org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
-            '  File "/work/main/trident_spark/planner/state_stage.py", line 88, in _guarded\n'
+            '  File "/work/main/trident_spark/executor/state_stage.py", line 88, in _guarded\n'
             "    raise error\n"
             f"{cls.__module__}.{cls.__name__}: {error}\n"
             "\n\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException("

@@ -22,13 +22,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from trident_spark.errors import FailedException, TridentSparkError
+from trident_spark.errors import FailedException, OperatorError, TridentSparkError
+from trident_spark.executor.instances import task_instances
+from trident_spark.executor.metrics import StageClock
+from trident_spark.executor.python_stage import partition_index, to_arrow_column
 from trident_spark.fields import Fields, TridentTuple
 from trident_spark.object_values import decode_column
 from trident_spark.operation import Operation, OperationContext, ReportedErrors, TridentCollector
-from trident_spark.planner.instances import task_instances
-from trident_spark.planner.python_stage import OperatorError, partition_index, to_arrow_column
-from trident_spark.runtime.metrics import StageClock
 from trident_spark.state import BatchState, MapState, StateError
 from trident_spark.state.keys import GLOBAL_KEY, encode_key
 

@@ -8,9 +8,9 @@ import pyarrow as pa
 import pytest
 
 from trident_spark import FailedException, Fields
+from trident_spark.errors import OperatorError
+from trident_spark.executor.aggregate_stage import AggLayout, AggStep, run_aggregate
 from trident_spark.operation import Aggregator, CombinerAggregator, ReducerAggregator
-from trident_spark.planner.aggregate_exec import AggLayout, AggStep, run_aggregate
-from trident_spark.planner.python_stage import OperatorError
 
 
 def batch(**columns):

@@ -1,49 +1,31 @@
-"""``stream.partition(grouping)``: a user grouping picks each tuple's partition.
+"""Executor side of ``stream.partition(grouping)``: a user grouping picks each tuple's partition.
 
 A Python stage (``mapInArrow``) calls ``grouping(tuple, num_partitions)`` per tuple and adds the
 index it returns as a column (a list of indices copies the tuple to each, as Storm's
 ``CustomStreamGrouping.chooseTasks`` may); ``repartitionById`` then moves every tuple to its
-partition. An index outside ``[0, num_partitions)`` fails the batch naming the operator.
+partition (the driver side: ``custom_partition`` in :mod:`trident_spark.planner.partitioning`).
+An index outside ``[0, num_partitions)`` fails the batch naming the operator.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
-from trident_spark.errors import FailedException
+from trident_spark.errors import FailedException, OperatorError
+from trident_spark.executor.python_stage import MAX_TUPLE_CHARS
 from trident_spark.fields import Fields, TridentTuple
-from trident_spark.graph import RepartitionNode
-from trident_spark.planner.python_stage import MAX_TUPLE_CHARS, OperatorError
 
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
-
+#: The column of each row's chosen partition index.
 TARGET = "__partition"
-
-
-def custom_partition(df: DataFrame, node: RepartitionNode, partitions: int) -> DataFrame:
-    """``df`` with each tuple in the partition(s) ``node.grouping`` chose, of ``partitions``."""
-    from pyspark.sql.types import IntegerType, StructField, StructType
-
-    from trident_spark.planner.object_columns import object_names
-    from trident_spark.planner.python_plan import named
-    from trident_spark.planner.shipping import shipped
-
-    schema = StructType([*df.schema.fields, StructField(TARGET, IntegerType(), False)])
-    fn = partial(choose_partitions, node.label, node.grouping, list(df.columns), partitions,
-                 untyped=object_names(df.schema))
-    indexed = shipped(lambda: df.mapInArrow(named(fn, node.label), schema), [(node.label, node.grouping)])
-    return indexed.repartitionById(partitions, TARGET).drop(TARGET)
 
 
 def choose_partitions(label: str, grouping: Any, fields: list[str], partitions: int,
                       batches: Iterator[pa.RecordBatch], untyped: frozenset[str] = frozenset(),
                       ) -> Iterator[pa.RecordBatch]:
-    """Executor side: each row once per partition index ``grouping`` returns for it
+    """Each row once per partition index ``grouping`` returns for it
     (``untyped``: the fields whose values are decoded for the tuple it sees)."""
     from trident_spark.object_values import decode_column
 
@@ -86,4 +68,4 @@ def _targets(label: str, grouping: Any, t: TridentTuple, partitions: int) -> lis
     return list(many)
 
 
-__all__ = ["choose_partitions", "custom_partition"]
+__all__ = ["TARGET", "choose_partitions"]

@@ -346,7 +346,7 @@ def _start_host(path: Path) -> None:
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     # Started in the background by a shell that ends at once: the host is nobody's child to reap.
     process = subprocess.Popen(
-        ["/bin/sh", "-c", '"$@" &', "sh", sys.executable, "-m", "trident_spark.planner.instances",
+        ["/bin/sh", "-c", '"$@" &', "sh", sys.executable, "-m", "trident_spark.executor.instances",
          str(path), str(os.getppid())],
         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
     process.wait()
@@ -544,7 +544,7 @@ def _pickled_error(exc: BaseException) -> bytes:
 
 
 def main(args: list[str]) -> None:
-    """``python -m trident_spark.planner.instances SOCKET POOL_PID``: run one host."""
+    """``python -m trident_spark.executor.instances SOCKET POOL_PID``: run one host."""
     path, pool_pid = Path(args[0]), int(args[1])
     _thread_task_contexts()
     host = _Host(path, pool_pid)
@@ -564,7 +564,7 @@ def main(args: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    from trident_spark.planner.instances import main as _main  # the module's own copy, not __main__'s
+    from trident_spark.executor.instances import main as _main  # the module's own copy, not __main__'s
 
     _main(sys.argv[1:])
 

@@ -1,0 +1,145 @@
+"""The one seam between the DSL and what runs it: the DSL describes a graph, a Runner plans and runs it.
+
+``TridentTopology.queries()``, ``run()`` and ``explain()`` hand their graph to the installed
+:class:`Runner` and import nothing of the planner or the runtime: the layers import one way
+(``runtime -> planner -> executor``, and each of them -> the DSL). The package installs the
+Spark runner (``trident_spark.runtime.spark_runner``) when it is imported; a test may install
+another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from trident_spark.errors import TopologyError
+from trident_spark.graph import Node, SpoutNode
+from trident_spark.sink import CollectSink
+
+#: Called with each batch's :class:`~trident_spark.runtime.progress.BatchProgress`.
+ProgressCallback = Callable[[Any], None]
+
+
+class PlannedQuery(Protocol):
+    """One query as the runner planned it: the spouts it reads and the nodes it runs."""
+
+    @property
+    def name(self) -> str:
+        """The query's name: its stream name, or ``a+b`` for streams merged or joined."""
+
+    @property
+    def spouts(self) -> Sequence[SpoutNode]:
+        """The spouts the query reads (their batches share batch ids)."""
+
+    @property
+    def nodes(self) -> Sequence[Node]:
+        """The query's operations, in the order a batch meets them."""
+
+
+class RunHandle(Protocol):
+    """The running topology ``run()`` returns (:class:`~trident_spark.runtime.handle.TopologyHandle`)."""
+
+    @property
+    def spark(self) -> Any:
+        """The SparkSession the queries run in."""
+
+    @property
+    def checkpoint(self) -> Path:
+        """The checkpoint location: one directory per query."""
+
+    @property
+    def queries(self) -> dict[str, Any]:
+        """Each stream's Spark ``StreamingQuery``, by stream name."""
+
+    @property
+    def progress(self) -> list[Any]:
+        """The last batches' progress, oldest first."""
+
+    @property
+    def isActive(self) -> bool:
+        """Whether any query still runs."""
+
+    def on_progress(self, callback: ProgressCallback) -> None:
+        """Also call ``callback`` after each batch."""
+
+    def processAllAvailable(self) -> None:
+        """Block until every query has processed all input available now."""
+
+    def awaitTermination(self, timeout: float | None = None) -> bool:
+        """Wait for the queries to end (``timeout`` seconds at most)."""
+
+    def exception(self) -> BaseException | None:
+        """The error that stopped a query, if one did."""
+
+    def stop(self) -> None:
+        """Stop every query."""
+
+    def __enter__(self) -> RunHandle:
+        """``with topology.run(...) as handle:`` stops the queries when the block ends."""
+
+    def __exit__(self, *exc: object) -> None:
+        """Stop every query."""
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What ``TridentTopology.run()`` was asked, as the runner receives it (see ``run()``).
+
+    Examples
+    --------
+    >>> RunSettings(Path("/tmp/wc")).trigger
+    '1 second'
+    """
+
+    checkpoint: Path
+    trigger: str | None = "1 second"
+    spark: Any = None  # a SparkSession, or None: a local one
+    on_progress: ProgressCallback | None = None
+    conf: dict[str, Any] | None = None
+    max_batch_retries: int = 3
+    retry_delay: float = 0.5
+    outage_budget: float = 180.0
+    progress_history: int = 100
+    accept_state_loss: bool = False
+    py_files: Sequence[str | Path] | None = None
+
+
+class Runner(Protocol):
+    """Plans and runs a topology's graph."""
+
+    def queries(self, nodes: Sequence[Node], sinks: Sequence[tuple[Node, CollectSink]]
+                ) -> Sequence[PlannedQuery]:
+        """The graph's queries: one per set of spouts joined or merged together."""
+
+    def run(self, queries: list[PlannedQuery], settings: RunSettings) -> RunHandle:
+        """Start every query; returns at once with a handle."""
+
+    def explain(self, queries: list[PlannedQuery], spark: Any, mode: str) -> str:
+        """Each query's operations and the Spark plan of one batch (``mode``: Spark's explain mode)."""
+
+
+_installed: list[Runner] = []
+
+
+def install_runner(runner: Runner) -> None:
+    """Make ``runner`` the one ``TridentTopology`` hands its graph to (replacing any before).
+
+    Examples
+    --------
+    >>> previous = installed_runner()
+    >>> install_runner(previous)
+    """
+    _installed[:] = [runner]
+
+
+def installed_runner() -> Runner:
+    """The runner ``TridentTopology`` hands its graph to."""
+    if not _installed:
+        raise TopologyError("no runner is installed: import trident_spark (it installs the Spark runner)")
+    return _installed[0]
+
+
+__all__ = ["PlannedQuery", "ProgressCallback", "RunHandle", "RunSettings", "Runner", "install_runner",
+           "installed_runner"]

@@ -1,0 +1,106 @@
+"""The Spout interface: what the runtime and the planner need of a spout, and nothing more.
+
+A spout describes where a stream's batches come from. The runtime turns it into one
+streaming DataFrame per query; Spark's micro-batches are Trident's batches (batch id =
+txid). :class:`KafkaSpout`, :class:`FeederBatchSpout` and :class:`FixedBatchSpout`
+implement it; the runtime calls only what is declared here, so it never asks which class a
+spout is.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+#: A column a spout's DataFrame may add beside its fields: the reason a record could not be
+#: decoded (null for good records). The runtime counts such records per batch
+#: (``malformed_records``), then drops them and the column.
+MALFORMED_COLUMN = "malformed"
+
+#: A column a spout's DataFrame may add beside its fields: the milliseconds spent reading each
+#: Arrow batch. The runtime sums it into the batch's ``source`` stage, then drops it.
+READ_MS_COLUMN = "__read_ms"
+
+
+@dataclass(frozen=True)
+class SpoutRun:
+    """How one run reads a spout: what :meth:`Spout.for_run` is told.
+
+    Parameters
+    ----------
+    checkpoint : Path or None
+        The query's checkpoint directory: a spout may keep files there (the driver's batch
+        durations an adaptive spout learns from, the record of a broker outage it waits through).
+    outage_budget : float
+        Seconds the spout may wait for a broker that does not answer before it fails.
+
+    Examples
+    --------
+    >>> SpoutRun(Path("/tmp/ckpt/words"), outage_budget=180.0).outage_budget
+    180.0
+    """
+
+    checkpoint: Path | None
+    outage_budget: float = 0.0
+
+
+class Spout(ABC):
+    """A source of Trident batches.
+
+    Subclasses declare :attr:`fields` and :meth:`to_dataframe`; the other methods have
+    defaults that suit a spout with nothing to check, no run settings and no remote address.
+
+    Examples
+    --------
+    >>> from trident_spark.spout import FixedBatchSpout
+    >>> spout = FixedBatchSpout(["word"], 2, ["a"], ["b"])
+    >>> isinstance(spout, Spout), list(spout.fields)
+    (True, ['word'])
+    """
+
+    @property
+    @abstractmethod
+    def fields(self) -> Sequence[str]:
+        """The fields of the spout's tuples, in order (a :class:`~trident_spark.Fields` may
+        carry their types).
+
+        Driver, when the topology is built (``newStream``) and planned.
+        """
+
+    @abstractmethod
+    def to_dataframe(self, spark: SparkSession) -> DataFrame:
+        """The spout as a streaming DataFrame in ``spark``: its fields, and optionally the
+        columns :data:`MALFORMED_COLUMN` and :data:`READ_MS_COLUMN`.
+
+        Driver, once per query start (and once per ``explain``). The reads themselves run
+        on the executors, once per batch, as Spark's source calls them.
+        """
+
+    def check(self) -> None:
+        """Fail fast if the spout cannot be read (unreachable broker, unknown topic).
+
+        Driver, once per run, before any query starts. The default checks nothing.
+        """
+        return None
+
+    def for_run(self, run: SpoutRun) -> Spout:
+        """The spout as this run reads it (a copy told ``run``'s settings, or ``self``).
+
+        Driver, once per query start, before :meth:`to_dataframe`. The default is ``self``.
+        """
+        return self
+
+    @property
+    def address(self) -> str | None:
+        """Where the spout reads from (a broker's ``host:port``), named when it does not answer;
+        ``None`` for a spout with no remote source. Driver, when a batch waits for an outage."""
+        return None
+
+
+__all__ = ["MALFORMED_COLUMN", "READ_MS_COLUMN", "Spout", "SpoutRun"]
