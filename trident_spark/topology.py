@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
-from trident_spark.errors import TopologyError
+from trident_spark.errors import TopologyError, check_int
 from trident_spark.fields import Fields
 from trident_spark.graph import JoinNode, MergeNode, MultiReduceNode, Node, PersistNode, SpoutNode, spouts_of
 from trident_spark.joins import JoinOutFieldsMode, JoinType
@@ -376,9 +376,7 @@ class TridentTopology:
 
         if not self._spouts:
             raise TopologyError("run(): the topology has no stream; start one with newStream(name, spout)")
-        if isinstance(max_batch_retries, bool) or not isinstance(max_batch_retries, int) \
-                or max_batch_retries < 0:
-            raise TopologyError(f"run(): max_batch_retries must be an int >= 0, got {max_batch_retries!r}")
+        check_int(max_batch_retries, "max_batch_retries", minimum=0, where="run()", error=TopologyError)
         return start_queries(self.queries(), Path(checkpoint_location), trigger, spark, on_progress,
                              conf or {}, max_batch_retries, retry_delay, outage_budget=outage_budget,
                              progress_history=progress_history, accept_state_loss=accept_state_loss,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from trident_spark.errors import FailedException
+from trident_spark.errors import FailedException, is_int
 from trident_spark.fields import Fields, TridentTuple
 from trident_spark.graph import RepartitionNode
 from trident_spark.planner.python_stage import MAX_TUPLE_CHARS, OperatorError
@@ -78,7 +78,7 @@ def _targets(label: str, grouping: Any, t: TridentTuple, partitions: int) -> lis
                             f"{type(exc).__name__}: {exc}") from exc
     many = chosen if isinstance(chosen, list | tuple) else [chosen]
     for target in many:
-        if isinstance(target, bool) or not isinstance(target, int) or not 0 <= target < partitions:
+        if not is_int(target, 0, partitions - 1):
             raise OperatorError(
                 f"{label}: the grouping returned {chosen!r} for tuple {repr(t)[:MAX_TUPLE_CHARS]}; a "
                 f"partition index must be an int from 0 to {partitions - 1} (grouping(tuple, "

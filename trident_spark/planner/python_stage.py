@@ -16,7 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from trident_spark.errors import FailedException, TopologyError
+from trident_spark.errors import FailedException, TopologyError, TridentSparkError
 from trident_spark.fields import Fields, TridentTuple
 from trident_spark.gc_pause import gc_paused
 from trident_spark.object_values import UncarriableValueError, decode_column, encode_column
@@ -35,7 +35,7 @@ from trident_spark.runtime.metrics import StageClock
 MAX_TUPLE_CHARS = 300
 
 
-class OperatorError(RuntimeError):
+class OperatorError(TridentSparkError, RuntimeError):
     """User code raised: the message names the operator and the offending tuple."""
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from trident_spark.errors import InvalidArgumentError
 from trident_spark.spout.kafka_config import (
     KafkaSpoutConfig,
     KeyFormat,
@@ -140,9 +141,10 @@ class KafkaSpout:
         from trident_spark.durations import parse_seconds
 
         if engine == "jvm" and (ending_offsets is not None or adaptive_target_ms is not None):
-            raise ValueError("KafkaSpout(engine='jvm') supports neither ending_offsets= nor "
-                             "adaptive_target_ms= (Spark's kafka stream source has no such options); "
-                             "use engine='python'")
+            raise InvalidArgumentError(
+                "KafkaSpout(engine='jvm') supports neither ending_offsets= nor "
+                "adaptive_target_ms= (Spark's kafka stream source has no such options); "
+                "use engine='python'")
 
         self.config = KafkaSpoutConfig(
             bootstrap_servers=bootstrap_servers,
@@ -168,7 +170,7 @@ class KafkaSpout:
             timeout_s=parse_seconds(timeout, what="KafkaSpout(timeout=)"),
         )
         if engine not in ("python", "jvm"):
-            raise ValueError(f"KafkaSpout(engine={engine!r}): use 'python' or 'jvm'")
+            raise InvalidArgumentError(f"KafkaSpout(engine={engine!r}): use 'python' or 'jvm'")
         self.engine: Engine = engine
 
     def __repr__(self) -> str:

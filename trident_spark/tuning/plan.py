@@ -27,6 +27,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from trident_spark.errors import InvalidArgumentError, is_int
 from trident_spark.tuning import plan_text
 from trident_spark.tuning.plan_text import _num, budget_terms, cost_terms, overhead_term
 
@@ -50,13 +51,13 @@ _ARGUMENTS: dict[str, tuple[str, str]] = {
 }
 
 
-def _bad(name: str, value: Any, rule: str) -> ValueError:
+def _bad(name: str, value: Any, rule: str) -> InvalidArgumentError:
     what, example = _ARGUMENTS[name]
-    return ValueError(f"plan({name}={value!r}): {what} must be {rule}; give e.g. {name}={example}")
+    return InvalidArgumentError(f"plan({name}={value!r}): {what} must be {rule}; give e.g. {name}={example}")
 
 
 def _whole(name: str, value: Any, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if not is_int(value, minimum):
         raise _bad(name, value, f"a whole number >= {minimum}")
     return value
 
@@ -110,13 +111,13 @@ class PlanInputs:
             _number("input_records_per_second", self.input_records_per_second)
         self._check_parallelism()
         if self.batch_overhead_ms >= self.target_batch_ms:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"plan(batch_overhead_ms={self.batch_overhead_ms:g}): the fixed overhead leaves no time "
                 f"for records in target_batch_ms={self.target_batch_ms:g}; give a target_batch_ms above "
                 f"{self.batch_overhead_ms:g} or a smaller batch_overhead_ms")
         if self.working_set_keys is not None and self.distinct_keys_per_batch is not None \
                 and self.working_set_keys < self.distinct_keys_per_batch:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"plan(working_set_keys={self.working_set_keys!r}): the keys worth caching include at "
                 f"least one batch's keys (distinct_keys_per_batch={self.distinct_keys_per_batch!r}); "
                 f"give working_set_keys >= {self.distinct_keys_per_batch} or leave it out")
@@ -125,15 +126,16 @@ class PlanInputs:
         split = (self.executors, self.cores_per_executor)
         if self.cores is None and None in split:
             if split == (None, None):
-                raise ValueError("plan(): the parallelism is missing; give cores=<total executor cores> "
-                                 "(e.g. cores=16) or executors= and cores_per_executor=")
+                raise InvalidArgumentError(
+                    "plan(): the parallelism is missing; give cores=<total executor cores> "
+                    "(e.g. cores=16) or executors= and cores_per_executor=")
             given, missing = (("executors", "cores_per_executor") if self.executors is not None
                               else ("cores_per_executor", "executors"))
-            raise ValueError(f"plan({given}={getattr(self, given)!r}): give {missing}= too "
-                             f"(or cores=<total executor cores> instead)")
+            raise InvalidArgumentError(f"plan({given}={getattr(self, given)!r}): give {missing}= too "
+                                       f"(or cores=<total executor cores> instead)")
         if self.cores is not None and self.executors is not None and self.cores_per_executor is not None \
                 and self.cores != self.executors * self.cores_per_executor:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"plan(cores={self.cores!r}): executors x cores_per_executor = {self.executors} x "
                 f"{self.cores_per_executor} = {self.executors * self.cores_per_executor}; give cores= "
                 f"or executors= and cores_per_executor=, not numbers that disagree")

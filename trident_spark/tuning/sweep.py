@@ -75,7 +75,7 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
 _RANGE = re.compile(r"^\s*([^.]+?)\s*\.\.\s*([^:]+?)\s*(?::\s*(\d+))?\s*$")
 
 
-class SweepError(Exception):
+class SweepError(TridentSparkError):
     """The sweep cannot run as asked; the message says what and what to do."""
 
 
