@@ -157,11 +157,11 @@ class FeederBatchSpout:
 
         Raises
         ------
-        ValueError
-            A tuple with the wrong number of values (the message names the tuple's
-            index and the fields), or an integer too large for its type.
-        TypeError
-            A value that does not fit its field's declared type, or a value of an
+        InvalidArgumentError
+            (a ValueError) A tuple with the wrong number of values (the message names the
+            tuple's index and the fields), or an integer too large for its type.
+        WrongTypeError
+            (a TypeError) A value that does not fit its field's declared type, or a value of an
             undeclared field that does not pickle.
 
         Examples

@@ -274,8 +274,8 @@ def parse_type(text: str) -> ColumnType:
 
     Raises
     ------
-    ValueError
-        When the text is not a type the feeder supports.
+    InvalidArgumentError
+        (a ValueError) When the text is not a type the feeder supports.
 
     Examples
     --------
