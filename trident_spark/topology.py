@@ -25,8 +25,9 @@ if TYPE_CHECKING:
     from trident_spark.runtime.handle import TopologyHandle
 
 _STREAM_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
-JOIN_TYPES = {"inner": ("inner", "inner"), "outer": ("outer", "outer"), "full": ("outer", "outer"),
-              "left": ("inner", "outer"), "right": ("outer", "inner")}
+_INNER, _OUTER = JoinType.INNER, JoinType.OUTER
+JOIN_TYPES = {"inner": (_INNER, _INNER), "outer": (_OUTER, _OUTER), "full": (_OUTER, _OUTER),
+              "left": (_INNER, _OUTER), "right": (_OUTER, _INNER)}
 
 
 class TridentTopology:
@@ -253,7 +254,7 @@ class TridentTopology:
         field_types = _join_output_types(inputs, resolved, out_fields, preserve)
         node = JoinNode(Fields(*out_fields, types=field_types), "join", [s.node for s in inputs],
                         join_fields=resolved, join_types=types,
-                        mode=(JoinOutFieldsMode.PRESERVE if preserve else JoinOutFieldsMode.COMPACT).value)
+                        mode=JoinOutFieldsMode.PRESERVE if preserve else JoinOutFieldsMode.COMPACT)
         self._add(node)
         return Stream(self, node)
 
@@ -447,7 +448,7 @@ def _join_mode(mode: Any) -> JoinOutFieldsMode:
                         f"(from trident_spark import JoinOutFieldsMode), got {describe(mode)}")
 
 
-def _join_types(how: Any, n: int) -> list[str]:
+def _join_types(how: Any, n: int) -> list[JoinType]:
     if isinstance(how, str):  # JoinType members are strings too
         key = how.lower()
         if key not in JOIN_TYPES:
@@ -468,7 +469,7 @@ def _join_types(how: Any, n: int) -> list[str]:
         shown = [h.value if isinstance(h, JoinType) else h for h in how]
         raise TopologyError(f"join: give one JoinType (INNER or OUTER) for each of the {n} streams, got "
                             f"{shown}")
-    return kinds
+    return [JoinType(k) for k in kinds]
 
 
 def _join_output_types(streams: list[Stream], keys: list[Fields], out: Fields,

@@ -21,7 +21,7 @@ from trident_spark.planner.python_plan import named
 from trident_spark.planner.shipping import shipped
 from trident_spark.planner.state_stage import StateStep, check_not_ahead, persist, query, with_metrics
 from trident_spark.planner.types import arrow_type
-from trident_spark.runtime.metrics import timed
+from trident_spark.runtime.metrics import StageName, timed
 
 if TYPE_CHECKING:
     from pyspark import Accumulator
@@ -109,7 +109,7 @@ def persist_dataframe(df: DataFrame, node: PersistNode, txid: int, conf: dict[st
     task: Any = partial(persist, step, txid, conf, n)
     if scope is not None and has_lifecycle(node.updater):  # kept in the partition's instance host
         task = hosted(scope, partial(with_metrics, persist, step, txid, conf, n), stats)
-    fn = timed(task, "aggregate", f"{node.label} / update", stats)
+    fn = timed(task, "aggregate", StageName(node.label, "update"), stats)
     return shipped(lambda: df.mapInArrow(named(fn, node.label), StructType(struct)),
                    [(node.label, node.updater), (node.label, node.state)])
 

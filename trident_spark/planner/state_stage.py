@@ -28,7 +28,7 @@ from trident_spark.object_values import decode_column
 from trident_spark.operation import Operation, OperationContext, ReportedErrors, TridentCollector
 from trident_spark.planner.instances import task_instances
 from trident_spark.planner.python_stage import OperatorError, partition_index, to_arrow_column
-from trident_spark.runtime.metrics import StageClock
+from trident_spark.runtime.metrics import StageClock, StageName
 from trident_spark.state import BatchState, MapState, StateError
 from trident_spark.state.keys import GLOBAL_KEY, encode_key
 
@@ -119,10 +119,10 @@ def _count(step: StateStep, state: MapState, before: dict[str, int], store_stage
     if store_stages:
         clock = StageClock()
         if delta["store_reads"]:
-            clock.add("state_get", f"{step.label} / multiGet", ms=delta["store_read_us"] / 1000,
+            clock.add("state_get", StageName(step.label, "multiGet"), ms=delta["store_read_us"] / 1000,
                       rows_in=int(delta["keys_read"]))
         if delta["store_writes"]:
-            clock.add("state_put", f"{step.label} / multiPut", ms=delta["store_write_us"] / 1000,
+            clock.add("state_put", StageName(step.label, "multiPut"), ms=delta["store_write_us"] / 1000,
                       rows_in=int(delta["keys_written"]))
         delta.update(clock.counters)
     step.stats.add(delta)

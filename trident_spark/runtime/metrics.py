@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pyspark.accumulators import AccumulatorParam
@@ -37,6 +38,44 @@ ERRORS = "errors"
 
 #: Stage kinds, in the order a batch's data meets them (the order stages are listed in).
 KINDS = ("source", "python", "state_get", "aggregate", "state_query", "state_put", "spark")
+
+
+@dataclass(frozen=True)
+class StageName:
+    """A stage's name: the operation's label and, for an operation that runs as several
+    stages, which one (``step``): an aggregation's ``partial`` and ``final`` halves, a
+    persist's ``update`` and its store round trips ``multiGet`` and ``multiPut``.
+
+    Stages are counted under this record, so the label is never parsed back out of the
+    text; the text (``str()``, shown in progress and ``trident-spark status``) is
+    ``"<label> / <step>"``, or the label alone.
+
+    Examples
+    --------
+    >>> str(StageName("persistentAggregate(Count)", "multiGet")), str(StageName("each(Split)"))
+    ('persistentAggregate(Count) / multiGet', 'each(Split)')
+    >>> StageName.of("counts / update")
+    StageName(label='counts', step='update')
+    """
+
+    label: str
+    step: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.label} / {self.step}" if self.step else self.label
+
+    @classmethod
+    def of(cls, name: str | StageName) -> StageName:
+        """``name`` as a record; a text (counters written as text) is read back: a known step
+        after the last ``" / "`` is the step, anything else is all label."""
+        if isinstance(name, StageName):
+            return name
+        label, _, step = name.rpartition(" / ")
+        return cls(label, step) if label and step in STEPS else cls(name)
+
+
+#: The steps of operations that run as several stages (see :class:`StageName`).
+STEPS = ("partial", "final", "update", "multiGet", "multiPut")
 
 
 class CountersParam(AccumulatorParam):  # type: ignore[type-arg]
@@ -68,7 +107,7 @@ class StageClock:
     def __init__(self) -> None:
         self.counters: dict[Any, float] = {}
 
-    def add(self, kind: str, name: str, ms: float = 0.0, rows_in: int | None = None,
+    def add(self, kind: str, name: str | StageName, ms: float = 0.0, rows_in: int | None = None,
             rows_out: int | None = None) -> None:
         for metric, value in (("ms", ms), ("rows_in", rows_in), ("rows_out", rows_out), ("tasks", 1)):
             if value is not None:
@@ -94,7 +133,7 @@ def _rows(batch: Any) -> int:
     return int(getattr(batch, "num_rows", 0))
 
 
-def timed(fn: Callable[..., Iterator[Any]], kind: str, name: str,
+def timed(fn: Callable[..., Iterator[Any]], kind: str, name: str | StageName,
           accumulator: Accumulator[dict[Any, float]] | None) -> Callable[..., Iterator[Any]]:
     """Wrap a ``mapInArrow`` function so its task time and rows are counted as stage ``name``.
 
@@ -159,24 +198,26 @@ def split_counters(counters: dict[Any, float], order: list[str] | None = None
     ({'store_reads': 2}, 'f', 1.5)
     """
     state: dict[str, int] = {}
-    found: dict[tuple[str, str], dict[str, Any]] = {}
+    found: dict[tuple[str, StageName], dict[str, Any]] = {}
     for key, value in counters.items():
         if isinstance(key, tuple) and len(key) == 4 and key[0] == STAGE:
             _, kind, name, metric = key
-            entry = found.setdefault((kind, name), {"name": name, "kind": kind, "ms": 0.0,
-                                                    "rows_in": None, "rows_out": None, "tasks": 0})
+            stage = StageName.of(name)
+            entry = found.setdefault((kind, stage), {"name": str(stage), "kind": kind, "ms": 0.0,
+                                                     "rows_in": None, "rows_out": None, "tasks": 0})
             entry[metric] = round(value, 3) if metric == "ms" else int(value)
         elif isinstance(key, str):
             state[key] = int(value)
     _own_time_of_updates(found)
     position = {name: i for i, name in enumerate(order or [])}
 
-    def rank(entry: dict[str, Any]) -> tuple[int, int, str]:
-        kind = KINDS.index(entry["kind"]) if entry["kind"] in KINDS else len(KINDS)
+    def rank(item: tuple[tuple[str, StageName], dict[str, Any]]) -> tuple[int, int, str]:
+        (kind, stage), entry = item
+        kind_rank = KINDS.index(kind) if kind in KINDS else len(KINDS)
         # An operator's own stages keep their kind order (get, update, put); operators keep theirs.
-        return position.get(entry["name"].split(" / ")[0], len(position)), kind, entry["name"]
+        return position.get(stage.label, len(position)), kind_rank, entry["name"]
 
-    stages = sorted(found.values(), key=rank)
+    stages = [entry for _, entry in sorted(found.items(), key=rank)]
     sources = [s for s in stages if s["kind"] == "source"]
     return state, sources + [s for s in stages if s["kind"] != "source"]
 
@@ -201,13 +242,12 @@ def split_errors(counters: dict[Any, Any]) -> tuple[dict[str, int], dict[str, st
     return counts, last
 
 
-def _own_time_of_updates(found: dict[tuple[str, str], dict[str, Any]]) -> None:
+def _own_time_of_updates(found: dict[tuple[str, StageName], dict[str, Any]]) -> None:
     """A persist's task time (``<label> / update``) includes its store round trips, which are
     stages of their own (``<label> / multiGet``, ``/ multiPut``): keep only the updater's share."""
-    for (kind, name), entry in found.items():
-        if kind == "aggregate" and name.endswith(" / update"):
-            base = name.removesuffix(" / update")
-            store = sum(found.get((k, f"{base} / {op}"), {}).get("ms", 0.0)
+    for (kind, stage), entry in found.items():
+        if kind == "aggregate" and stage.step == "update":
+            store = sum(found.get((k, StageName(stage.label, op)), {}).get("ms", 0.0)
                         for k, op in (("state_get", "multiGet"), ("state_put", "multiPut")))
             entry["ms"] = round(max(0.0, entry["ms"] - store), 3)
 
