@@ -14,6 +14,7 @@ from trident_spark import JoinOutFieldsMode, JoinType, TridentTopology
 from trident_spark.builtin import Count
 from trident_spark.graph import AggregateNode, AggregationScope, RepartitionKind, RepartitionNode
 from trident_spark.runtime.metrics import StageClock, StageName, split_counters
+from trident_spark.runtime.progress import BatchProgress, StageProgress
 from trident_spark.spout import FeederBatchSpout
 
 
@@ -98,3 +99,38 @@ def test_stages_counted_under_records_and_under_text_come_out_alike() -> None:
     assert [(s["name"], s["ms"]) for s in as_records] == [
         ("split", 10.0), ("counts / multiGet", 2.0), ("counts / update", 2.0), ("counts / multiPut", 1.0)]
     assert all(type(s["name"]) is str for s in as_records)
+
+
+#: A progress line as the version before typed stages wrote it (BatchProgress.to_json).
+OLD_LINE = (
+    '{"attempts": 1, "backlog": null, "bytes": 96000, "cores": 2, "duration_ms": 850, "durations_ms": {}, '
+    '"end_offsets": {}, "errors_reported": {}, "input_rows_per_second": null, "last_errors": {}, '
+    '"latest_offsets": {}, "limited_by": null, "lost_records": 0, "malformed_records": 0, '
+    '"partition_rows": {}, "processed_rows_per_second": null, "read_limit_bytes": null, '
+    '"record_bytes": 80.0, "rows": 1200, "spark": {"executor_run_ms": 583.75, "tasks": 4}, "stages": '
+    '[{"kind": "source", "ms": 41.5, "name": "source", "rows_in": null, "rows_out": 1200, "tasks": null}, '
+    '{"kind": "python", "ms": 410.0, "name": "each(Split)", "rows_in": 1200, "rows_out": 4800, "tasks": 2}, '
+    '{"kind": "state_get", "ms": 12.25, "name": "persistentAggregate(Count) / multiGet", "rows_in": null, '
+    '"rows_out": null, "tasks": 2}, {"kind": "spark", "ms": 120.0, "name": "spark", "rows_in": null, '
+    '"rows_out": null, "tasks": 4}], "start_offsets": {}, "state": {"keys_written": 300}, "stream": "wc", '
+    '"timestamp": "2026-11-26T22:00:00.000Z", "txid": 4, "warmup": false}')
+
+
+def test_progress_stages_are_records_and_progress_lines_keep_their_bytes() -> None:
+    batch = BatchProgress.from_json(OLD_LINE)
+    assert all(type(s) is StageProgress for s in batch.stages)
+    split = batch.stages[1]
+    assert (split.name, split.kind, split.ms, split.rows_in, split.rows_out, split.tasks) == (
+        "each(Split)", "python", 410.0, 1200, 4800, 2)
+    assert split["rows_out"] == 4800 and split.get("tasks") == 2 and dict(split)["name"] == "each(Split)"
+    assert batch.to_json() == OLD_LINE
+    assert batch.slowest_stage() is split
+    assert batch.line().endswith("; slowest stage: each(Split) (70% of task time)")
+
+
+def test_stages_given_as_mappings_become_records() -> None:
+    batch = BatchProgress("wc", txid=1, rows=2, duration_ms=3,
+                          stages=[{"name": "split", "kind": "python", "ms": 30.0, "future_key": 1}])
+    assert batch.stages == [StageProgress("split", "python", ms=30.0)]
+    assert batch.stages[0] == {"name": "split", "kind": "python", "ms": 30.0, "rows_in": None,
+                               "rows_out": None, "tasks": None}

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -325,12 +325,12 @@ def spark_task_metrics(sc: SparkContext, stage_ids: list[int], wait_s: float = 0
     return totals
 
 
-def with_spark_rest(stages: list[dict[str, Any]], spark: dict[str, float]) -> list[dict[str, Any]]:
+def with_spark_rest(stages: Sequence[Mapping[str, Any]], spark: dict[str, float]) -> list[Mapping[str, Any]]:
     """Append the ``spark`` stage: executor time the measured stages do not account for (JVM
     shuffle, built-in aggregation, moving rows to and from Python)."""
     run_ms = spark.get("executor_run_ms")
     if not run_ms:
-        return stages
+        return list(stages)
     measured = sum(s["ms"] for s in stages)
     rest = {"name": "spark", "kind": "spark", "ms": round(max(0.0, run_ms - measured), 3),
             "rows_in": None, "rows_out": None, "tasks": int(spark.get("tasks", 0))}
