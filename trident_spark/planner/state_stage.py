@@ -22,7 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from trident_spark.errors import FailedException, TridentSparkError
+from trident_spark.errors import FailedException, SpoutError, TopologyError
 from trident_spark.fields import Fields, TridentTuple
 from trident_spark.object_values import decode_column
 from trident_spark.operation import Operation, OperationContext, ReportedErrors, TridentCollector
@@ -103,7 +103,9 @@ def _tuples(table: pa.Table, fields: Fields, untyped: frozenset[str] = frozenset
 def _user_call(step: StateStep, what: str, fn: Any, *args: Any) -> Any:
     try:
         return fn(*args)
-    except (FailedException, StateError, TridentSparkError):
+    except (FailedException, StateError, TopologyError, SpoutError):
+        # The state's and the spout's own errors go up as they are; everything else (a user's
+        # mistake included, even one raised as an InvalidArgumentError) is named after the step.
         raise
     except Exception as exc:
         raise OperatorError(f"{step.label} failed in {what}: {type(exc).__name__}: {exc}") from exc

@@ -47,7 +47,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trident_spark.errors import StateError, TridentSparkError
+from trident_spark.errors import TridentSparkError
 from trident_spark.graph import SpoutNode
 
 if TYPE_CHECKING:
@@ -414,7 +414,9 @@ def _run_once(topology: TridentTopology, spark: SparkSession, checkpoint: Path, 
                                  f"(checkpoint {checkpoint}); raise --run-timeout or sweep smaller slices")
         finally:
             handle.stop()
-    except (TridentSparkError, StateError) as exc:
+    except SweepError:
+        raise  # a SweepError is a TridentSparkError too: it says what failed already
+    except TridentSparkError as exc:
         raise SweepError(f"the run at {size_label(size)} failed (checkpoint {checkpoint}): {exc}") from exc
     wall = time.monotonic() - began
     batches = [asdict(p) for p in progress if p.stream == stream]
