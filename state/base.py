@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self, TypeAlias
 
+from .checks import check_int
 from .errors import ScanUnsupportedError, StateConfigError, StateConflictError, StateError
 
 #: One key: the group values, in group-field order.
@@ -53,9 +54,8 @@ def check_scan_batch_size(batch_size: int | None) -> int:
     """
     if batch_size is None:
         return DEFAULT_SCAN_BATCH_SIZE
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise StateConfigError(f"a scan's batch_size must be a positive int (or None), got {batch_size!r}")
-    return batch_size
+    return check_int(batch_size, "batch_size", error=StateConfigError,
+                     message="a scan's batch_size must be a positive int (or None), got {value!r}")
 
 
 @dataclass(frozen=True)

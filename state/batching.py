@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .base import DEFAULT_SCAN_BATCH_SIZE, Key, Version, Versioned, VersionedBackingMap, check_scan_batch_size
+from .checks import check_int
 from .errors import StateConfigError
 from .stats import StateStats
 
@@ -26,9 +27,8 @@ def check_batch_size(name: str, size: int | None) -> int | None:
     """
     if size is None:
         return None
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise StateConfigError(f"{name} must be a positive int (or None for no bound), got {size!r}")
-    return size
+    return check_int(size, name, error=StateConfigError,
+                     message="{name} must be a positive int (or None for no bound), got {value!r}")
 
 
 def _chunks(count: int, size: int | None) -> Iterator[range]:

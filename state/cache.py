@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .base import Key, Version, Versioned, VersionedBackingMap
+from .checks import check_int
 from .errors import StateConfigError
 from .keys import encode_key
 from .stats import StateStats
@@ -55,8 +56,8 @@ class CachedMap(VersionedBackingMap):
 
     def __init__(self, delegate: VersionedBackingMap, cache_size: int, *,
                  stats: StateStats | None = None) -> None:
-        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 1:
-            raise StateConfigError(f"cache_size must be a positive int here, got {cache_size!r}")
+        check_int(cache_size, "cache_size", error=StateConfigError,
+                  message="cache_size must be a positive int here, got {value!r}")
         self.delegate = delegate
         self.cache_size = cache_size
         self.stats = stats if stats is not None else StateStats()

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .base import Version, VersionedBackingMap
+from .checks import is_int
 from .errors import StateAheadError, StateError, StateLostError
 from .keys import COMMIT_RECORD_KEY
 
@@ -135,7 +136,7 @@ def kafka_offsets(document: Any) -> dict[str, dict[str, int]]:
 
 
 def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    return is_int(value)
 
 
 def _txid(value: Any) -> int | None:

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .base import Key, Version, Versioned, VersionedBackingMap, check_scan_batch_size
+from .checks import is_int
 from .errors import StateConfigError, StateError, StateUnavailableError, UnreadableValueError
 from .es_documents import RESERVED_FIELDS, index_mapping, state_document, stored_bytes
 from .es_scan import MAX_PAGE, IndexConnection, scan_index
@@ -307,7 +308,7 @@ class ElasticsearchBackingMap(VersionedBackingMap):
         if expected is None:
             return {"create": {"_id": doc_id}}
         if (not isinstance(expected, tuple) or len(expected) != 2
-                or not all(isinstance(n, int) and not isinstance(n, bool) for n in expected)):
+                or not all(is_int(n) for n in expected)):
             raise StateError(f"{self.address}: {expected!r} is not a version this store gave out")
         seq_no, primary_term = expected
         return {"index": {"_id": doc_id, "if_seq_no": seq_no, "if_primary_term": primary_term}}

@@ -1,8 +1,9 @@
-"""Errors of the state layer. Every message names the state, the key and what to do.
+"""Errors of the state layer, and the root every trident-spark error derives from.
 
-The state layer cannot import ``trident_spark.errors`` (it depends on nothing
-outside itself), so :class:`StateError` derives from :class:`Exception`; the
-package root re-exports these classes.
+:class:`TridentSparkError` is defined here, in the lowest layer, because the
+state layer imports nothing outside itself: ``trident_spark.errors`` re-exports
+this same class, so one ``except TridentSparkError`` catches state errors and
+the rest alike. Every message names the state, the key and what to do.
 """
 
 from __future__ import annotations
@@ -13,7 +14,50 @@ from typing import Any
 from .redaction import redact_text
 
 
-class StateError(Exception):
+class TridentSparkError(Exception):
+    """Base class of every error trident-spark raises on purpose.
+
+    Its message passes the one redaction (``trident_spark.state.redaction``): a
+    password, API key or token in it (a state URL, a setting) shows as ``***``.
+
+    Examples
+    --------
+    >>> str(TridentSparkError("state redis://:s3cret@cache:6379/0 is already persisted"))
+    'state redis://:***@cache:6379/0 is already persisted'
+    """
+
+    def __init__(self, *args: object) -> None:
+        # Every message passes the one redaction (.redaction): no password or key reaches a user.
+        super().__init__(*(redact_text(arg) if isinstance(arg, str) else arg for arg in args))
+
+
+class InvalidArgumentError(TridentSparkError, ValueError):
+    """An argument, option or setting has a value trident-spark cannot use.
+
+    It is a :class:`ValueError` too, so code that caught one before still does.
+
+    Examples
+    --------
+    >>> err = InvalidArgumentError("FirstN: n must be an int >= 0 (how many tuples to keep), got -1")
+    >>> isinstance(err, TridentSparkError), isinstance(err, ValueError)
+    (True, True)
+    """
+
+
+class WrongTypeError(TridentSparkError, TypeError):
+    """A value given to trident-spark (an argument, or a field's value an operation reads) has the wrong type.
+
+    It is a :class:`TypeError` too, so code that caught one before still does.
+
+    Examples
+    --------
+    >>> err = WrongTypeError("Negate needs a filter (a BaseFilter or a function of the tuple), got 3")
+    >>> isinstance(err, TridentSparkError), isinstance(err, TypeError)
+    (True, True)
+    """
+
+
+class StateError(TridentSparkError):
     """Base class of every error the state layer raises on purpose.
 
     Examples
@@ -24,12 +68,8 @@ class StateError(Exception):
     'redis://:***@cache:6379/0?prefix=wc: the state was closed'
     """
 
-    def __init__(self, *args: object) -> None:
-        # Every message passes the one redaction (.redaction): no password or key reaches a user.
-        super().__init__(*(redact_text(arg) if isinstance(arg, str) else arg for arg in args))
 
-
-class StateConfigError(StateError, ValueError):
+class StateConfigError(StateError, InvalidArgumentError):
     """A state setting or state URL is invalid; raised before anything is read or written.
 
     Examples
@@ -368,6 +408,7 @@ class StateLostError(StateError):
 
 
 __all__ = [
+    "InvalidArgumentError",
     "ScanUnsupportedError",
     "StateAdoptionError",
     "StateAheadError",
@@ -377,5 +418,8 @@ __all__ = [
     "StateLostError",
     "StateTypeMismatchError",
     "StateUnavailableError",
+    "TridentSparkError",
     "UnreadableValueError",
+    "UnstorableValueError",
+    "WrongTypeError",
 ]

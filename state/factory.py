@@ -22,6 +22,7 @@ from typing import Any, Self
 from .base import VersionedBackingMap
 from .batching import BatchingMap, check_batch_size
 from .cache import CachedMap
+from .checks import check_int
 from .commit_record import CommitLog, CommitRecordSerializer
 from .errors import StateConfigError
 from .map import MAP_KINDS, MapState
@@ -36,8 +37,7 @@ DEFAULT_BATCH_SIZE = 1000
 
 
 def _check_int(name: str, value: Any, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise StateConfigError(f"{name} must be an int >= {minimum}, got {value!r}")
+    check_int(value, name, minimum=minimum, error=StateConfigError)
 
 
 @dataclass(frozen=True, kw_only=True)

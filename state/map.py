@@ -39,6 +39,7 @@ from types import TracebackType
 from typing import Any, ClassVar, Self
 
 from .base import Key, Versioned, VersionedBackingMap
+from .checks import check_int, is_int
 from .errors import StateAheadError, StateConfigError, StateConflictError, StateError, StateTypeMismatchError
 from .keys import GLOBAL_KEY, check_key, encode_key
 from .stats import StateStats
@@ -114,11 +115,8 @@ class MapState(ABC):
 
     def __init__(self, backing: VersionedBackingMap, *, txid_offset: int = 0,
                  max_conflict_retries: int = 10, stats: StateStats | None = None) -> None:
-        if isinstance(txid_offset, bool) or not isinstance(txid_offset, int) or txid_offset < 0:
-            raise StateConfigError(f"txid_offset must be an int >= 0, got {txid_offset!r}")
-        if (isinstance(max_conflict_retries, bool) or not isinstance(max_conflict_retries, int)
-                or max_conflict_retries < 0):
-            raise StateConfigError(f"max_conflict_retries must be an int >= 0, got {max_conflict_retries!r}")
+        check_int(txid_offset, "txid_offset", minimum=0, error=StateConfigError)
+        check_int(max_conflict_retries, "max_conflict_retries", minimum=0, error=StateConfigError)
         self.backing = backing
         self.txid_offset = txid_offset
         self.max_conflict_retries = max_conflict_retries
@@ -298,7 +296,7 @@ class MapState(ABC):
     # -- shared machinery -------------------------------------------------------------------
 
     def _stored_txid(self, txid: int) -> int:
-        if isinstance(txid, bool) or not isinstance(txid, int) or txid < 0:
+        if not is_int(txid, 0):
             raise StateError(f"{self.address}: txid must be an int >= 0 (the batch id), got {txid!r}")
         return txid + self.txid_offset
 

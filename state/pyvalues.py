@@ -51,7 +51,7 @@ import numbers
 import pickle
 from typing import Any
 
-from .errors import UnstorableValueError, type_name
+from .errors import TridentSparkError, UnstorableValueError, type_name
 
 #: Pickle protocol of ``~py`` values: fixed, so stored bytes do not change with the Python version.
 PICKLE_PROTOCOL = 4
@@ -145,7 +145,7 @@ def _pickled(value: Any) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-class _PayloadError(ValueError):
+class _PayloadError(TridentSparkError, ValueError):
     """A tagged value's payload cannot be read; the message says why already."""
 
 

@@ -71,7 +71,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .base import Key, Version, Versioned, VersionedBackingMap, check_scan_batch_size
-from .errors import StateConfigError, StateError, StateUnavailableError
+from .errors import StateConfigError, StateError, StateUnavailableError, WrongTypeError
 from .factory import StateFactory
 from .keys import decode_scanned_key, encode_key, is_reserved
 from .serializers import Serializer, deserialize_stored, serialize_stored
@@ -491,11 +491,12 @@ class RedisState(StateFactory):
             elif field.default is not dataclasses.MISSING:
                 value = field.default
             else:
-                raise TypeError(f"{type(self).__name__}() missing keyword argument {field.name!r}")
+                raise WrongTypeError(f"{type(self).__name__}() missing keyword argument {field.name!r}")
             object.__setattr__(self, field.name, value)
         if settings:
-            raise TypeError(f"{type(self).__name__}() got unexpected keyword argument"
-                            f"{'s' if len(settings) > 1 else ''} {', '.join(map(repr, sorted(settings)))}")
+            raise WrongTypeError(
+                f"{type(self).__name__}() got unexpected keyword argument"
+                f"{'s' if len(settings) > 1 else ''} {', '.join(map(repr, sorted(settings)))}")
         self.__post_init__()
 
     def __post_init__(self) -> None:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .base import Key, Version, Versioned, VersionedBackingMap, check_scan_batch_size
+from .checks import is_int
 from .errors import StateConfigError, StateError, StateUnavailableError
 from .factory import CREATED_BY, StateFactory
 from .keys import decode_scanned_key, encode_key, is_reserved
@@ -259,7 +260,7 @@ class SqliteBackingMap(VersionedBackingMap):
             # A created key starts at a random version, so a removed and re-created key
             # never gets back a version a stale reader still holds.
             return secrets.randbits(62)
-        if isinstance(expected, bool) or not isinstance(expected, int):
+        if not is_int(expected):
             raise StateError(f"{self.address}: {expected!r} is not a version this store gave out")
         return expected + 1
 

@@ -9,7 +9,7 @@ Fields('word', 'count')
 
 import logging
 
-from trident_spark.errors import FailedException, TopologyError
+from trident_spark.errors import FailedException, TopologyError, TridentSparkError
 from trident_spark.fields import Fields, TridentTuple
 from trident_spark.grouped import ChainedAggregatorDeclarer, GroupedStream
 from trident_spark.joins import JoinOutFieldsMode, JoinType
@@ -31,6 +31,7 @@ __all__ = [
     "Stream",
     "TopologyError",
     "TridentCollector",
+    "TridentSparkError",
     "TridentState",
     "TridentTopology",
     "TridentTuple",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from trident_spark.errors import InvalidArgumentError
+
 _UNITS = {
     "ms": 0.001, "millisecond": 0.001, "milliseconds": 0.001,
     "s": 1.0, "sec": 1.0, "second": 1.0, "seconds": 1.0,
@@ -25,7 +27,7 @@ def parse_seconds(value: float | int | str, *, what: str = "duration") -> float:
         return float(value)
     match = _PATTERN.match(value.lower())
     if not match or match.group(2) not in {**_UNITS, "": 1.0}:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"{what}: cannot read {value!r} as a duration; write e.g. '500ms', '30s', '15m' or '2 hours'"
         )
     return float(match.group(1)) * _UNITS.get(match.group(2), 1.0)

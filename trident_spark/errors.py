@@ -1,14 +1,26 @@
 """Error classes. Every message names what failed, where, and what to do.
 
-The state layer's errors (``StateError`` and its subclasses) are defined in
-``trident_spark.state.errors`` and importable from here too. The state layer
-imports nothing from trident_spark, so they derive from :class:`Exception`,
-not :class:`TridentSparkError`: catch ``(TridentSparkError, StateError)`` for both.
+Every error trident-spark raises on purpose derives from :class:`TridentSparkError`:
+catch that one class for all of them. The root, the two classes for users'
+mistakes (:class:`InvalidArgumentError`, a ValueError; :class:`WrongTypeError`,
+a TypeError) and the state layer's errors (``StateError`` and its subclasses) are
+defined in ``trident_spark.state.errors``, because the state layer imports nothing
+outside itself, and are re-exported here: ``trident_spark.errors.TridentSparkError``
+is ``trident_spark.state.errors.TridentSparkError``.
+
+Examples
+--------
+>>> from trident_spark.state.errors import StateAheadError
+>>> issubclass(StateAheadError, TridentSparkError), issubclass(TopologyError, TridentSparkError)
+(True, True)
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from trident_spark.state.errors import (
+    ScanUnsupportedError,
     StateAdoptionError,
     StateAheadError,
     StateConfigError,
@@ -20,23 +32,25 @@ from trident_spark.state.errors import (
     UnreadableValueError,
     UnstorableValueError,
 )
-from trident_spark.state.redaction import redact_text
 
+if TYPE_CHECKING:
+    # mypy cannot follow the package-dir mapping of trident_spark.state (it sees Any there), so it
+    # is told what the classes and checks used on this side are; at run time they are imported.
+    from typing import TypeGuard
 
-class TridentSparkError(Exception):
-    """Base class of every error trident-spark raises on purpose.
+    class TridentSparkError(Exception): ...
 
-    Its message passes the one redaction (``trident_spark.state.redaction``): a
-    password, API key or token in it (a state URL, a setting) shows as ``***``.
+    class InvalidArgumentError(TridentSparkError, ValueError): ...
 
-    Examples
-    --------
-    >>> str(TridentSparkError("state redis://:s3cret@cache:6379/0 is already persisted"))
-    'state redis://:***@cache:6379/0 is already persisted'
-    """
+    class WrongTypeError(TridentSparkError, TypeError): ...
 
-    def __init__(self, *args: object) -> None:
-        super().__init__(*(redact_text(arg) if isinstance(arg, str) else arg for arg in args))
+    def is_int(value: object, minimum: int | None = None, maximum: int | None = None) -> TypeGuard[int]: ...
+
+    def check_int(value: object, name: str, *, minimum: int = 1, where: str = "", note: str = "",
+                  message: str | None = None, error: type[TridentSparkError] = ...) -> int: ...
+else:
+    from trident_spark.state.checks import check_int, is_int
+    from trident_spark.state.errors import InvalidArgumentError, TridentSparkError, WrongTypeError
 
 
 class TopologyError(TridentSparkError):
@@ -96,7 +110,7 @@ class OffsetOutOfRangeError(SpoutError):
 
 
 
-class OperatorError(RuntimeError):
+class OperatorError(TridentSparkError, RuntimeError):
     """User code raised on an executor: the message names the operator and the offending tuple.
 
     Raised inside Spark tasks (``trident_spark.executor``); the driver raises it again from the
@@ -115,9 +129,11 @@ __all__ = [
     "BrokerUnavailableError",
     "DataLossError",
     "FailedException",
+    "InvalidArgumentError",
     "MalformedRecordError",
     "OffsetOutOfRangeError",
     "OperatorError",
+    "ScanUnsupportedError",
     "SpoutError",
     "StateAdoptionError",
     "StateAheadError",
@@ -132,4 +148,7 @@ __all__ = [
     "UnknownTopicError",
     "UnreadableValueError",
     "UnstorableValueError",
+    "WrongTypeError",
+    "check_int",
+    "is_int",
 ]

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
+from trident_spark.errors import InvalidArgumentError
+
 #: The type of a field declared without one: it carries any Python value.
 DEFAULT_TYPE = "object"  # trident_spark.object_values.OBJECT
 
@@ -41,7 +43,7 @@ class Fields(Sequence[str]):
             name, _, type_ = spec.partition(":")
             name = name.strip()
             if not name:
-                raise ValueError(f"Fields: empty field name in {spec!r}")
+                raise InvalidArgumentError(f"Fields: empty field name in {spec!r}")
             self._names.append(name)
             given = type_.strip() or (types or {}).get(name)
             self._types[name] = given or DEFAULT_TYPE

@@ -9,9 +9,11 @@ spouts that are connected through ``merge``/``join``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from trident_spark.fields import Fields
+from trident_spark.joins import JoinOutFieldsMode, JoinType
 from trident_spark.operation import Operation
 
 
@@ -96,17 +98,64 @@ class AggSpec:
         return type(self.aggregator).__name__
 
 
+class AggregationScope(StrEnum):
+    """Over which tuples an aggregation runs (per group, when grouped).
+
+    A string enum: each member equals its text (``AggregationScope.BATCH == "batch"``).
+
+    Examples
+    --------
+    >>> AggregationScope("partition") is AggregationScope.PARTITION, str(AggregationScope.BATCH)
+    (True, 'batch')
+    """
+
+    #: ``partitionAggregate``: each partition of the batch on its own.
+    PARTITION = "partition"
+    #: ``aggregate``, ``persistentAggregate``: the whole batch.
+    BATCH = "batch"
+
+
 @dataclass(eq=False)
 class AggregateNode(Node):
     """An aggregation; output = ``group_fields`` + every spec's ``function_fields``.
 
-    ``scope`` is ``"partition"`` (``partitionAggregate``: per partition, per group)
-    or ``"batch"`` (``aggregate``: the whole batch, per group).
+    ``scope`` is :attr:`AggregationScope.PARTITION` (``partitionAggregate``: per partition,
+    per group) or :attr:`AggregationScope.BATCH` (``aggregate``: the whole batch, per group).
     """
 
     group_fields: Fields = field(default_factory=Fields)
     specs: list[AggSpec] = field(default_factory=list)
-    scope: str = "batch"
+    scope: AggregationScope = AggregationScope.BATCH
+
+
+class RepartitionKind(StrEnum):
+    """How a repartitioning moves tuples (one per Trident repartitioning operation).
+
+    A string enum: each member equals the text it had (``RepartitionKind.SHUFFLE == "shuffle"``),
+    which is also the operation's label.
+
+    Examples
+    --------
+    >>> RepartitionKind("partitionBy") is RepartitionKind.PARTITION_BY
+    True
+    """
+
+    #: ``shuffle()``: round-robin.
+    SHUFFLE = "shuffle"
+    #: ``partitionBy(fields)``: by the hash of the key fields.
+    PARTITION_BY = "partitionBy"
+    #: ``global_()``: the whole batch to one partition.
+    GLOBAL = "global"
+    #: ``batchGlobal()``: each batch to one partition (in Spark, as ``global_``).
+    BATCH_GLOBAL = "batchGlobal"
+    #: ``broadcast()``: every tuple to every partition.
+    BROADCAST = "broadcast"
+    #: ``localOrShuffle()``: tuples stay where they are.
+    LOCAL_OR_SHUFFLE = "localOrShuffle"
+    #: ``identityPartition()``: partition i goes on as partition i.
+    IDENTITY = "identity"
+    #: ``partition(grouping)``: where the user's grouping says.
+    CUSTOM = "custom"
 
 
 @dataclass(eq=False)
@@ -116,7 +165,7 @@ class RepartitionNode(Node):
     ``key_fields`` for ``partitionBy``; ``grouping`` for ``custom``: ``grouping(tuple,
     num_partitions)`` returns the tuple's partition index (or a list of them)."""
 
-    kind: str = "shuffle"
+    kind: RepartitionKind = RepartitionKind.SHUFFLE
     key_fields: Fields = field(default_factory=Fields)
     grouping: Any = None
 
@@ -130,13 +179,13 @@ class MergeNode(Node):
 class JoinNode(Node):
     """``topology.join(...)``: joins the inputs on ``join_fields[i]`` within each batch.
 
-    ``join_types[i]`` is ``"inner"`` or ``"outer"`` for input ``i`` (Trident's JoinType):
-    an outer input may be missing from a result; an inner one must be present.
+    ``join_types[i]`` is ``JoinType.INNER`` or ``JoinType.OUTER`` for input ``i``: an outer
+    input may be missing from a result; an inner one must be present.
     """
 
     join_fields: list[Fields] = field(default_factory=list)
-    join_types: list[str] = field(default_factory=list)
-    mode: str = "compact"  # JoinOutFieldsMode: "preserve" emits every field of each input
+    join_types: list[JoinType] = field(default_factory=list)
+    mode: JoinOutFieldsMode = JoinOutFieldsMode.COMPACT  # PRESERVE emits every field of each input
 
 
 @dataclass(eq=False)

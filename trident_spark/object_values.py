@@ -37,6 +37,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from trident_spark.errors import TridentSparkError
+
 #: The type name of a field declared without a type (``Fields("n").types["n"]``).
 OBJECT = "object"
 
@@ -52,7 +54,7 @@ _MAX_STOP = 2**31 - 1  # binary_slice without a stop fails (Arrow 26): slice to 
 MAX_SHOWN = 200
 
 
-class UncarriableValueError(ValueError):
+class UncarriableValueError(TridentSparkError, ValueError):
     """A value that cannot travel in an untyped field (it does not pickle).
 
     The message names the value and what to do; callers add the operator and the field.

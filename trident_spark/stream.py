@@ -9,6 +9,7 @@ from trident_spark.errors import TopologyError
 from trident_spark.fields import Fields, TridentTuple
 from trident_spark.graph import (
     AggregateNode,
+    AggregationScope,
     AggSpec,
     EachNode,
     FilterNode,
@@ -17,6 +18,7 @@ from trident_spark.graph import (
     PeekNode,
     PersistNode,
     ProjectNode,
+    RepartitionKind,
     RepartitionNode,
     StateQueryNode,
 )
@@ -408,13 +410,13 @@ class Stream:
         if check:
             check_outputs(label, outputs, group if group else None, existing_are_group=True)
         node = AggregateNode(concat(group, outputs), label, [self.node], group_fields=group,
-                             specs=specs, scope=scope)
+                             specs=specs, scope=AggregationScope(scope))
         return self._child(node)
 
     # --- repartitioning ----------------------------------------------------------------
     def _repartition(self, kind: str, keys: Fields | None = None) -> Stream:
         label = kind if keys is None else f"{kind}({', '.join(keys)})"
-        return self._child(RepartitionNode(self.node.fields, label, [self.node], kind=kind,
+        return self._child(RepartitionNode(self.node.fields, label, [self.node], kind=RepartitionKind(kind),
                                            key_fields=keys or Fields()))
 
     def shuffle(self) -> Stream:
@@ -474,7 +476,7 @@ class Stream:
             raise TopologyError(f"partition({_shown(grouping)}): the grouping is called as grouping(tuple, "
                                 f"num_partitions); {describe(grouping)} does not take two arguments")
         return self._child(RepartitionNode(self.node.fields, f"partition({_shown(grouping)})", [self.node],
-                                           kind="custom", grouping=grouping))
+                                           kind=RepartitionKind.CUSTOM, grouping=grouping))
 
     # --- state -------------------------------------------------------------------------
     def stateQuery(self, state: TridentState, *args: Any) -> Stream:

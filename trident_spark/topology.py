@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, overload
 
-from trident_spark.errors import TopologyError
+from trident_spark.errors import TopologyError, check_int
 from trident_spark.fields import Fields
 from trident_spark.graph import JoinNode, MergeNode, MultiReduceNode, Node, PersistNode, SpoutNode, spouts_of
 from trident_spark.joins import JoinOutFieldsMode, JoinType
@@ -19,8 +19,9 @@ from trident_spark.trident_state import TridentState
 from trident_spark.validation import FieldsLike, as_fields, check_outputs, describe, resolve_inputs
 
 _STREAM_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
-JOIN_TYPES = {"inner": ("inner", "inner"), "outer": ("outer", "outer"), "full": ("outer", "outer"),
-              "left": ("inner", "outer"), "right": ("outer", "inner")}
+_INNER, _OUTER = JoinType.INNER, JoinType.OUTER
+JOIN_TYPES = {"inner": (_INNER, _INNER), "outer": (_OUTER, _OUTER), "full": (_OUTER, _OUTER),
+              "left": (_INNER, _OUTER), "right": (_OUTER, _INNER)}
 
 
 class TridentTopology:
@@ -247,7 +248,7 @@ class TridentTopology:
         field_types = _join_output_types(inputs, resolved, out_fields, preserve)
         node = JoinNode(Fields(*out_fields, types=field_types), "join", [s.node for s in inputs],
                         join_fields=resolved, join_types=types,
-                        mode=(JoinOutFieldsMode.PRESERVE if preserve else JoinOutFieldsMode.COMPACT).value)
+                        mode=JoinOutFieldsMode.PRESERVE if preserve else JoinOutFieldsMode.COMPACT)
         self._add(node)
         return Stream(self, node)
 
@@ -366,9 +367,7 @@ class TridentTopology:
         """
         if not self._spouts:
             raise TopologyError("run(): the topology has no stream; start one with newStream(name, spout)")
-        if isinstance(max_batch_retries, bool) or not isinstance(max_batch_retries, int) \
-                or max_batch_retries < 0:
-            raise TopologyError(f"run(): max_batch_retries must be an int >= 0, got {max_batch_retries!r}")
+        check_int(max_batch_retries, "max_batch_retries", minimum=0, where="run()", error=TopologyError)
         settings = RunSettings(Path(checkpoint_location), trigger, spark, on_progress, conf,
                                max_batch_retries, retry_delay, outage_budget, progress_history,
                                accept_state_loss, py_files)
@@ -438,7 +437,7 @@ def _join_mode(mode: Any) -> JoinOutFieldsMode:
                         f"(from trident_spark import JoinOutFieldsMode), got {describe(mode)}")
 
 
-def _join_types(how: Any, n: int) -> list[str]:
+def _join_types(how: Any, n: int) -> list[JoinType]:
     if isinstance(how, str):  # JoinType members are strings too
         key = how.lower()
         if key not in JOIN_TYPES:
@@ -459,7 +458,7 @@ def _join_types(how: Any, n: int) -> list[str]:
         shown = [h.value if isinstance(h, JoinType) else h for h in how]
         raise TopologyError(f"join: give one JoinType (INNER or OUTER) for each of the {n} streams, got "
                             f"{shown}")
-    return kinds
+    return [JoinType(k) for k in kinds]
 
 
 def _join_output_types(streams: list[Stream], keys: list[Fields], out: Fields,

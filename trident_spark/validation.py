@@ -7,7 +7,7 @@ import difflib
 from collections.abc import Sequence
 from typing import Any
 
-from trident_spark.errors import TopologyError
+from trident_spark.errors import TopologyError, is_int
 from trident_spark.fields import Fields
 from trident_spark.operation import (
     Aggregator,
@@ -202,7 +202,7 @@ def aggregator_fields(outputs: Fields, aggregator: object, inputs: Fields) -> Fi
 
 def check_parallelism(n: object, where: str = "") -> int:
     """``n`` if it is a valid ``parallelismHint``; ``where`` names the operation it applies to."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+    if not is_int(n, 1):
         on = f" on {where}" if where else ""
         raise TopologyError(f"parallelismHint({n!r}){on}: the partition count must be an int >= 1, "
                             "e.g. parallelismHint(4)")

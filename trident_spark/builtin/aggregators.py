@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from trident_spark.errors import TopologyError
+from trident_spark.errors import TopologyError, WrongTypeError
 from trident_spark.fields import TridentTuple
 from trident_spark.operation import Aggregator, CombinerAggregator, TridentCollector
 
@@ -144,8 +144,8 @@ class Sum(CombinerAggregator[Any]):
         value = tuple.getValue(0)
         if value is not None and not isinstance(value, numbers.Number):
             field = tuple.getFields()[0] if len(tuple.getFields()) else "?"
-            raise TypeError(f"Sum() adds numbers, but field {field!r} holds {type(value).__name__} "
-                            f"{value!r}; convert it first (e.g. map it to int)")
+            raise WrongTypeError(f"Sum() adds numbers, but field {field!r} holds {type(value).__name__} "
+                                 f"{value!r}; convert it first (e.g. map it to int)")
         return value
 
     def combine(self, val1: Any, val2: Any) -> Any:
@@ -221,15 +221,16 @@ class _ComparisonAggregator(Aggregator[_Best]):
     def __init__(self, field: str | None = None, *, key: Callable[[Any], Any] | None = None,
                  comparator: Comparator | None = None) -> None:
         if field is not None and not isinstance(field, str):
-            raise TypeError(f"{type(self).__name__}: field must be a field name or None, got {field!r}")
+            raise WrongTypeError(f"{type(self).__name__}: field must be a field name or None, got {field!r}")
         if key is not None and not callable(key):
-            raise TypeError(f"{type(self).__name__}: key must be a callable, got {key!r}")
+            raise WrongTypeError(f"{type(self).__name__}: key must be a callable, got {key!r}")
         if comparator is not None and not callable(comparator) and not callable(
                 getattr(comparator, "compare", None)):
-            raise TypeError(f"{type(self).__name__}: comparator must be compare(a, b) -> int or an object "
-                            f"with such a compare method, got {comparator!r}")
+            raise WrongTypeError(
+                f"{type(self).__name__}: comparator must be compare(a, b) -> int or an object "
+                f"with such a compare method, got {comparator!r}")
         if key is not None and comparator is not None:
-            raise TypeError(f"{type(self).__name__}: give key or comparator, not both")
+            raise WrongTypeError(f"{type(self).__name__}: give key or comparator, not both")
         self.field = field
         self.key = key
         self.comparator = comparator
@@ -249,8 +250,9 @@ class _ComparisonAggregator(Aggregator[_Best]):
         assert compare is not None
         order = compare(best, new)
         if isinstance(order, bool) or not isinstance(order, int | float):
-            raise TypeError(f"{self!r}: the comparator returned {order!r}; it must return a negative "
-                            "number, zero or a positive number (a < b, a == b, a > b), as Java's compare")
+            raise WrongTypeError(
+                f"{self!r}: the comparator returned {order!r}; it must return a negative "
+                "number, zero or a positive number (a < b, a == b, a > b), as Java's compare")
         return 0 if order == 0 else (1 if order > 0 else -1)
 
     def _spark_best(self) -> Callable[..., Column]:

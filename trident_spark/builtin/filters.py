@@ -12,6 +12,7 @@ from collections.abc import Callable
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
+from trident_spark.errors import WrongTypeError
 from trident_spark.fields import TridentTuple
 from trident_spark.operation import BaseFilter, CallableFilter, OperationContext
 
@@ -152,8 +153,8 @@ class Negate(BaseFilter):
         elif callable(filter):
             self.filter = CallableFilter(filter)
         else:
-            raise TypeError(f"Negate needs a filter (a BaseFilter or a function of the tuple), "
-                            f"got {filter!r}")
+            raise WrongTypeError(f"Negate needs a filter (a BaseFilter or a function of the tuple), "
+                                 f"got {filter!r}")
 
     def wrapped_operations(self) -> list[Any]:
         """What ``prepare`` and ``cleanup`` are passed on to (its lifecycle is the inner filter's)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import heapq
 from typing import TYPE_CHECKING, Any
 
+from trident_spark.errors import WrongTypeError, check_int
 from trident_spark.fields import TridentTuple
 from trident_spark.operation import Aggregator, Assembly, TridentCollector
 
@@ -17,9 +18,7 @@ if TYPE_CHECKING:
 
 
 def _check_n(n: Any) -> int:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValueError(f"FirstN: n must be an int >= 0 (how many tuples to keep), got {n!r}")
-    return n
+    return check_int(n, "n", minimum=0, where="FirstN", note=" (how many tuples to keep)")
 
 
 class _Emitted:
@@ -103,7 +102,7 @@ class FirstNSortedAgg(Aggregator[list[tuple[Any, list[Any]]]]):
 
     def __init__(self, n: int, sort_field: str, reverse: bool = False) -> None:
         if not isinstance(sort_field, str):
-            raise TypeError(f"FirstN: sort_field must be a field name, got {sort_field!r}")
+            raise WrongTypeError(f"FirstN: sort_field must be a field name, got {sort_field!r}")
         self.n = _check_n(n)
         self.sort_field = sort_field
         self.reverse = bool(reverse)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from trident_spark.errors import TopologyError
+from trident_spark.errors import InvalidArgumentError, TopologyError, WrongTypeError
 from trident_spark.fields import TridentTuple
 from trident_spark.operation import BaseFunction, TridentCollector
 
@@ -56,12 +56,13 @@ class Split(BaseFunction):
     def __init__(self, pattern: str | None = None) -> None:
         if pattern is not None:
             if not isinstance(pattern, str):
-                raise TypeError(f"Split: pattern must be a regular expression (str) or None, "
-                                f"got {pattern!r}")
+                raise WrongTypeError(f"Split: pattern must be a regular expression (str) or None, "
+                                     f"got {pattern!r}")
             try:
                 re.compile(pattern)
             except re.error as exc:
-                raise ValueError(f"Split: {pattern!r} is not a valid regular expression: {exc}") from None
+                raise InvalidArgumentError(
+                    f"Split: {pattern!r} is not a valid regular expression: {exc}") from None
         self.pattern = pattern
 
     def words(self, text: str) -> list[str]:
@@ -82,8 +83,8 @@ class Split(BaseFunction):
             return
         if not isinstance(value, str):
             field = tuple.getFields()[0]
-            raise TypeError(f"Split() splits text, but field {field!r} holds {type(value).__name__} "
-                            f"{value!r}; convert it to str first")
+            raise WrongTypeError(f"Split() splits text, but field {field!r} holds {type(value).__name__} "
+                                 f"{value!r}; convert it to str first")
         for word in self.words(value):
             collector.emit([word])
 

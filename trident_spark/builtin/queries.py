@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from trident_spark.errors import WrongTypeError
 from trident_spark.fields import TridentTuple
 from trident_spark.operation import QueryFunction, TridentCollector
 from trident_spark.state.keys import GLOBAL_KEY
@@ -156,10 +157,10 @@ class TupleCollectionGet(QueryFunction[Any, list[list[Any]]]):
             return []
         get_tuples = getattr(state, "getTuples", None)
         if not callable(get_tuples):
-            raise TypeError(f"TupleCollectionGet() needs a state with getTuples() (Trident's "
-                            f"ITupleCollection), as every map state of trident_spark.state has; "
-                            f"{state!r} has none. Query keys with MapGet() instead, or give the "
-                            f"state a getTuples()")
+            raise WrongTypeError(f"TupleCollectionGet() needs a state with getTuples() (Trident's "
+                                 f"ITupleCollection), as every map state of trident_spark.state has; "
+                                 f"{state!r} has none. Query keys with MapGet() instead, or give the "
+                                 f"state a getTuples()")
         stored: Iterable[Sequence[Any]] = get_tuples()
         collection = [list(values) for values in stored]
         return [collection] * len(tuples)

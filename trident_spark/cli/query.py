@@ -8,6 +8,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from trident_spark.errors import TridentSparkError
+
 HELP = "read current values of a state (Trident's DRPC-style reads)"
 DESCRIPTION = """\
 Read the current values of keys of a state, as Trident's DRPC queries did:
@@ -56,7 +58,7 @@ MISSING = "(missing)"
 GLOBAL = "(global)"
 
 
-class KeySyntaxError(ValueError):
+class KeySyntaxError(TridentSparkError, ValueError):
     """A KEY argument cannot be read."""
 
 

@@ -15,7 +15,6 @@ from trident_spark.errors import (
     BrokerUnavailableError,
     FailedException,
     StateConflictError,
-    StateError,
     StateUnavailableError,
     TridentSparkError,
 )
@@ -194,7 +193,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         with progress, WaitWatcher(Path(checkpoint), console):
             run_with_restarts(run_once, args.restart_on_failure, args.restart_delay, say)
-    except (TridentSparkError, StateError) as exc:
+    except TridentSparkError as exc:  # the state errors included
         console.print(f"[red]error:[/] {escape(str(exc))}")  # messages show lists: [txid, val]
         return 1
     except KeyboardInterrupt:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from trident_spark.errors import TridentSparkError
 from trident_spark.runtime.progress import PROGRESS_FILE, RUN_FILE  # light: no pyspark import
 from trident_spark.runtime.progress_log import (
     PROGRESS_FILE_BYTES,
@@ -54,7 +55,7 @@ exit status: 0 shown (also after Ctrl-C with --follow), 2 no such checkpoint or 
 """
 
 
-class StatusError(Exception):
+class StatusError(TridentSparkError):
     """The checkpoint directory cannot be shown: what is wrong, and what to give instead."""
 
 

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trident_spark.errors import StateError, TridentSparkError
+from trident_spark.errors import TridentSparkError
 
 HELP = "sweep batch sizes on a fixed slice of the topics; report the knee and the settings"
 EPILOG = """examples:
@@ -87,7 +87,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         with _ProgressBar(console) as bar:
             sweep = run_sweep(topology, spark, settings, bar)
-    except (SweepError, TridentSparkError, StateError) as exc:
+    except TridentSparkError as exc:  # SweepError and the state errors included
         console.print(f"[red]error:[/] {escape(str(exc))}")
         return 1
     results = summarize(sweep, target=args.target, settings={

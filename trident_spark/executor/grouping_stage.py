@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from trident_spark.errors import FailedException, OperatorError
+from trident_spark.errors import FailedException, OperatorError, is_int
 from trident_spark.executor.python_stage import MAX_TUPLE_CHARS
 from trident_spark.fields import Fields, TridentTuple
 
@@ -60,7 +60,7 @@ def _targets(label: str, grouping: Any, t: TridentTuple, partitions: int) -> lis
                             f"{type(exc).__name__}: {exc}") from exc
     many = chosen if isinstance(chosen, list | tuple) else [chosen]
     for target in many:
-        if isinstance(target, bool) or not isinstance(target, int) or not 0 <= target < partitions:
+        if not is_int(target, 0, partitions - 1):
             raise OperatorError(
                 f"{label}: the grouping returned {chosen!r} for tuple {repr(t)[:MAX_TUPLE_CHARS]}; a "
                 f"partition index must be an int from 0 to {partitions - 1} (grouping(tuple, "

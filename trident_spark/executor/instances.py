@@ -49,6 +49,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trident_spark.errors import TridentSparkError
+
 log = logging.getLogger(__name__)
 
 #: Seconds a host waits for its next batch before it cleans up and ends (a stream whose trigger
@@ -206,7 +208,7 @@ class _Registry:
 
 
 # --- worker side: a stage run in its host ------------------------------------------------
-class InstanceHostError(Exception):
+class InstanceHostError(TridentSparkError):
     """The traceback of an error raised in an instance host (the cause of the error re-raised)."""
 
 

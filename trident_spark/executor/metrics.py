@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pyspark.accumulators import AccumulatorParam
@@ -24,6 +25,44 @@ ERRORS = "errors"
 
 #: Stage kinds, in the order a batch's data meets them (the order stages are listed in).
 KINDS = ("source", "python", "state_get", "aggregate", "state_query", "state_put", "spark")
+
+
+@dataclass(frozen=True)
+class StageName:
+    """A stage's name: the operation's label and, for an operation that runs as several
+    stages, which one (``step``): an aggregation's ``partial`` and ``final`` halves, a
+    persist's ``update`` and its store round trips ``multiGet`` and ``multiPut``.
+
+    Stages are counted under this record, so the label is never parsed back out of the
+    text; the text (``str()``, shown in progress and ``trident-spark status``) is
+    ``"<label> / <step>"``, or the label alone.
+
+    Examples
+    --------
+    >>> str(StageName("persistentAggregate(Count)", "multiGet")), str(StageName("each(Split)"))
+    ('persistentAggregate(Count) / multiGet', 'each(Split)')
+    >>> StageName.of("counts / update")
+    StageName(label='counts', step='update')
+    """
+
+    label: str
+    step: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.label} / {self.step}" if self.step else self.label
+
+    @classmethod
+    def of(cls, name: str | StageName) -> StageName:
+        """``name`` as a record; a text (counters written as text) is read back: a known step
+        after the last ``" / "`` is the step, anything else is all label."""
+        if isinstance(name, StageName):
+            return name
+        label, _, step = name.rpartition(" / ")
+        return cls(label, step) if label and step in STEPS else cls(name)
+
+
+#: The steps of operations that run as several stages (see :class:`StageName`).
+STEPS = ("partial", "final", "update", "multiGet", "multiPut")
 
 
 class CountersParam(AccumulatorParam):  # type: ignore[type-arg]
@@ -55,7 +94,7 @@ class StageClock:
     def __init__(self) -> None:
         self.counters: dict[Any, float] = {}
 
-    def add(self, kind: str, name: str, ms: float = 0.0, rows_in: int | None = None,
+    def add(self, kind: str, name: str | StageName, ms: float = 0.0, rows_in: int | None = None,
             rows_out: int | None = None) -> None:
         for metric, value in (("ms", ms), ("rows_in", rows_in), ("rows_out", rows_out), ("tasks", 1)):
             if value is not None:
@@ -81,7 +120,7 @@ def _rows(batch: Any) -> int:
     return int(getattr(batch, "num_rows", 0))
 
 
-def timed(fn: Callable[..., Iterator[Any]], kind: str, name: str,
+def timed(fn: Callable[..., Iterator[Any]], kind: str, name: str | StageName,
           accumulator: Accumulator[dict[Any, float]] | None) -> Callable[..., Iterator[Any]]:
     """Wrap a ``mapInArrow`` function so its task time and rows are counted as stage ``name``.
 

@@ -22,9 +22,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from trident_spark.errors import FailedException, OperatorError, TridentSparkError
+from trident_spark.errors import FailedException, OperatorError, SpoutError, TopologyError
 from trident_spark.executor.instances import task_instances
-from trident_spark.executor.metrics import StageClock
+from trident_spark.executor.metrics import StageClock, StageName
 from trident_spark.executor.python_stage import partition_index, to_arrow_column
 from trident_spark.fields import Fields, TridentTuple
 from trident_spark.object_values import decode_column
@@ -103,7 +103,9 @@ def _tuples(table: pa.Table, fields: Fields, untyped: frozenset[str] = frozenset
 def _user_call(step: StateStep, what: str, fn: Any, *args: Any) -> Any:
     try:
         return fn(*args)
-    except (FailedException, StateError, TridentSparkError):
+    except (FailedException, StateError, TopologyError, SpoutError):
+        # The state's and the spout's own errors go up as they are; everything else (a user's
+        # mistake included, even one raised as an InvalidArgumentError) is named after the step.
         raise
     except Exception as exc:
         raise OperatorError(f"{step.label} failed in {what}: {type(exc).__name__}: {exc}") from exc
@@ -119,10 +121,10 @@ def _count(step: StateStep, state: MapState, before: dict[str, int], store_stage
     if store_stages:
         clock = StageClock()
         if delta["store_reads"]:
-            clock.add("state_get", f"{step.label} / multiGet", ms=delta["store_read_us"] / 1000,
+            clock.add("state_get", StageName(step.label, "multiGet"), ms=delta["store_read_us"] / 1000,
                       rows_in=int(delta["keys_read"]))
         if delta["store_writes"]:
-            clock.add("state_put", f"{step.label} / multiPut", ms=delta["store_write_us"] / 1000,
+            clock.add("state_put", StageName(step.label, "multiPut"), ms=delta["store_write_us"] / 1000,
                       rows_in=int(delta["keys_written"]))
         delta.update(clock.counters)
     step.stats.add(delta)

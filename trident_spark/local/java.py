@@ -13,6 +13,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from trident_spark.errors import TridentSparkError
+
 __all__ = [
     "JavaVersionError",
     "find_java",
@@ -27,7 +29,7 @@ _VERSION = re.compile(r'version\s+"(?P<version>[^"]+)"')
 _MAJOR = re.compile(r"^(?P<first>\d+)(?:\.(?P<second>\d+))?")
 
 
-class JavaVersionError(RuntimeError):
+class JavaVersionError(TridentSparkError, RuntimeError):
     """No suitable Java: the message says what was found and what to do.
 
     Examples

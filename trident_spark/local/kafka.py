@@ -16,6 +16,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
+from trident_spark.errors import TridentSparkError
+
 __all__ = [
     "ConsumedRecord",
     "KafkaHelperError",
@@ -30,7 +32,7 @@ Record = tuple[bytes | str | None, bytes | str, int | None]
 """A record to produce: ``(key, value, partition)``; ``None`` partition lets Kafka choose."""
 
 
-class KafkaHelperError(RuntimeError):
+class KafkaHelperError(TridentSparkError, RuntimeError):
     """A topic could not be created, filled or read; the message says which and where.
 
     Examples

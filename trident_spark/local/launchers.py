@@ -17,6 +17,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
+from trident_spark.errors import InvalidArgumentError
 from trident_spark.local.probes import http_answers, kafka_answers, redis_answers
 from trident_spark.local.process import LocalProcess, ServiceStartError, free_port, wait_until
 from trident_spark.local.service_handle import ServiceHandle, ServiceName
@@ -252,7 +253,8 @@ def start_local_redis(
              "aof": ["--save", "", "--appendonly", "yes", "--appendfsync", "everysec"],
              "rdb": ["--save", "60 1000", "--appendonly", "no"]}
     if persistence not in modes:
-        raise ValueError(f"start_local_redis(persistence={persistence!r}): one of {', '.join(modes)}")
+        raise InvalidArgumentError(
+            f"start_local_redis(persistence={persistence!r}): one of {', '.join(modes)}")
     keep_data = data_dir is not None
     data_dir = Path(data_dir) if data_dir is not None else Path(
         tempfile.mkdtemp(prefix="trident-spark-redis-data-"))

@@ -24,6 +24,8 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from trident_spark.errors import TridentSparkError
+
 __all__ = [
     "LocalProcess",
     "ServiceStartError",
@@ -37,7 +39,7 @@ __all__ = [
 _PR_SET_PDEATHSIG = 1
 
 
-class ServiceStartError(RuntimeError):
+class ServiceStartError(TridentSparkError, RuntimeError):
     """A local service did not start or did not become ready.
 
     The message names the service, its address, the log file and the last

@@ -22,6 +22,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from trident_spark.errors import InvalidArgumentError
 from trident_spark.local.containers import (
     docker_available,
     start_container,
@@ -94,7 +95,7 @@ def _check_name(name: str) -> ServiceName:
     for known in SERVICE_NAMES:
         if name == known:
             return known
-    raise ValueError(f"unknown service {name!r}: expected one of {', '.join(SERVICE_NAMES)}")
+    raise InvalidArgumentError(f"unknown service {name!r}: expected one of {', '.join(SERVICE_NAMES)}")
 
 
 def choose_provider(name: str) -> Provider:

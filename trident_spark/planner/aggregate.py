@@ -17,7 +17,7 @@ from trident_spark.errors import TopologyError
 from trident_spark.executor.aggregate_stage import AggLayout, AggStep, run_aggregate
 from trident_spark.executor.column_types import arrow_type
 from trident_spark.executor.instances import InstanceScope, has_lifecycle, hosted
-from trident_spark.executor.metrics import timed
+from trident_spark.executor.metrics import StageName, timed
 from trident_spark.executor.object_columns import (
     OBJECT,
     group_value,
@@ -27,7 +27,7 @@ from trident_spark.executor.object_columns import (
     object_names,
     struct_field,
 )
-from trident_spark.graph import AggregateNode, AggSpec
+from trident_spark.graph import AggregateNode, AggregationScope, AggSpec
 from trident_spark.operation import Aggregator, CombinerAggregator
 from trident_spark.planner.python_plan import named
 from trident_spark.planner.shipping import shipped
@@ -43,7 +43,7 @@ def aggregate(df: DataFrame, node: AggregateNode, txid: int, conf: dict[str, Any
     """The DataFrame of ``node``'s output for one batch (``metrics``: where its Python stages
     count their time; ``scope``: the run, whose instance hosts keep aggregators with a lifecycle)."""
     result = _aggregate(df, node, txid, conf, partitions, metrics, scope)
-    if node.scope == "batch" and not node.group_fields and partitions and partitions > 1:
+    if node.scope == AggregationScope.BATCH and not node.group_fields and partitions and partitions > 1:
         # A global aggregation emits in one task; with a hint, the stage still has n tasks
         # (the others empty), as Trident's global grouping does.
         from pyspark.sql import functions as F
@@ -55,7 +55,7 @@ def aggregate(df: DataFrame, node: AggregateNode, txid: int, conf: dict[str, Any
 def _aggregate(df: DataFrame, node: AggregateNode, txid: int, conf: dict[str, Any],
                partitions: int | None, metrics: Any, scope: InstanceScope | None = None) -> DataFrame:
     group = list(node.group_fields)
-    if node.scope == "batch":
+    if node.scope == AggregationScope.BATCH:
         sql = _sql_aggregate(df, node, partitions)
         if sql is not None:
             return sql
@@ -82,7 +82,7 @@ def _shuffle(df: DataFrame, group: list[str], partitions: int | None) -> DataFra
 
 def _count(df: DataFrame, node: AggregateNode, partitions: int | None, group: list[str]) -> int:
     """The partition count ``prepare`` sees: known, or asked of Spark if an aggregator needs it."""
-    if node.scope == "batch" and not group:
+    if node.scope == AggregationScope.BATCH and not group:
         return 1
     if partitions is not None:
         return partitions
@@ -200,7 +200,7 @@ def _stage(df: DataFrame, node: AggregateNode, mode: str, txid: int, conf: dict[
                     partial(_entry, steps, layout, txid, conf, num_partitions), metrics)
     else:
         fn = partial(_entry, steps, layout, txid, conf, num_partitions, metrics)
-    name = node.label if mode == "full" else f"{node.label} / {mode}"
+    name = StageName(node.label, "" if mode == "full" else mode)
     stage = named(timed(fn, "aggregate", name, metrics), f"{mode}_{node.label}")
     return shipped(lambda: df.mapInArrow(stage, schema), [(step.label, step.aggregator) for step in steps])
 

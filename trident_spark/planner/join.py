@@ -13,6 +13,7 @@ from trident_spark.executor.object_columns import (
     objects_where_any,
 )
 from trident_spark.graph import JoinNode, MergeNode
+from trident_spark.joins import JoinOutFieldsMode, JoinType
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -74,7 +75,8 @@ def join(dfs: list[DataFrame], node: JoinNode, partitions: int | None) -> DataFr
     for i, (df, on) in enumerate(zip(dfs, node.join_fields, strict=True)):
         # PRESERVE (Trident's PreservingFieldsOrderJoinerMultiReducer): every field of the input
         # in its order, join fields too, all None for an outer input without a match
-        others = list(df.columns) if node.mode == "preserve" else [f for f in df.columns if f not in on]
+        preserve = node.mode == JoinOutFieldsMode.PRESERVE
+        others = list(df.columns) if preserve else [f for f in df.columns if f not in on]
         columns = [key_column(df, k).alias(f"__k{j}_{i}") for j, k in enumerate(on)]
         columns += [F.col(k).alias(f"__v{j}_{i}") for j, k in enumerate(on) if is_object(df.schema[k])]
         columns += [F.col(f).alias(f"__s{i}_{f}") for f in others]
@@ -91,12 +93,12 @@ def join(dfs: list[DataFrame], node: JoinNode, partitions: int | None) -> DataFr
     result = parts[0]
     keys: list[Column] = [F.col(f"__k{j}_0") for j in range(width)]
     values: list[Column] = [value(j, 0) for j in range(width)]
-    required = node.join_types[0] == "inner"
+    required = node.join_types[0] == JoinType.INNER
     for i in range(1, len(parts)):
         right = parts[i]
         condition = reduce(lambda a, b: a & b,
                            [keys[j].eqNullSafe(F.col(f"__k{j}_{i}")) for j in range(width)])
-        right_required = node.join_types[i] == "inner"
+        right_required = node.join_types[i] == JoinType.INNER
         how = _how(required, right_required)
         result = result.join(right, condition, how)
         keys = [F.coalesce(keys[j], F.col(f"__k{j}_{i}")) for j in range(width)]

@@ -19,7 +19,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from trident_spark.errors import TopologyError
-from trident_spark.graph import RepartitionNode
+from trident_spark.graph import RepartitionKind, RepartitionNode
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -32,14 +32,14 @@ def default_parallelism(df: DataFrame) -> int:
 def repartition(df: DataFrame, node: RepartitionNode, partitions: int | None) -> DataFrame:
     """``df`` repartitioned as ``node`` says, into ``partitions`` when given."""
     kind = node.kind
-    if kind == "shuffle":
+    if kind == RepartitionKind.SHUFFLE:
         return df.repartition(partitions or default_parallelism(df))
-    if kind == "partitionBy":
+    if kind == RepartitionKind.PARTITION_BY:
         from trident_spark.executor.object_columns import key_columns
 
         keys = key_columns(df, node.key_fields)  # untyped: 1, 1.0 and True to one partition
         return df.repartition(partitions, *keys) if partitions else df.repartition(*keys)
-    if kind in ("global", "batchGlobal"):
+    if kind in (RepartitionKind.GLOBAL, RepartitionKind.BATCH_GLOBAL):
         if partitions and partitions > 1:
             # Trident's GlobalGrouping: the whole batch to one task of the stage; its other
             # tasks (partitions) still run, with no tuples.
@@ -47,18 +47,18 @@ def repartition(df: DataFrame, node: RepartitionNode, partitions: int | None) ->
 
             return df.repartitionById(partitions, F.lit(0))
         return df.repartition(1)
-    if kind == "broadcast":
+    if kind == RepartitionKind.BROADCAST:
         return broadcast(df, partitions or default_parallelism(df))
-    if kind == "localOrShuffle":
+    if kind == RepartitionKind.LOCAL_OR_SHUFFLE:
         return df.repartition(partitions) if partitions else df
-    if kind == "identity":
+    if kind == RepartitionKind.IDENTITY:
         if not partitions:
             return df
         from pyspark.sql import functions as F
 
         # Trident's IdentityGrouping: task i sends to task i (its groups get one parallelism)
         return df.repartitionById(partitions, F.pmod(F.spark_partition_id(), F.lit(partitions)))
-    if kind == "custom":
+    if kind == RepartitionKind.CUSTOM:
         return custom_partition(df, node, partitions or default_parallelism(df))
     raise TopologyError(f"{node.label}: unknown repartitioning {kind!r}")
 

@@ -7,7 +7,15 @@ and back for every tuple it emits (in a word count: the sentence, once per word)
 
 from __future__ import annotations
 
-from trident_spark.graph import AggregateNode, EachNode, FilterNode, Node, ProjectNode, StateQueryNode
+from trident_spark.graph import (
+    AggregateNode,
+    AggregationScope,
+    EachNode,
+    FilterNode,
+    Node,
+    ProjectNode,
+    StateQueryNode,
+)
 from trident_spark.planner.query import QueryPlan
 
 
@@ -41,8 +49,8 @@ def _needed(query: QueryPlan, node: Node, memo: dict[int, frozenset[str] | None]
 def _reads(query: QueryPlan, consumer: Node, memo: dict[int, frozenset[str] | None]) -> set[str] | None:
     """What ``consumer`` reads of its input: its own inputs and what passes through to its readers."""
     if isinstance(consumer, AggregateNode):
-        if consumer.scope != "batch" or not all(hasattr(s.aggregator, "spark_aggregates")
-                                                for s in consumer.specs):
+        if consumer.scope != AggregationScope.BATCH or not all(
+                hasattr(s.aggregator, "spark_aggregates") for s in consumer.specs):
             return set(consumer.inputs[0].fields)  # Python aggregators are handed their input fields
         reads = set(consumer.group_fields)
         for spec in consumer.specs:

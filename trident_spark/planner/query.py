@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from trident_spark.graph import (
     AggregateNode,
+    AggregationScope,
     JoinNode,
     MergeNode,
     MultiReduceNode,
@@ -39,7 +40,7 @@ def is_stage_boundary(node: Node) -> bool:
     """
     if isinstance(node, SpoutNode | RepartitionNode | MergeNode | JoinNode | MultiReduceNode):
         return True
-    return isinstance(node, AggregateNode) and node.scope == "batch"
+    return isinstance(node, AggregateNode) and node.scope == AggregationScope.BATCH
 
 
 @dataclass

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from trident_spark.errors import TopologyError
 from trident_spark.executor.column_types import arrow_type
 from trident_spark.executor.instances import InstanceScope, has_lifecycle, hosted
-from trident_spark.executor.metrics import timed
+from trident_spark.executor.metrics import StageName, timed
 from trident_spark.executor.object_columns import OBJECT, is_object, object_names, struct_field
 from trident_spark.executor.state_stage import StateStep, check_not_ahead, persist, query, with_metrics
 from trident_spark.graph import PersistNode, StateQueryNode
@@ -109,7 +109,7 @@ def persist_dataframe(df: DataFrame, node: PersistNode, txid: int, conf: dict[st
     task: Any = partial(persist, step, txid, conf, n)
     if scope is not None and has_lifecycle(node.updater):  # kept in the partition's instance host
         task = hosted(scope, partial(with_metrics, persist, step, txid, conf, n), stats)
-    fn = timed(task, "aggregate", f"{node.label} / update", stats)
+    fn = timed(task, "aggregate", StageName(node.label, "update"), stats)
     return shipped(lambda: df.mapInArrow(named(fn, node.label), StructType(struct)),
                    [(node.label, node.updater), (node.label, node.state)])
 

@@ -11,7 +11,7 @@ from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trident_spark.errors import TopologyError
+from trident_spark.errors import TopologyError, check_int
 from trident_spark.runtime.failures import translate
 from trident_spark.runtime.metrics import batch_description, batch_spark_metrics
 from trident_spark.runtime.progress import PROGRESS_FILE, RUN_FILE, BatchProgress, ProgressCallback
@@ -49,10 +49,9 @@ def check_progress_history(value: object) -> int:
     trident_spark.errors.TopologyError: run(): progress_history must be an int >= 1 (the batches of \
 progress handle.progress keeps in memory, 100 by default), got 0
     """
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise TopologyError(f"run(): progress_history must be an int >= 1 (the batches of progress "
-                            f"handle.progress keeps in memory, {PROGRESS_HISTORY} by default), got {value!r}")
-    return value
+    return check_int(value, "progress_history", where="run()", error=TopologyError,
+                     note=f" (the batches of progress handle.progress keeps in memory, {PROGRESS_HISTORY} "
+                          f"by default)")
 
 
 def _now() -> str:

@@ -24,9 +24,10 @@ Spark measured for the batch's jobs (executor run and CPU time, GC, shuffle byte
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from trident_spark.executor.metrics import ERRORS, KINDS, STAGE
+from trident_spark.executor.metrics import ERRORS, KINDS, STAGE, StageName
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -46,24 +47,26 @@ def split_counters(counters: dict[Any, float], order: list[str] | None = None
     ({'store_reads': 2}, 'f', 1.5)
     """
     state: dict[str, int] = {}
-    found: dict[tuple[str, str], dict[str, Any]] = {}
+    found: dict[tuple[str, StageName], dict[str, Any]] = {}
     for key, value in counters.items():
         if isinstance(key, tuple) and len(key) == 4 and key[0] == STAGE:
             _, kind, name, metric = key
-            entry = found.setdefault((kind, name), {"name": name, "kind": kind, "ms": 0.0,
-                                                    "rows_in": None, "rows_out": None, "tasks": 0})
+            stage = StageName.of(name)
+            entry = found.setdefault((kind, stage), {"name": str(stage), "kind": kind, "ms": 0.0,
+                                                     "rows_in": None, "rows_out": None, "tasks": 0})
             entry[metric] = round(value, 3) if metric == "ms" else int(value)
         elif isinstance(key, str):
             state[key] = int(value)
     _own_time_of_updates(found)
     position = {name: i for i, name in enumerate(order or [])}
 
-    def rank(entry: dict[str, Any]) -> tuple[int, int, str]:
-        kind = KINDS.index(entry["kind"]) if entry["kind"] in KINDS else len(KINDS)
+    def rank(item: tuple[tuple[str, StageName], dict[str, Any]]) -> tuple[int, int, str]:
+        (kind, stage), entry = item
+        kind_rank = KINDS.index(kind) if kind in KINDS else len(KINDS)
         # An operator's own stages keep their kind order (get, update, put); operators keep theirs.
-        return position.get(entry["name"].split(" / ")[0], len(position)), kind, entry["name"]
+        return position.get(stage.label, len(position)), kind_rank, entry["name"]
 
-    stages = sorted(found.values(), key=rank)
+    stages = [entry for _, entry in sorted(found.items(), key=rank)]
     sources = [s for s in stages if s["kind"] == "source"]
     return state, sources + [s for s in stages if s["kind"] != "source"]
 
@@ -88,13 +91,12 @@ def split_errors(counters: dict[Any, Any]) -> tuple[dict[str, int], dict[str, st
     return counts, last
 
 
-def _own_time_of_updates(found: dict[tuple[str, str], dict[str, Any]]) -> None:
+def _own_time_of_updates(found: dict[tuple[str, StageName], dict[str, Any]]) -> None:
     """A persist's task time (``<label> / update``) includes its store round trips, which are
     stages of their own (``<label> / multiGet``, ``/ multiPut``): keep only the updater's share."""
-    for (kind, name), entry in found.items():
-        if kind == "aggregate" and name.endswith(" / update"):
-            base = name.removesuffix(" / update")
-            store = sum(found.get((k, f"{base} / {op}"), {}).get("ms", 0.0)
+    for (kind, stage), entry in found.items():
+        if kind == "aggregate" and stage.step == "update":
+            store = sum(found.get((k, StageName(stage.label, op)), {}).get("ms", 0.0)
                         for k, op in (("state_get", "multiGet"), ("state_put", "multiPut")))
             entry["ms"] = round(max(0.0, entry["ms"] - store), 3)
 
@@ -172,12 +174,12 @@ def spark_task_metrics(sc: SparkContext, stage_ids: list[int], wait_s: float = 0
     return totals
 
 
-def with_spark_rest(stages: list[dict[str, Any]], spark: dict[str, float]) -> list[dict[str, Any]]:
+def with_spark_rest(stages: Sequence[Mapping[str, Any]], spark: dict[str, float]) -> list[Mapping[str, Any]]:
     """Append the ``spark`` stage: executor time the measured stages do not account for (JVM
     shuffle, built-in aggregation, moving rows to and from Python)."""
     run_ms = spark.get("executor_run_ms")
     if not run_ms:
-        return stages
+        return list(stages)
     measured = sum(s["ms"] for s in stages)
     rest = {"name": "spark", "kind": "spark", "ms": round(max(0.0, run_ms - measured), 3),
             "rows_in": None, "rows_out": None, "tasks": int(spark.get("tasks", 0))}

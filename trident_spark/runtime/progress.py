@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -13,6 +13,80 @@ from trident_spark.state.redaction import redact_text
 PROGRESS_FILE = "trident-progress.jsonl"
 #: In the checkpoint directory: when and how the topology was started, and when it stopped.
 RUN_FILE = "trident-run.json"
+
+
+#: A stage's keys in progress files, in the order the runtime always wrote them.
+_STAGE_KEYS = ("name", "kind", "ms", "rows_in", "rows_out", "tasks")
+
+
+@dataclass(eq=False)
+class StageProgress(Mapping[str, Any]):
+    """Where one batch's task time went in one stage: an entry of :attr:`BatchProgress.stages`.
+
+    Read it by attribute (``stage.ms``) or by key, as the dicts it replaced
+    (``stage["ms"]``, ``stage.get("rows_in")``, ``dict(stage)``); it equals a mapping of
+    the same keys and values. :meth:`to_json` is the object a progress file holds, the
+    same keys and values as before, so files of older and newer versions read alike.
+
+    Attributes
+    ----------
+    name : str
+        The stage: the operation's label (``each(Split)``), with its step for an
+        operation that runs as several stages (``persistentAggregate(Count) / update``).
+    kind : str
+        ``source``, ``python``, ``state_get``, ``aggregate``, ``state_query``,
+        ``state_put`` or ``spark`` (``runtime.metrics.KINDS``).
+    ms : float
+        Task time, summed over the stage's tasks.
+    rows_in, rows_out : int or None
+        Rows the stage read and wrote (None: not measured).
+    tasks : int or None
+        How many tasks ran it (None: not counted).
+
+    Examples
+    --------
+    >>> stage = StageProgress("each(Split)", "python", ms=410.0, rows_in=10, rows_out=40, tasks=2)
+    >>> stage.ms, stage["rows_out"], stage == {"name": "each(Split)", "kind": "python", "ms": 410.0,
+    ...                                         "rows_in": 10, "rows_out": 40, "tasks": 2}
+    (410.0, 40, True)
+    >>> StageProgress.from_json(stage.to_json()) == stage
+    True
+    """
+
+    name: str = ""
+    kind: str = ""
+    ms: float = 0.0
+    rows_in: int | None = None
+    rows_out: int | None = None
+    tasks: int | None = None
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in _STAGE_KEYS:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_STAGE_KEYS)
+
+    def __len__(self) -> int:
+        return len(_STAGE_KEYS)
+
+    def to_json(self) -> dict[str, Any]:
+        """The stage as a progress file's JSON object."""
+        return {key: getattr(self, key) for key in _STAGE_KEYS}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> StageProgress:
+        """Read back a progress file's stage object (unknown keys ignored, missing ones take
+        their defaults)."""
+        if isinstance(data, StageProgress):
+            return data
+        return cls(**{key: data[key] for key in _STAGE_KEYS if key in data})
+
+    @classmethod
+    def all_of(cls, stages: Iterable[Mapping[str, Any]]) -> list[StageProgress]:
+        """``stages`` as records (records are kept as they are)."""
+        return [cls.from_json(stage) for stage in stages]
 
 
 @dataclass
@@ -27,7 +101,8 @@ class BatchProgress:
     lost races).
 
     ``stages`` lists where the batch's task time went, in pipeline order: one
-    ``{"name", "kind", "ms", "rows_in", "rows_out", "tasks"}`` per stage, ``kind``
+    :class:`StageProgress` (``name``, ``kind``, ``ms``, ``rows_in``, ``rows_out``,
+    ``tasks``; readable as a mapping too, as the dicts it replaced) per stage, ``kind``
     one of ``source`` (the Kafka read), ``python`` (an operator), ``aggregate``,
     ``state_get``, ``state_put``, ``state_query`` and ``spark`` (the rest of
     the executors' time: JVM shuffle, built-in aggregation, moving rows to and
@@ -67,7 +142,7 @@ class BatchProgress:
     partition_rows: dict[str, int] = field(default_factory=dict)
     backlog: int | None = None
     read_limit_bytes: int | None = None
-    stages: list[dict[str, Any]] = field(default_factory=list)
+    stages: list[StageProgress] = field(default_factory=list)
     spark: dict[str, float] = field(default_factory=dict)
     cores: int | None = None
     #: The first batch this process ran for the stream: it starts Spark's Python workers, so its
@@ -80,6 +155,10 @@ class BatchProgress:
     #: (the batch went on), and the last message of each (secrets redacted).
     errors_reported: dict[str, int] = field(default_factory=dict)
     last_errors: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Stages given as mappings (a progress file's JSON, older callers) become records.
+        self.stages = StageProgress.all_of(self.stages)
 
     @classmethod
     def from_spark(cls, stream: str, progress: dict[str, Any]) -> BatchProgress:
@@ -102,8 +181,8 @@ class BatchProgress:
         for topic, parts in (end.get("begin", {}) if isinstance(end, dict) else {}).items():
             begin[topic] = {**begin.get(topic, {}), **parts}  # partitions new in this batch
         rows = int(progress.get("numInputRows", 0))
-        stages = [{"name": "source", "kind": "source", "ms": round(sum(read_ms), 3), "rows_in": None,
-                   "rows_out": rows, "tasks": None}] if read_ms else []
+        stages = [StageProgress("source", "source", ms=round(sum(read_ms), 3), rows_out=rows)] \
+            if read_ms else []
         return cls(
             stream=stream,
             txid=int(progress.get("batchId", -1)),
@@ -143,16 +222,16 @@ class BatchProgress:
         self.state, stages = split_counters(counters, order)
         self.errors_reported, self.last_errors = split_errors(counters)
         self.spark = dict(spark)
-        self.stages = with_spark_rest([*self.stages, *stages], self.spark)
+        self.stages = StageProgress.all_of(with_spark_rest([*self.stages, *stages], self.spark))
 
-    def slowest_stage(self) -> dict[str, Any] | None:
+    def slowest_stage(self) -> StageProgress | None:
         """The stage that took the most task time (None when nothing was measured)."""
-        return max(self.stages, key=lambda s: s.get("ms") or 0.0, default=None)
+        return max(self.stages, key=lambda s: s.ms or 0.0, default=None)
 
     def to_json(self) -> str:
-        """One line of ``trident-progress.jsonl`` (every field holds plain JSON values, so they are
-        written as they are: no copy, once per batch on the driver)."""
-        return json.dumps(vars(self), sort_keys=True)
+        """One line of ``trident-progress.jsonl`` (every other field holds plain JSON values, so
+        they are written as they are: no copy, once per batch on the driver)."""
+        return json.dumps({**vars(self), "stages": [s.to_json() for s in self.stages]}, sort_keys=True)
 
     def line(self) -> str:
         """A one-line summary for terminals and logs."""
@@ -177,10 +256,10 @@ class BatchProgress:
 
     def _slowest_line(self) -> str:
         slowest = self.slowest_stage()
-        total = sum(s.get("ms") or 0.0 for s in self.stages)
+        total = sum(s.ms or 0.0 for s in self.stages)
         if slowest is None or not total:
             return ""
-        return f"; slowest stage: {slowest['name']} ({slowest['ms'] / total:.0%} of task time)"
+        return f"; slowest stage: {slowest.name} ({slowest.ms / total:.0%} of task time)"
 
     def _state_line(self) -> str:
         written = self.state.get("keys_written", 0)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from trident_spark.errors import InvalidArgumentError, WrongTypeError, check_int
 from trident_spark.fields import Fields
 from trident_spark.object_values import OBJECT, OBJECT_METADATA, UncarriableValueError, encode_column
 from trident_spark.spout.base import Spout
@@ -72,9 +73,9 @@ class FeederBatchSpout(Spout):
         names, declared = _parse_fields(fields)
         self._names = names
         self._declared: dict[str, ColumnType] = declared
-        if isinstance(num_partitions, bool) or not isinstance(num_partitions, int) or num_partitions < 1:
-            raise ValueError(f"FeederBatchSpout(num_partitions={num_partitions!r}): give an int >= 1")
-        self._num_partitions = num_partitions
+        self._num_partitions = check_int(num_partitions, "num_partitions",
+                                         message="FeederBatchSpout(num_partitions={value!r}): "
+                                                 "give an int >= 1")
         if directory is None:
             self._directory = tempfile.mkdtemp(prefix="trident-feeder-")
             atexit.register(shutil.rmtree, self._directory, True)
@@ -93,14 +94,14 @@ class FeederBatchSpout(Spout):
             with pa.memory_map(batch_path(self._directory, index)) as source:
                 schema = pa.ipc.open_file(source).schema
             if schema.names != self._names:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"FeederBatchSpout: {self._directory} holds batches with fields {schema.names}, "
                     f"not {self._names}; give this spout another directory")
             typed = [name for name in self._names if name not in self._declared
                      and not _holds_untyped(schema.field(name).type)]
             if typed:
                 stored = ", ".join(f"{name}: {schema.field(name).type}" for name in typed)
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"FeederBatchSpout: batch {index} in {self._directory} stores the undeclared fields "
                     f"{typed} as typed columns ({stored}), written before undeclared fields carried any "
                     f"value; declare their types (e.g. '{typed[0]}:<type>') or give this spout another "
@@ -157,11 +158,11 @@ class FeederBatchSpout(Spout):
 
         Raises
         ------
-        ValueError
-            A tuple with the wrong number of values (the message names the tuple's
-            index and the fields), or an integer too large for its type.
-        TypeError
-            A value that does not fit its field's declared type, or a value of an
+        InvalidArgumentError
+            (a ValueError) A tuple with the wrong number of values (the message names the
+            tuple's index and the fields), or an integer too large for its type.
+        WrongTypeError
+            (a TypeError) A value that does not fit its field's declared type, or a value of an
             undeclared field that does not pickle.
 
         Examples
@@ -184,16 +185,17 @@ class FeederBatchSpout(Spout):
 
     def _checked_rows(self, tuples: Iterable[Sequence[Any]]) -> list[Sequence[Any]]:
         if isinstance(tuples, str | bytes) or not isinstance(tuples, Iterable):
-            raise TypeError(f"FeederBatchSpout.feed takes a list of tuples, e.g. feed([{self._example()}]); "
-                            f"got {type(tuples).__name__}")
+            raise WrongTypeError(
+                f"FeederBatchSpout.feed takes a list of tuples, e.g. feed([{self._example()}]); "
+                f"got {type(tuples).__name__}")
         rows = list(tuples)
         for i, row in enumerate(rows):
             if isinstance(row, str | bytes) or not isinstance(row, Sequence):
-                raise TypeError(
+                raise WrongTypeError(
                     f"FeederBatchSpout.feed: tuple {i} is {row!r} ({type(row).__name__}), not a list of "
                     f"values; feed takes a list of tuples, e.g. feed([{self._example()}])")
             if len(row) != len(self._names):
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"FeederBatchSpout.feed: tuple {i} has {len(row)} values {list(row)!r}, expected "
                     f"{len(self._names)} for fields {self._names}")
         return rows
@@ -208,7 +210,7 @@ class FeederBatchSpout(Spout):
                 return encode_column(values)
             except UncarriableValueError as exc:
                 bad = next(i for i, v in enumerate(values) if _uncarriable(v))
-                raise TypeError(f"FeederBatchSpout.feed: tuple {bad}, field {name!r}: {exc}") from None
+                raise WrongTypeError(f"FeederBatchSpout.feed: tuple {bad}, field {name!r}: {exc}") from None
         column_type = self._declared[name]
         for i, value in enumerate(values):
             problem = column_type.problem(value)
@@ -224,8 +226,9 @@ class FeederBatchSpout(Spout):
             at = _first_bad_index(values, column_type.arrow)
             what = f"tuple {at}, field {name!r}" if at is not None else f"field {name!r}"
             shown = f"{values[at]!r} cannot" if at is not None else "the values cannot"
-            raise ValueError(f"FeederBatchSpout.feed: {what} ({self._why(name)}): {shown} be stored as "
-                             f"{column_type.ddl}: {exc}") from None
+            raise InvalidArgumentError(
+                f"FeederBatchSpout.feed: {what} ({self._why(name)}): {shown} be stored as "
+                f"{column_type.ddl}: {exc}") from None
 
     def _why(self, name: str) -> str:
         return f"declared {self._declared[name].ddl}; declare it without a type to carry any value"
@@ -289,17 +292,19 @@ def _parse_fields(fields: Fields | Sequence[str]) -> tuple[list[str], dict[str, 
         names = list(parsed)
         specs = [(name, spec.partition(":")[2].strip()) for name, spec in zip(names, fields, strict=True)]
     if not names:
-        raise ValueError("FeederBatchSpout: give at least one field, e.g. FeederBatchSpout(['word'])")
+        raise InvalidArgumentError(
+            "FeederBatchSpout: give at least one field, e.g. FeederBatchSpout(['word'])")
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
-        raise ValueError(f"FeederBatchSpout: duplicate fields {duplicates} in {names}")
+        raise InvalidArgumentError(f"FeederBatchSpout: duplicate fields {duplicates} in {names}")
     declared: dict[str, ColumnType] = {}
     for name, type_text in specs:
         if type_text and type_text != OBJECT:  # "word:object" (as fields show it): no declared type
             try:
                 declared[name] = parse_type(type_text)
             except ValueError as exc:
-                raise ValueError(f"FeederBatchSpout: field {name!r} has type {type_text!r}: {exc}") from None
+                raise InvalidArgumentError(
+                    f"FeederBatchSpout: field {name!r} has type {type_text!r}: {exc}") from None
     return names, declared
 
 

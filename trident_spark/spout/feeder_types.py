@@ -21,6 +21,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from trident_spark.errors import InvalidArgumentError
+
 _INT_BITS = {"tinyint": 8, "smallint": 16, "int": 32, "bigint": 64}
 _SIMPLE: dict[str, pa.DataType] = {
     "string": pa.string(),
@@ -192,7 +194,7 @@ def _tokens(text: str) -> list[str]:
     while position < len(text):
         match = _TOKEN.match(text, position)
         if match is None:
-            raise ValueError(f"unexpected {text[position:].strip()[:10]!r}")
+            raise InvalidArgumentError(f"unexpected {text[position:].strip()[:10]!r}")
         tokens.append(match.group(match.lastindex or 0))
         position = match.end()
     return tokens
@@ -209,7 +211,7 @@ class _Parser:
     def take(self, expected: str | None = None) -> str:
         token = self.peek()
         if not token or (expected is not None and token != expected):
-            raise ValueError(f"expected {expected or 'more'!r} but found {token or 'the end'!r}")
+            raise InvalidArgumentError(f"expected {expected or 'more'!r} but found {token or 'the end'!r}")
         self.at += 1
         return token
 
@@ -228,7 +230,8 @@ class _Parser:
                 self.take(")")
                 params = (precision, scale)
             if not 1 <= params[0] <= 38 or not 0 <= params[1] <= params[0]:
-                raise ValueError(f"decimal({params[0]},{params[1]}): precision is 1-38, scale 0-precision")
+                raise InvalidArgumentError(
+                    f"decimal({params[0]},{params[1]}): precision is 1-38, scale 0-precision")
             return ColumnType("decimal", params)
         if word == "array":
             self.take("<")
@@ -245,7 +248,7 @@ class _Parser:
         if word == "struct":
             return self.struct()
         if word not in _SIMPLE:
-            raise ValueError(f"unknown type {word!r}")
+            raise InvalidArgumentError(f"unknown type {word!r}")
         return ColumnType(word)
 
     def struct(self) -> ColumnType:
@@ -271,8 +274,8 @@ def parse_type(text: str) -> ColumnType:
 
     Raises
     ------
-    ValueError
-        When the text is not a type the feeder supports.
+    InvalidArgumentError
+        (a ValueError) When the text is not a type the feeder supports.
 
     Examples
     --------
@@ -283,7 +286,7 @@ def parse_type(text: str) -> ColumnType:
     try:
         parsed = parser.type()
         if parser.peek():
-            raise ValueError(f"unexpected {parser.peek()!r} after the type")
+            raise InvalidArgumentError(f"unexpected {parser.peek()!r} after the type")
     except (ValueError, IndexError) as exc:
-        raise ValueError(f"{exc}; supported types: {SUPPORTED}") from None
+        raise InvalidArgumentError(f"{exc}; supported types: {SUPPORTED}") from None
     return parsed

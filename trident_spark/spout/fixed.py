@@ -14,6 +14,7 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from trident_spark.errors import InvalidArgumentError, WrongTypeError, check_int
 from trident_spark.fields import Fields
 from trident_spark.spout.base import Spout
 from trident_spark.spout.feeder import FeederBatchSpout
@@ -63,17 +64,16 @@ class FixedBatchSpout(Spout):
     def __init__(self, fields: Fields | Sequence[str], max_batch_size: int, *values: Sequence[Any],
                  num_partitions: int = 1, directory: str | os.PathLike[str] | None = None,
                  max_batches: int | None = None) -> None:
-        if isinstance(max_batch_size, bool) or not isinstance(max_batch_size, int) or max_batch_size < 1:
-            raise ValueError(f"FixedBatchSpout(max_batch_size={max_batch_size!r}): give an int >= 1, the "
-                             "number of tuples per batch")
-        if max_batches is not None and (isinstance(max_batches, bool) or not isinstance(max_batches, int)
-                                        or max_batches < 1):
-            raise ValueError(f"FixedBatchSpout(max_batches={max_batches!r}): give an int >= 1 or None")
+        check_int(max_batch_size, "max_batch_size", message="FixedBatchSpout(max_batch_size={value!r}): give "
+                  "an int >= 1, the number of tuples per batch")
+        if max_batches is not None:
+            check_int(max_batches, "max_batches",
+                      message="FixedBatchSpout(max_batches={value!r}): give an int >= 1 or None")
         if len(values) == 1 and isinstance(values[0], list) and values[0] \
                 and all(isinstance(v, list | tuple) for v in values[0]):
-            raise ValueError("FixedBatchSpout: give the tuples as separate arguments, "
-                             "FixedBatchSpout(fields, 3, ['a'], ['b']), or unpack a list: "
-                             "FixedBatchSpout(fields, 3, *tuples)")
+            raise InvalidArgumentError("FixedBatchSpout: give the tuples as separate arguments, "
+                                       "FixedBatchSpout(fields, 3, ['a'], ['b']), or unpack a list: "
+                                       "FixedBatchSpout(fields, 3, *tuples)")
         self._feeder = FeederBatchSpout(fields, num_partitions=num_partitions, directory=directory)
         self._values = [list(v) for v in values]
         self._max_batch_size = max_batch_size
@@ -83,14 +83,15 @@ class FixedBatchSpout(Spout):
             for k in range(self.period):
                 self._feeder.feed(self.batch(k))  # checks each tuple against the fields
         elif self._feeder.batches != self.period:
-            raise ValueError(f"FixedBatchSpout: {self._feeder.directory} holds {self._feeder.batches} "
-                             f"batches, not the {self.period} of these tuples; give this spout another "
-                             "directory")
+            raise InvalidArgumentError(
+                f"FixedBatchSpout: {self._feeder.directory} holds {self._feeder.batches} "
+                f"batches, not the {self.period} of these tuples; give this spout another "
+                "directory")
 
     def setCycle(self, cycle: bool) -> None:
         """Start again at the first tuple once all were emitted (Trident's ``setCycle``)."""
         if not isinstance(cycle, bool):
-            raise TypeError(f"FixedBatchSpout.setCycle takes True or False, got {cycle!r}")
+            raise WrongTypeError(f"FixedBatchSpout.setCycle takes True or False, got {cycle!r}")
         self._cycle = cycle
 
     @property

@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from trident_spark.errors import InvalidArgumentError
 from trident_spark.spout.base import Spout, SpoutRun
 from trident_spark.spout.kafka_config import (
     KafkaSpoutConfig,
@@ -143,9 +144,10 @@ class KafkaSpout(Spout):
         from trident_spark.durations import parse_seconds
 
         if engine == "jvm" and (ending_offsets is not None or adaptive_target_ms is not None):
-            raise ValueError("KafkaSpout(engine='jvm') supports neither ending_offsets= nor "
-                             "adaptive_target_ms= (Spark's kafka stream source has no such options); "
-                             "use engine='python'")
+            raise InvalidArgumentError(
+                "KafkaSpout(engine='jvm') supports neither ending_offsets= nor "
+                "adaptive_target_ms= (Spark's kafka stream source has no such options); "
+                "use engine='python'")
 
         self.config = KafkaSpoutConfig(
             bootstrap_servers=bootstrap_servers,
@@ -171,7 +173,7 @@ class KafkaSpout(Spout):
             timeout_s=parse_seconds(timeout, what="KafkaSpout(timeout=)"),
         )
         if engine not in ("python", "jvm"):
-            raise ValueError(f"KafkaSpout(engine={engine!r}): use 'python' or 'jvm'")
+            raise InvalidArgumentError(f"KafkaSpout(engine={engine!r}): use 'python' or 'jvm'")
         self.engine: Engine = engine
 
     def __repr__(self) -> str:

@@ -55,6 +55,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trident_spark.errors import InvalidArgumentError
+
 #: Per-partition limit of the first batch (or the bound, if lower): small, so that the
 #: first batch never takes long, and the limit grows to the target from there.
 INITIAL_LIMIT_BYTES = 64 * 1024
@@ -123,9 +125,9 @@ class AdaptiveController:
 
     def __post_init__(self) -> None:
         if not self.target_ms > 0:
-            raise ValueError(f"adaptive batching: target_ms={self.target_ms!r} must be positive")
+            raise InvalidArgumentError(f"adaptive batching: target_ms={self.target_ms!r} must be positive")
         if self.max_bytes < 1:
-            raise ValueError(f"adaptive batching: max_bytes={self.max_bytes!r} must be positive")
+            raise InvalidArgumentError(f"adaptive batching: max_bytes={self.max_bytes!r} must be positive")
 
     def initial(self) -> int:
         """The first batch's limit."""

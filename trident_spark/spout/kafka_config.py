@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from trident_spark.durations import parse_seconds
+from trident_spark.errors import InvalidArgumentError, check_int
 from trident_spark.spout import base as spout_base
 from trident_spark.state.redaction import redact_options, redact_text
 
@@ -99,18 +100,20 @@ class KafkaSpoutConfig:
         self._check_formats()
         for name, reason in RESERVED_KAFKA_OPTIONS.items():
             if name in self.kafka_options:
-                raise ValueError(f"KafkaSpout(kafka_options={{{name!r}: ...}}) is not allowed: {reason}")
+                raise InvalidArgumentError(
+                    f"KafkaSpout(kafka_options={{{name!r}: ...}}) is not allowed: {reason}")
 
     def _check_subscription(self) -> None:
         if not self.bootstrap_servers:
-            raise ValueError("KafkaSpout(bootstrap_servers=...) is required, e.g. '127.0.0.1:9092'")
+            raise InvalidArgumentError("KafkaSpout(bootstrap_servers=...) is required, e.g. '127.0.0.1:9092'")
         if bool(self.topics) == bool(self.pattern):
-            raise ValueError("KafkaSpout: give exactly one of topics=[...] or pattern='regex'")
+            raise InvalidArgumentError("KafkaSpout: give exactly one of topics=[...] or pattern='regex'")
         if self.pattern:
             try:
                 re.compile(self.pattern)
             except re.error as exc:
-                raise ValueError(f"KafkaSpout(pattern={self.pattern!r}) is not a valid regex: {exc}") from exc
+                raise InvalidArgumentError(
+                    f"KafkaSpout(pattern={self.pattern!r}) is not a valid regex: {exc}") from exc
         for option in ("starting_offsets", "ending_offsets"):
             value = getattr(self, option)
             if value is not None:
@@ -127,7 +130,7 @@ class KafkaSpoutConfig:
             for partition, end in partitions.items():
                 start = starts.get(topic, {}).get(partition, -2)
                 if 0 <= end < start:
-                    raise ValueError(
+                    raise InvalidArgumentError(
                         f"KafkaSpout: {topic}[{partition}] starts at {start} (starting_offsets) but ends at "
                         f"{end} (ending_offsets), before it starts, so nothing would be read from it; give "
                         f"an ending offset >= {start}, or -1 to end at the latest")
@@ -145,7 +148,7 @@ class KafkaSpoutConfig:
             stray = [t for t in offsets if not regex.fullmatch(t)]
             subscribed = f"not matched by pattern={self.pattern!r}"
         if stray:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"KafkaSpout({option}=...) names topic {', '.join(map(repr, stray))}, {subscribed}: "
                 f"give offsets only for the topics the spout reads"
             )
@@ -154,11 +157,11 @@ class KafkaSpoutConfig:
         for name in ("max_fetch_bytes", "max_offsets_per_trigger", "min_offsets_per_trigger",
                      "min_partitions", "size_sample_bytes", "arrow_batch_rows"):
             value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
-                raise ValueError(f"KafkaSpout({name}={value!r}) must be a positive integer")
+            if value is not None:
+                check_int(value, name, message="KafkaSpout({name}={value!r}) must be a positive integer")
         if (self.min_offsets_per_trigger and self.max_offsets_per_trigger
                 and self.min_offsets_per_trigger > self.max_offsets_per_trigger):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"KafkaSpout: min_offsets_per_trigger={self.min_offsets_per_trigger} exceeds "
                 f"max_offsets_per_trigger={self.max_offsets_per_trigger}"
             )
@@ -166,18 +169,19 @@ class KafkaSpoutConfig:
         target = self.adaptive_target_ms
         if target is not None and (isinstance(target, bool) or not isinstance(target, int | float)
                                    or not target > 0):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"KafkaSpout(adaptive_target_ms={target!r}) must be a positive number of milliseconds, "
                 "e.g. 1000"
             )
 
     def _check_formats(self) -> None:
         if self.value_format not in ("str", "bytes", "json"):
-            raise ValueError(f"KafkaSpout(value_format={self.value_format!r}): use 'str', 'bytes' or 'json'")
+            raise InvalidArgumentError(
+                f"KafkaSpout(value_format={self.value_format!r}): use 'str', 'bytes' or 'json'")
         if self.key_format not in ("str", "bytes"):
-            raise ValueError(f"KafkaSpout(key_format={self.key_format!r}): use 'str' or 'bytes'")
+            raise InvalidArgumentError(f"KafkaSpout(key_format={self.key_format!r}): use 'str' or 'bytes'")
         if self.value_format == "json" and not self.value_schema:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "KafkaSpout(value_format='json') needs value_schema=, a Spark DDL string such as "
                 "'user STRING, clicks INT'"
             )
@@ -185,12 +189,13 @@ class KafkaSpoutConfig:
             if not isinstance(self.value_schema, str):
                 raise value_schema_error(self.value_schema, "it is not a string")  # type: ignore[unreachable]
             if self.value_format != "json":
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"KafkaSpout(value_schema=...) is read only with value_format='json' (values are "
                     f"{self.value_format!r} here): add value_format='json', or drop value_schema=")
             value_schema_fields(self.value_schema)
         if self.on_malformed not in ("fail", "skip"):
-            raise ValueError(f"KafkaSpout(on_malformed={self.on_malformed!r}): use 'fail' or 'skip'")
+            raise InvalidArgumentError(
+                f"KafkaSpout(on_malformed={self.on_malformed!r}): use 'fail' or 'skip'")
 
     def __repr__(self) -> str:
         # kafka_options may hold sasl.password, ssl.key.password, ...: shown as ***.
@@ -289,7 +294,7 @@ def offsets_option(value: object, option: str = "starting_offsets") -> str | dic
     >>> offsets_option({"words": {0: -5}})
     Traceback (most recent call last):
     ...
-    ValueError: KafkaSpout(starting_offsets=...): words[0] starts at -5; use an offset >= 0, or -2 for ...
+    trident_spark.state.errors.InvalidArgumentError: KafkaSpout(starting_offsets=...): words[0] starts at ...
     """
     words = ("latest",) if option == "ending_offsets" else ("earliest", "latest")
     if isinstance(value, str):
@@ -297,18 +302,18 @@ def offsets_option(value: object, option: str = "starting_offsets") -> str | dic
             return value
         is_json = value.lstrip().startswith("{")
         hint = " (a JSON string is not read: pass the mapping itself)" if is_json else ""
-        raise ValueError(f"KafkaSpout({option}={value!r}): use {_offsets_shapes(option)}{hint}, "
-                         f"e.g. {_offsets_example(option)}")
+        raise InvalidArgumentError(f"KafkaSpout({option}={value!r}): use {_offsets_shapes(option)}{hint}, "
+                                   f"e.g. {_offsets_example(option)}")
     if not isinstance(value, Mapping):
-        raise ValueError(f"KafkaSpout({option}={value!r}) is not an offset specification: use "
-                         f"{_offsets_shapes(option)}, e.g. {_offsets_example(option)}")
+        raise InvalidArgumentError(f"KafkaSpout({option}={value!r}) is not an offset specification: use "
+                                   f"{_offsets_shapes(option)}, e.g. {_offsets_example(option)}")
     parsed: dict[str, dict[str, int]] = {}
     for topic, partitions in value.items():
         if not isinstance(topic, str) or not topic:
-            raise ValueError(f"KafkaSpout({option}=...): {topic!r} is not a topic name; use "
-                             f"{_offsets_shapes(option)}, e.g. {_offsets_example(option)}")
+            raise InvalidArgumentError(f"KafkaSpout({option}=...): {topic!r} is not a topic name; use "
+                                       f"{_offsets_shapes(option)}, e.g. {_offsets_example(option)}")
         if not isinstance(partitions, Mapping):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"KafkaSpout({option}=...): topic {topic!r} maps to {partitions!r} "
                 f"({type(partitions).__name__}), not to {{partition: offset}}; use "
                 f"{_offsets_shapes(option)}, e.g. {_offsets_example(option, topic)}")
@@ -316,19 +321,19 @@ def offsets_option(value: object, option: str = "starting_offsets") -> str | dic
         for partition, offset in partitions.items():
             number = _partition_number(partition)
             if number is None:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"KafkaSpout({option}=...): {topic}[{partition!r}]: {partition!r} is not a partition "
                     f"number (0, 1, ...); write e.g. {_offsets_example(option, topic)}")
             checked = _offset_number(offset)
             if checked is None:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"KafkaSpout({option}=...): {topic}[{partition}] -> {offset!r} is not a partition number "
                     f"and an offset; write e.g. {_offsets_example(option, topic)}")
             sentinels = OFFSET_SENTINELS[option]
             if checked < 0 and checked not in sentinels:
                 allowed = ", ".join(f"{n} for {word}" for n, word in sorted(sentinels.items()))
                 verb = "ends" if option == "ending_offsets" else "starts"
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"KafkaSpout({option}=...): {topic}[{partition}] {verb} at {checked}; use an offset "
                     f">= 0, or {allowed} (no other negative value is an offset), e.g. "
                     f"{_offsets_example(option, topic)}")
@@ -363,7 +368,7 @@ VALUE_SCHEMA_EXAMPLE = "value_schema='user STRING, clicks INT, tags ARRAY<STRING
 _CLOSING = {"<": ">", "(": ")"}
 
 
-def value_schema_error(ddl: str, reason: str) -> ValueError:
+def value_schema_error(ddl: str, reason: str) -> InvalidArgumentError:
     """The error for a ``value_schema`` that is not a Spark schema: the user's text, why, an example.
 
     Examples
@@ -371,8 +376,9 @@ def value_schema_error(ddl: str, reason: str) -> ValueError:
     >>> str(value_schema_error("n INT, word", "field 'word' has no type"))
     "KafkaSpout(value_schema='n INT, word') is not a valid Spark schema: field 'word' has no type. Write ..."
     """
-    return ValueError(f"KafkaSpout(value_schema={ddl!r}) is not a valid Spark schema: {reason}. Write the "
-                      f"fields as 'name TYPE, ...' (Spark DDL), e.g. {VALUE_SCHEMA_EXAMPLE}")
+    return InvalidArgumentError(
+        f"KafkaSpout(value_schema={ddl!r}) is not a valid Spark schema: {reason}. "
+        f"Write the fields as 'name TYPE, ...' (Spark DDL), e.g. {VALUE_SCHEMA_EXAMPLE}")
 
 
 def value_schema_fields(ddl: str) -> list[tuple[str, str]]:
@@ -389,7 +395,7 @@ def value_schema_fields(ddl: str) -> list[tuple[str, str]]:
     >>> value_schema_fields("n INT,, word STRING")
     Traceback (most recent call last):
     ...
-    ValueError: KafkaSpout(value_schema='n INT,, word STRING') is not a valid Spark schema: field 2 is ...
+    trident_spark.state.errors.InvalidArgumentError: KafkaSpout(value_schema='n INT,, word STRING') is ...
     """
     if not ddl.strip():
         raise value_schema_error(ddl, "it is empty")

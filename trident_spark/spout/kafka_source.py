@@ -47,7 +47,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from trident_spark.errors import BrokerUnavailableError, DataLossError
+from trident_spark.errors import BrokerUnavailableError, DataLossError, InvalidArgumentError
 from trident_spark.outage import Outage
 from trident_spark.spout.kafka_adaptive import (
     INITIAL,
@@ -216,7 +216,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         given = decode_offsets(wanted)
         unknown = sorted(set(given) - set(partitions))
         if unknown:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"KafkaSpout({option}=...) names partitions that do not exist on "
                 f"{self.config.address}: {', '.join(f'{t}[{p}]' for t, p in unknown)}"
             )

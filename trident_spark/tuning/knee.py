@@ -46,6 +46,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from trident_spark.errors import TridentSparkError
+
 FLAT_TOLERANCE = 0.25
 SHARP_SLOPE_FACTOR = 3.0
 SHARP_MIN_RISE = 0.25
@@ -56,7 +58,7 @@ MIN_POINTS = 3
 FLAT, GROWING, SHARP, OUTLIER = "flat", "growing", "sharp", "outlier"
 
 
-class TooFewPointsError(ValueError):
+class TooFewPointsError(TridentSparkError, ValueError):
     """Fewer batch sizes with measurements than knee detection needs."""
 
 

@@ -13,6 +13,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from trident_spark.errors import InvalidArgumentError
 from trident_spark.tuning.plan import TuningPlan, plan
 from trident_spark.tuning.plan_inputs import ARGUMENTS
 
@@ -52,8 +53,9 @@ def measured_inputs(batches: Iterable[Any]) -> dict[str, Any]:
     """
     used = [b for b in (_as_batch(item) for item in batches) if (_field(b, "rows", 0) or 0) > 0]
     if not used:
-        raise ValueError("plan_from_progress(): none of the batches read any records; run the query on "
-                         "real traffic first, or call plan() with the numbers you measured")
+        raise InvalidArgumentError(
+            "plan_from_progress(): none of the batches read any records; run the query on "
+            "real traffic first, or call plan() with the numbers you measured")
     measured: dict[str, Any] = {}
     measured.update(_stage_costs(used))
     sized = [b for b in used if _field(b, "record_bytes") is not None]
@@ -106,8 +108,8 @@ def plan_from_progress(batches: Iterable[Any], **overrides: Any) -> TuningPlan:
         missing.append("cores")
     if missing:
         examples = ", ".join(f"{name}={ARGUMENTS[name][1]}" for name in missing)
-        raise ValueError(f"plan_from_progress(): the batches do not show {', '.join(missing)}; "
-                         f"give {examples} (your numbers)")
+        raise InvalidArgumentError(f"plan_from_progress(): the batches do not show {', '.join(missing)}; "
+                                   f"give {examples} (your numbers)")
     return plan(**arguments)
 
 

@@ -89,8 +89,8 @@ def plan(*, kafka_partitions: int, record_bytes: float, per_record_ms: float, ta
 
     Raises
     ------
-    ValueError
-        An input that is missing, not a number, out of range, or inconsistent; the
+    InvalidArgumentError
+        (a ValueError) An input that is missing, not a number, out of range, or inconsistent; the
         message names the argument, its value and what to give instead.
 
     Notes

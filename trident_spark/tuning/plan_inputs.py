@@ -6,6 +6,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from trident_spark.errors import InvalidArgumentError, is_int
+
 # What each argument is, and an example value, for the error messages.
 ARGUMENTS: dict[str, tuple[str, str]] = {
     "kafka_partitions": ("the number of partitions of the spout's topics", "16"),
@@ -26,13 +28,13 @@ ARGUMENTS: dict[str, tuple[str, str]] = {
 }
 
 
-def _bad(name: str, value: Any, rule: str) -> ValueError:
+def _bad(name: str, value: Any, rule: str) -> InvalidArgumentError:
     what, example = ARGUMENTS[name]
-    return ValueError(f"plan({name}={value!r}): {what} must be {rule}; give e.g. {name}={example}")
+    return InvalidArgumentError(f"plan({name}={value!r}): {what} must be {rule}; give e.g. {name}={example}")
 
 
 def _whole(name: str, value: Any, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if not is_int(value, minimum):
         raise _bad(name, value, f"a whole number >= {minimum}")
     return value
 
@@ -86,13 +88,13 @@ class PlanInputs:
             _number("input_records_per_second", self.input_records_per_second)
         self._check_parallelism()
         if self.batch_overhead_ms >= self.target_batch_ms:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"plan(batch_overhead_ms={self.batch_overhead_ms:g}): the fixed overhead leaves no time "
                 f"for records in target_batch_ms={self.target_batch_ms:g}; give a target_batch_ms above "
                 f"{self.batch_overhead_ms:g} or a smaller batch_overhead_ms")
         if self.working_set_keys is not None and self.distinct_keys_per_batch is not None \
                 and self.working_set_keys < self.distinct_keys_per_batch:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"plan(working_set_keys={self.working_set_keys!r}): the keys worth caching include at "
                 f"least one batch's keys (distinct_keys_per_batch={self.distinct_keys_per_batch!r}); "
                 f"give working_set_keys >= {self.distinct_keys_per_batch} or leave it out")
@@ -101,15 +103,16 @@ class PlanInputs:
         split = (self.executors, self.cores_per_executor)
         if self.cores is None and None in split:
             if split == (None, None):
-                raise ValueError("plan(): the parallelism is missing; give cores=<total executor cores> "
-                                 "(e.g. cores=16) or executors= and cores_per_executor=")
+                raise InvalidArgumentError(
+                    "plan(): the parallelism is missing; give cores=<total executor cores> "
+                    "(e.g. cores=16) or executors= and cores_per_executor=")
             given, missing = (("executors", "cores_per_executor") if self.executors is not None
                               else ("cores_per_executor", "executors"))
-            raise ValueError(f"plan({given}={getattr(self, given)!r}): give {missing}= too "
+            raise InvalidArgumentError(f"plan({given}={getattr(self, given)!r}): give {missing}= too "
                              f"(or cores=<total executor cores> instead)")
         if self.cores is not None and self.executors is not None and self.cores_per_executor is not None \
                 and self.cores != self.executors * self.cores_per_executor:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"plan(cores={self.cores!r}): executors x cores_per_executor = {self.executors} x "
                 f"{self.cores_per_executor} = {self.executors * self.cores_per_executor}; give cores= "
                 f"or executors= and cores_per_executor=, not numbers that disagree")

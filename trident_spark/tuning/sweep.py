@@ -47,7 +47,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trident_spark.errors import StateError, TridentSparkError
+from trident_spark.errors import TridentSparkError
 from trident_spark.graph import SpoutNode
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
 _RANGE = re.compile(r"^\s*([^.]+?)\s*\.\.\s*([^:]+?)\s*(?::\s*(\d+))?\s*$")
 
 
-class SweepError(Exception):
+class SweepError(TridentSparkError):
     """The sweep cannot run as asked; the message says what and what to do."""
 
 
@@ -414,7 +414,9 @@ def _run_once(topology: TridentTopology, spark: SparkSession, checkpoint: Path, 
                                  f"(checkpoint {checkpoint}); raise --run-timeout or sweep smaller slices")
         finally:
             handle.stop()
-    except (TridentSparkError, StateError) as exc:
+    except SweepError:
+        raise  # a SweepError is a TridentSparkError too: it says what failed already
+    except TridentSparkError as exc:
         raise SweepError(f"the run at {size_label(size)} failed (checkpoint {checkpoint}): {exc}") from exc
     wall = time.monotonic() - began
     batches = [asdict(p) for p in progress if p.stream == stream]

@@ -54,7 +54,6 @@ def test_the_kafka_word_count_runs_from_the_latest_offset(spark: Any, kafka_boot
                                                          capsys: pytest.CaptureFixture[str],
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     from trident_spark.local.kafka import create_topic
-
     from trident_spark.state import memory
 
     create_topic(kafka_bootstrap, "test", partitions=1, exist_ok=True)
