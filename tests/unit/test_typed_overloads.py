@@ -1,6 +1,7 @@
 """The operators' declared shapes, as a user's type checker sees them: `mypy --strict` passes on a
 script calling every shape (typing_cases/every_shape.py, which also builds at run time) and reports
-an error on each line of typing_cases/wrong_shapes.py marked `# wrong:`, and on no other line."""
+an error on each line of typing_cases/wrong_shapes.py marked `# wrong:`, and on no other line; each
+of those lines raises TopologyError when it runs."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from trident_spark import TopologyError
 
 CASES = Path(__file__).parent / "typing_cases"
 EVERY_SHAPE = CASES / "every_shape.py"
@@ -69,3 +73,21 @@ def test_every_declared_shape_builds_at_run_time() -> None:
     assert sum(label.startswith("multiReduce(") for label in labels) == 8
     assert sum(label.startswith("partitionPersist(") for label in labels) == 4
     assert sum(label.startswith("persistentAggregate(") for label in labels) == 4
+
+
+def test_every_wrong_shape_raises_topology_error_at_run_time() -> None:
+    # wrong() builds a topology, then makes one wrong call per marked line: run the building lines,
+    # then each marked line on its own.
+    lines = WRONG_SHAPES.read_text().splitlines()
+    start = lines.index("def wrong() -> None:")
+    header = "\n".join(lines[:start])
+    body = [line.strip() for line in lines[start + 1:] if line.strip() and not line.strip().startswith("#")]
+    names: dict[str, Any] = {}
+    exec(compile(header, str(WRONG_SHAPES), "exec"), names)
+    for line in (b for b in body if "  # wrong:" not in b):
+        exec(line, names)
+    calls = [b for b in body if "  # wrong:" in b]
+    assert len(calls) >= 20
+    for call in calls:
+        with pytest.raises(TopologyError):
+            exec(call, dict(names))

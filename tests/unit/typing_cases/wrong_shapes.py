@@ -1,5 +1,6 @@
 """Calls of a wrong shape: `mypy --strict` reports an error on every line marked `# wrong:` and on no
-other line. Never run (the calls would raise TopologyError)."""
+other line. test_typed_overloads runs the building lines, then each marked line on its own: each
+raises TopologyError. Keep every statement of wrong() on one line."""
 
 from __future__ import annotations
 
