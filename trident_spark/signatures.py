@@ -119,8 +119,8 @@ class Shape:
 class Signature:
     """An operator's shapes, tried in order, and the message for a call that fits none.
 
-    ``usage`` may hold ``{operator}``, replaced by how the call is named (e.g.
-    ``chainedAgg().aggregate``).
+    ``usage`` may hold ``{operator}`` (the operator's name) and ``{prefix}`` (where it was
+    called, e.g. ``chainedAgg().``).
 
     Examples
     --------
@@ -131,13 +131,13 @@ class Signature:
     shapes: tuple[Shape, ...]
     usage: str
 
-    def bind(self, operator: str, args: Sequence[Any]) -> dict[str, Any]:
+    def bind(self, operator: str, args: Sequence[Any], prefix: str = "") -> dict[str, Any]:
         """The arguments by slot name for the first shape ``args`` fit; slots a shape lacks are
         absent (``bound.get(name)`` is None). Raises ``TopologyError`` with ``usage`` otherwise."""
         for shape in self.shapes:
             if shape.matches(args):
                 return dict(zip(shape.slots, args, strict=True))
-        raise TopologyError(self.usage.format(operator=operator))
+        raise TopologyError(self.usage.format(operator=operator, prefix=prefix))
 
 
 def _first_is(*kinds: type) -> Callable[[Sequence[Any]], bool]:
@@ -167,7 +167,7 @@ FILTER = Signature((Shape(("operation",)), Shape(("inputs", "operation"))),
 
 #: aggregate / partitionAggregate (Stream, GroupedStream, chainedAgg): ([in], aggregator, out).
 AGGREGATE = Signature((Shape(_OPERATION_OUTPUTS), Shape(_INPUTS_OPERATION_OUTPUTS)),
-                      "{operator}: use {operator}([input_fields], aggregator, output_fields)")
+                      "{prefix}{operator}: use {operator}([input_fields], aggregator, output_fields)")
 
 #: stateQuery(state, [in], QueryFunction, out), the state already taken.
 STATE_QUERY = Signature(

@@ -465,7 +465,7 @@ class Stream:
 
     def _agg_spec(self, kind: str, args: tuple[Any, ...], prefix: str = "") -> AggSpec:
         """One aggregator's spec; ``prefix`` ("chainedAgg().") says where it was declared."""
-        call = AGGREGATE.bind(f"{prefix}{kind}", args)
+        call = AGGREGATE.bind(kind, args, prefix)
         inputs, aggregator, outputs = call.get("inputs"), call["operation"], call["outputs"]
         label = f"{prefix}{kind}({type(aggregator).__name__})"
         if not isinstance(aggregator, AGGREGATOR_KINDS):
