@@ -14,7 +14,7 @@ from trident_spark.graph import JoinNode, MergeNode, MultiReduceNode, Node, Pers
 from trident_spark.joins import JoinOutFieldsMode, JoinType
 from trident_spark.operation import GroupedMultiReducer, MultiReducer
 from trident_spark.runtime.progress import ProgressCallback
-from trident_spark.signatures import JOIN_LISTS, JOIN_PAIRS, MULTI_REDUCE, JoinHow, JoinMode
+from trident_spark.signatures import JOIN_LISTS, JOIN_PAIRS, MULTI_REDUCE, JoinHow, JoinMode, StateFactoryLike
 from trident_spark.sink import CollectSink
 from trident_spark.stream import Stream, check_state_factory
 from trident_spark.trident_state import TridentState
@@ -288,8 +288,15 @@ class TridentTopology:
         self._add(node)
         return Stream(self, node)
 
-    def newStaticState(self, state_factory: Any) -> TridentState:
-        """A state this topology reads (``stateQuery``) but does not write."""
+    def newStaticState(self, state_factory: StateFactoryLike) -> TridentState:
+        """A state this topology reads (``stateQuery``) but does not write.
+
+        Examples
+        --------
+        >>> from trident_spark.state import MemoryState
+        >>> TridentTopology().newStaticState(MemoryState.opaque(name="seen"))
+        TridentState(memory://seen?type=opaque)
+        """
         check_state_factory("newStaticState", state_factory)
         state = TridentState(self, state_factory)
         self._states.append(state)
