@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from trident_spark.errors import TopologyError
 from trident_spark.fields import Fields
 from trident_spark.graph import AggSpec
-from trident_spark.operation import Aggregator, BaseFilter, BaseFunction, CombinerAggregator
+from trident_spark.operation import Aggregator, BaseFilter, BaseFunction, CombinerAggregator, QueryFunction
+from trident_spark.signatures import AnyAggregator, MapAggregator, StateFactoryLike
 from trident_spark.stream import Stream, _persistent_aggregate
 from trident_spark.validation import FieldsLike
 
@@ -46,32 +47,89 @@ class GroupedStream:
         """The ungrouped stream."""
         return self.stream
 
-    def each(self, input_fields: FieldsLike | None, operation: BaseFunction | BaseFilter,
-             function_fields: FieldsLike | None = None) -> GroupedStream:
-        """``Stream.each``, keeping the grouping."""
-        return GroupedStream(self.stream.each(input_fields, operation, function_fields), self.group_fields)
+    @overload
+    def each(self, function: BaseFunction, function_fields: FieldsLike, /) -> GroupedStream: ...
+    @overload
+    def each(self, input_fields: FieldsLike | None, function: BaseFunction, function_fields: FieldsLike,
+             /) -> GroupedStream: ...
+    @overload
+    def each(self, input_fields: FieldsLike | None, filter: BaseFilter, /) -> GroupedStream: ...
+    def each(self, *args: Any) -> GroupedStream:
+        """``Stream.each``, keeping the grouping.
 
+        Examples
+        --------
+        >>> words.groupBy(["word"]).each(["word"], Upper(), ["upper"])      # doctest: +SKIP
+        """
+        return GroupedStream(self.stream.each(*args), self.group_fields)
+
+    @overload
+    def aggregate(self, aggregator: AnyAggregator, function_fields: FieldsLike, /) -> Stream: ...
+    @overload
+    def aggregate(self, input_fields: FieldsLike | None, aggregator: AnyAggregator,
+                  function_fields: FieldsLike, /) -> Stream: ...
     def aggregate(self, *args: Any) -> Stream:
-        """Aggregate each group of the batch: ``aggregate([in], aggregator, out)``; emits the
-        group fields followed by ``out``."""
-        return ChainedAggregatorDeclarer(self.stream, self.group_fields, "").aggregate(*args).chainEnd()
+        """Aggregate each group of the batch: ``aggregate([input_fields], aggregator,
+        function_fields)``; emits the group fields followed by ``function_fields``.
 
-    def partitionAggregate(self, *args: Any) -> GroupedStream:
-        """Aggregate each group within each partition; stays grouped."""
+        Examples
+        --------
+        >>> words.groupBy(["word"]).aggregate(Count(), ["count"])          # doctest: +SKIP
+        """
         declarer = ChainedAggregatorDeclarer(self.stream, self.group_fields, "")
-        return GroupedStream(declarer.partitionAggregate(*args).chainEnd(), self.group_fields)
+        return declarer._add("aggregate", "batch", args).chainEnd()
+
+    @overload
+    def partitionAggregate(self, aggregator: AnyAggregator, function_fields: FieldsLike,
+                           /) -> GroupedStream: ...
+    @overload
+    def partitionAggregate(self, input_fields: FieldsLike | None, aggregator: AnyAggregator,
+                           function_fields: FieldsLike, /) -> GroupedStream: ...
+    def partitionAggregate(self, *args: Any) -> GroupedStream:
+        """Aggregate each group within each partition; stays grouped.
+
+        Examples
+        --------
+        >>> words.groupBy(["word"]).partitionAggregate(Count(), ["count"])  # doctest: +SKIP
+        """
+        declarer = ChainedAggregatorDeclarer(self.stream, self.group_fields, "")
+        return GroupedStream(declarer._add("partitionAggregate", "partition", args).chainEnd(),
+                             self.group_fields)
 
     def chainedAgg(self) -> ChainedAggregatorDeclarer:
         """Several aggregators per group in one pass."""
         return ChainedAggregatorDeclarer(self.stream, self.group_fields)
 
-    def persistentAggregate(self, state_factory: Any, *args: Any) -> TridentState:
-        """Aggregate each group of the batch and fold it into the state under the group's key."""
+    @overload
+    def persistentAggregate(self, state_factory: StateFactoryLike, aggregator: MapAggregator,
+                            function_fields: FieldsLike, /) -> TridentState: ...
+    @overload
+    def persistentAggregate(self, state_factory: StateFactoryLike, input_fields: FieldsLike | None,
+                            aggregator: MapAggregator, function_fields: FieldsLike, /) -> TridentState: ...
+    def persistentAggregate(self, state_factory: StateFactoryLike, *args: Any) -> TridentState:
+        """Aggregate each group of the batch and fold it into the state under the group's key.
+
+        Examples
+        --------
+        >>> words.groupBy(["word"]).persistentAggregate(MemoryState.opaque(name="wc"), Count(),
+        ...                                             ["count"])           # doctest: +SKIP
+        """
         with self.stream.topology._atomic():
             return _persistent_aggregate(self.stream, self.group_fields, state_factory, args)
 
+    @overload
+    def stateQuery(self, state: TridentState, function: QueryFunction[Any, Any], function_fields: FieldsLike,
+                   /) -> Stream: ...
+    @overload
+    def stateQuery(self, state: TridentState, input_fields: FieldsLike | None,
+                   function: QueryFunction[Any, Any], function_fields: FieldsLike, /) -> Stream: ...
     def stateQuery(self, state: TridentState, *args: Any) -> Stream:
-        """``Stream.stateQuery`` after partitioning by the group fields (as Trident does)."""
+        """``Stream.stateQuery`` after partitioning by the group fields (as Trident does).
+
+        Examples
+        --------
+        >>> words.groupBy(["word"]).stateQuery(counts, ["word"], MapGet(), ["count"])  # doctest: +SKIP
+        """
         with self.stream.topology._atomic():
             return self.stream.partitionBy(self.group_fields).stateQuery(state, *args)
 
@@ -98,12 +156,25 @@ class ChainedAggregatorDeclarer:
         self._labels: list[str] = []
         self._prefix = prefix  # how messages name the calls; "" for GroupedStream.aggregate
 
+    @overload
+    def aggregate(self, aggregator: AnyAggregator, function_fields: FieldsLike,
+                  /) -> ChainedAggregatorDeclarer: ...
+    @overload
+    def aggregate(self, input_fields: FieldsLike | None, aggregator: AnyAggregator,
+                  function_fields: FieldsLike, /) -> ChainedAggregatorDeclarer: ...
     def aggregate(self, *args: Any) -> ChainedAggregatorDeclarer:
-        """Add a whole-batch aggregator: ``aggregate([in], aggregator, out)``."""
+        """Add a whole-batch aggregator: ``aggregate([input_fields], aggregator, function_fields)``."""
         return self._add("aggregate", "batch", args)
 
+    @overload
+    def partitionAggregate(self, aggregator: AnyAggregator, function_fields: FieldsLike,
+                           /) -> ChainedAggregatorDeclarer: ...
+    @overload
+    def partitionAggregate(self, input_fields: FieldsLike | None, aggregator: AnyAggregator,
+                           function_fields: FieldsLike, /) -> ChainedAggregatorDeclarer: ...
     def partitionAggregate(self, *args: Any) -> ChainedAggregatorDeclarer:
-        """Add a per-partition aggregator: ``partitionAggregate([in], aggregator, out)``."""
+        """Add a per-partition aggregator: ``partitionAggregate([input_fields], aggregator,
+        function_fields)``."""
         return self._add("partitionAggregate", "partition", args)
 
     def _add(self, kind: str, scope: str, args: tuple[Any, ...]) -> ChainedAggregatorDeclarer:

@@ -40,6 +40,22 @@ from trident_spark.operation import (
     ReducerAggregator,
     StateUpdater,
 )
+from trident_spark.signatures import (
+    AGGREGATE,
+    EACH,
+    FILTER,
+    PARTITION_PERSIST,
+    PERSISTENT_AGGREGATE,
+    STATE_QUERY,
+    AnyAggregator,
+    Comparator,
+    ComparatorObject,
+    Comparison,
+    KeyFunction,
+    MapAggregator,
+    Predicate,
+    StateFactoryLike,
+)
 from trident_spark.sink import CollectSink
 from trident_spark.validation import (
     FieldsLike,
@@ -49,7 +65,6 @@ from trident_spark.validation import (
     check_parallelism,
     concat,
     describe,
-    inputs_operation_outputs,
     output_fields,
     resolve_inputs,
 )
@@ -131,15 +146,17 @@ class Stream:
     @overload
     def each(self, function: BaseFunction, function_fields: FieldsLike, /) -> Stream: ...
     @overload
-    def each(self, input_fields: FieldsLike | None, operation: BaseFunction | BaseFilter,
-             function_fields: FieldsLike | None = None) -> Stream: ...
-    def each(self, input_fields: FieldsLike | BaseFunction | None,
-             operation: BaseFunction | BaseFilter | FieldsLike | None = None,
-             function_fields: FieldsLike | None = None) -> Stream:
+    def each(self, input_fields: FieldsLike | None, function: BaseFunction, function_fields: FieldsLike,
+             /) -> Stream: ...
+    @overload
+    def each(self, input_fields: FieldsLike | None, filter: BaseFilter, /) -> Stream: ...
+    def each(self, *args: Any) -> Stream:
         """Run a Function (appending ``function_fields``) or a Filter on every tuple.
 
-        ``each(function, out)`` (no input fields, Trident's ``each(Function, Fields)``): the
-        function sees an empty tuple, and what it emits is still appended to the whole tuple.
+        Forms (Trident's): ``each(input_fields, function, function_fields)``,
+        ``each(function, function_fields)`` and ``each(input_fields, filter)``. With no input
+        fields the function sees an empty tuple, and what it emits is still appended to the
+        whole tuple.
 
         Examples
         --------
@@ -147,17 +164,18 @@ class Stream:
         >>> stream.each(["word"], FilterNull())              # doctest: +SKIP
         >>> stream.each(Stamp(), ["stamp"])                  # doctest: +SKIP
         """
-        if isinstance(input_fields, BaseFunction | BaseFilter):
-            if isinstance(input_fields, BaseFilter):
-                raise TopologyError(
-                    f"each({type(input_fields).__name__}): a Filter needs its input fields, e.g. "
-                    "each(['word'], FilterNull()), or filter(f) to see every field")
-            if function_fields is not None:
-                raise TopologyError(
-                    f"each({type(input_fields).__name__}, ...): with no input fields use each(function, "
-                    "output_fields); with input fields each(input_fields, function, output_fields)")
-            return self._each("each", Fields(), input_fields, operation)  # type: ignore[arg-type]
-        return self._each("each", input_fields, operation, function_fields)
+        call = EACH.bind("each", args)
+        operation = call["operation"]
+        if "inputs" not in call and isinstance(operation, BaseFilter):
+            raise TopologyError(
+                f"each({type(operation).__name__}): a Filter needs its input fields, e.g. "
+                "each(['word'], FilterNull()), or filter(f) to see every field")
+        if "extra" in call:
+            raise TopologyError(
+                f"each({type(operation).__name__}, ...): with no input fields use each(function, "
+                "output_fields); with input fields each(input_fields, function, output_fields)")
+        inputs = call["inputs"] if "inputs" in call else Fields()
+        return self._each("each", inputs, operation, call.get("outputs"))
 
     def _each(self, kind: str, input_fields: FieldsLike | None, operation: Any,
               function_fields: FieldsLike | None) -> Stream:
@@ -193,17 +211,22 @@ class Stream:
                         function=operation, function_fields=typed)
         return self._child(node)
 
+    @overload
+    def filter(self, filter: BaseFilter | Predicate, /) -> Stream: ...
+    @overload
+    def filter(self, input_fields: FieldsLike | None, filter: BaseFilter | Predicate, /) -> Stream: ...
     def filter(self, *args: Any) -> Stream:
         """Keep the tuples a Filter (or a plain predicate over the tuple) accepts.
 
         ``filter(f)`` sees every field; ``filter(["word"], f)`` only those.
+
+        Examples
+        --------
+        >>> stream.filter(lambda t: t["n"] > 0)              # doctest: +SKIP
+        >>> stream.filter(["word"], FilterNull())            # doctest: +SKIP
         """
-        if len(args) == 1:
-            fields, operation = None, args[0]
-        elif len(args) == 2:
-            fields, operation = args
-        else:
-            raise TopologyError("filter: use filter(Filter) or filter(input_fields, Filter)")
+        call = FILTER.bind("filter", args)
+        fields, operation = call.get("inputs"), call["operation"]
         if not isinstance(operation, BaseFilter):
             if not callable(operation) or isinstance(operation, type | Operation):
                 raise TopologyError(f"filter: expected a BaseFilter or a predicate (a callable taking the "
@@ -262,19 +285,37 @@ class Stream:
         return self._child(ProjectNode(kept, "project", [self.node]))
 
     # --- aggregations ------------------------------------------------------------------
+    @overload
+    def partitionAggregate(self, aggregator: AnyAggregator, function_fields: FieldsLike, /) -> Stream: ...
+    @overload
+    def partitionAggregate(self, input_fields: FieldsLike | None, aggregator: AnyAggregator,
+                           function_fields: FieldsLike, /) -> Stream: ...
     def partitionAggregate(self, *args: Any) -> Stream:
         """Aggregate each partition of the batch; the output tuples replace the input.
 
-        ``partitionAggregate([in], aggregator, out)``.
+        ``partitionAggregate([input_fields], aggregator, function_fields)``.
+
+        Examples
+        --------
+        >>> stream.partitionAggregate(["n"], Sum(), ["sum"])   # doctest: +SKIP
         """
         spec = self._agg_spec("partitionAggregate", args)
         return self._aggregate([spec], Fields(), "partition")
 
+    @overload
+    def aggregate(self, aggregator: AnyAggregator, function_fields: FieldsLike, /) -> Stream: ...
+    @overload
+    def aggregate(self, input_fields: FieldsLike | None, aggregator: AnyAggregator,
+                  function_fields: FieldsLike, /) -> Stream: ...
     def aggregate(self, *args: Any) -> Stream:
-        """Aggregate the whole batch: ``aggregate([in], aggregator, out)``.
+        """Aggregate the whole batch: ``aggregate([input_fields], aggregator, function_fields)``.
 
         A CombinerAggregator combines in each partition first, then once more on
         one partition; other aggregators see every tuple of the batch on one partition.
+
+        Examples
+        --------
+        >>> stream.aggregate(Count(), ["count"])               # doctest: +SKIP
         """
         spec = self._agg_spec("aggregate", args)
         return self._aggregate([spec], Fields(), "batch")
@@ -294,8 +335,22 @@ class Stream:
             raise TopologyError("groupBy: name at least one field to group by")
         return GroupedStream(self, group)
 
-    def minBy(self, field: str, order: Callable[..., Any] | None = None, *,
-              key: Callable[[Any], Any] | None = None, comparator: Any = None) -> Stream:
+    @overload
+    def minBy(self, field: str, /) -> Stream: ...
+    @overload
+    def minBy(self, field: str, comparator: Comparison, /) -> Stream: ...
+    @overload
+    def minBy(self, field: str, key: KeyFunction, /) -> Stream: ...
+    @overload
+    def minBy(self, field: str, comparator: ComparatorObject, /) -> Stream: ...
+    @overload
+    def minBy(self, field: str, /, *, key: KeyFunction) -> Stream: ...
+    @overload
+    def minBy(self, field: str, /, *, comparator: Comparison) -> Stream: ...
+    @overload
+    def minBy(self, field: str, /, *, comparator: ComparatorObject) -> Stream: ...
+    def minBy(self, field: str, order: Comparator | KeyFunction | None = None, *,
+              key: KeyFunction | None = None, comparator: Comparator | None = None) -> Stream:
         """Per partition, the whole tuple with the smallest ``field`` (Trident's ``minBy``).
 
         ``order`` (or ``comparator=``) may be a Java-style ``compare(a, b) -> int`` over the
@@ -310,8 +365,22 @@ class Stream:
         """
         return self._compare_by("minBy", field, order, key, comparator)
 
-    def maxBy(self, field: str, order: Callable[..., Any] | None = None, *,
-              key: Callable[[Any], Any] | None = None, comparator: Any = None) -> Stream:
+    @overload
+    def maxBy(self, field: str, /) -> Stream: ...
+    @overload
+    def maxBy(self, field: str, comparator: Comparison, /) -> Stream: ...
+    @overload
+    def maxBy(self, field: str, key: KeyFunction, /) -> Stream: ...
+    @overload
+    def maxBy(self, field: str, comparator: ComparatorObject, /) -> Stream: ...
+    @overload
+    def maxBy(self, field: str, /, *, key: KeyFunction) -> Stream: ...
+    @overload
+    def maxBy(self, field: str, /, *, comparator: Comparison) -> Stream: ...
+    @overload
+    def maxBy(self, field: str, /, *, comparator: ComparatorObject) -> Stream: ...
+    def maxBy(self, field: str, order: Comparator | KeyFunction | None = None, *,
+              key: KeyFunction | None = None, comparator: Comparator | None = None) -> Stream:
         """Per partition, the whole tuple with the largest ``field`` (see :meth:`minBy`).
 
         Examples
@@ -320,7 +389,11 @@ class Stream:
         """
         return self._compare_by("maxBy", field, order, key, comparator)
 
-    def min(self, comparator: Any) -> Stream:
+    @overload
+    def min(self, comparator: Callable[[TridentTuple, TridentTuple], int], /) -> Stream: ...
+    @overload
+    def min(self, comparator: ComparatorObject, /) -> Stream: ...
+    def min(self, comparator: Comparator) -> Stream:
         """Per partition, the smallest tuple by ``comparator(a, b) -> int`` on whole TridentTuples
         (Trident's ``min(Comparator<TridentTuple>)``); emits the whole tuple, ties to the later.
 
@@ -330,7 +403,11 @@ class Stream:
         """
         return self._compare_all("min", comparator)
 
-    def max(self, comparator: Any) -> Stream:
+    @overload
+    def max(self, comparator: Callable[[TridentTuple, TridentTuple], int], /) -> Stream: ...
+    @overload
+    def max(self, comparator: ComparatorObject, /) -> Stream: ...
+    def max(self, comparator: Comparator) -> Stream:
         """Per partition, the largest tuple by ``comparator(a, b) -> int`` (see :meth:`min`).
 
         Examples
@@ -390,8 +467,8 @@ class Stream:
 
     def _agg_spec(self, kind: str, args: tuple[Any, ...], prefix: str = "") -> AggSpec:
         """One aggregator's spec; ``prefix`` ("chainedAgg().") says where it was declared."""
-        inputs, aggregator, outputs = inputs_operation_outputs(
-            args, f"{prefix}{kind}: use {kind}([input_fields], aggregator, output_fields)")
+        call = AGGREGATE.bind(kind, args, prefix)
+        inputs, aggregator, outputs = call.get("inputs"), call["operation"], call["outputs"]
         label = f"{prefix}{kind}({type(aggregator).__name__})"
         if not isinstance(aggregator, AGGREGATOR_KINDS):
             hint = ("; a Function goes to each()" if isinstance(aggregator, BaseFunction)
@@ -479,12 +556,24 @@ class Stream:
                                            kind=RepartitionKind.CUSTOM, grouping=grouping))
 
     # --- state -------------------------------------------------------------------------
+    @overload
+    def stateQuery(self, state: TridentState, function: QueryFunction[Any, Any], function_fields: FieldsLike,
+                   /) -> Stream: ...
+    @overload
+    def stateQuery(self, state: TridentState, input_fields: FieldsLike | None,
+                   function: QueryFunction[Any, Any], function_fields: FieldsLike, /) -> Stream: ...
     def stateQuery(self, state: TridentState, *args: Any) -> Stream:
-        """Read ``state`` for each tuple: ``stateQuery(state, [in], QueryFunction, out)``."""
+        """Read ``state`` for each tuple: ``stateQuery(state, [input_fields], QueryFunction,
+        function_fields)``.
+
+        Examples
+        --------
+        >>> stream.stateQuery(counts, ["word"], MapGet(), ["count"])      # doctest: +SKIP
+        """
         from trident_spark.trident_state import TridentState
 
-        inputs, function, outputs = inputs_operation_outputs(
-            args, "stateQuery: use stateQuery(state, [input_fields], QueryFunction, output_fields)")
+        call = STATE_QUERY.bind("stateQuery", args)
+        inputs, function, outputs = call.get("inputs"), call["operation"], call["outputs"]
         label = f"stateQuery({type(function).__name__})"
         if not isinstance(state, TridentState):
             raise TopologyError(
@@ -507,21 +596,23 @@ class Stream:
                               input_fields=fields, function=function, function_fields=typed)
         return self._child(node)
 
-    def partitionPersist(self, state_factory: Any, *args: Any) -> TridentState:
+    @overload
+    def partitionPersist(self, state_factory: StateFactoryLike, updater: StateUpdater[Any],
+                         function_fields: FieldsLike | None = None, /) -> TridentState: ...
+    @overload
+    def partitionPersist(self, state_factory: StateFactoryLike, input_fields: FieldsLike | None,
+                         updater: StateUpdater[Any], function_fields: FieldsLike | None = None,
+                         /) -> TridentState: ...
+    def partitionPersist(self, state_factory: StateFactoryLike, *args: Any) -> TridentState:
         """Hand each partition's tuples to ``updater`` with the state, once per batch:
-        ``partitionPersist(state, [in], StateUpdater[, out])``."""
-        if len(args) == 1:
-            inputs, updater, outputs = None, args[0], None
-        elif len(args) == 2:
-            if isinstance(args[0], StateUpdater):
-                inputs, updater, outputs = None, *args
-            else:
-                inputs, updater, outputs = *args, None
-        elif len(args) == 3:
-            inputs, updater, outputs = args
-        else:
-            raise TopologyError("partitionPersist: use partitionPersist(state, [input_fields], StateUpdater"
-                                "[, output_fields])")
+        ``partitionPersist(state, [input_fields], StateUpdater[, function_fields])``.
+
+        Examples
+        --------
+        >>> stream.partitionPersist(factory, ["word", "count"], Updater())    # doctest: +SKIP
+        """
+        call = PARTITION_PERSIST.bind("partitionPersist", args)
+        inputs, updater, outputs = call.get("inputs"), call["operation"], call.get("outputs")
         label = f"partitionPersist({type(updater).__name__})"
         check_state_factory(label, state_factory)
         if not isinstance(updater, StateUpdater):
@@ -536,11 +627,21 @@ class Stream:
                            input_fields=fields, updater=updater)
         return self.topology._persist(node)
 
-    def persistentAggregate(self, state_factory: Any, *args: Any) -> TridentState:
+    @overload
+    def persistentAggregate(self, state_factory: StateFactoryLike, aggregator: MapAggregator,
+                            function_fields: FieldsLike, /) -> TridentState: ...
+    @overload
+    def persistentAggregate(self, state_factory: StateFactoryLike, input_fields: FieldsLike | None,
+                            aggregator: MapAggregator, function_fields: FieldsLike, /) -> TridentState: ...
+    def persistentAggregate(self, state_factory: StateFactoryLike, *args: Any) -> TridentState:
         """Aggregate each batch and fold the result into ``state`` exactly once per txid.
 
-        ``persistentAggregate(state, [in], CombinerAggregator | ReducerAggregator, out)``;
-        ungrouped, the value is kept under one global key.
+        ``persistentAggregate(state, [input_fields], CombinerAggregator | ReducerAggregator,
+        function_fields)``; ungrouped, the value is kept under one global key.
+
+        Examples
+        --------
+        >>> stream.persistentAggregate(MemoryState.opaque(name="n"), ["n"], Sum(), ["total"]) # doctest: +SKIP
         """
         with self.topology._atomic():
             return _persistent_aggregate(self, Fields(), state_factory, args)
@@ -582,9 +683,8 @@ def _shown(fn: Any) -> str:
 
 def _persistent_aggregate(stream: Stream, group: Fields, state_factory: Any,
                           args: Sequence[Any]) -> TridentState:
-    inputs, aggregator, outputs = inputs_operation_outputs(
-        args, "persistentAggregate: use persistentAggregate(state, [input_fields], aggregator, "
-        "output_fields)")
+    call = PERSISTENT_AGGREGATE.bind("persistentAggregate", args)
+    inputs, aggregator, outputs = call.get("inputs"), call["operation"], call["outputs"]
     label = f"persistentAggregate({type(aggregator).__name__})"
     check_state_factory(label, state_factory)
     if not isinstance(aggregator, CombinerAggregator | ReducerAggregator):

@@ -6,17 +6,22 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from trident_spark.errors import TopologyError, check_int
 from trident_spark.fields import Fields
 from trident_spark.graph import JoinNode, MergeNode, MultiReduceNode, Node, PersistNode, SpoutNode, spouts_of
 from trident_spark.joins import JoinOutFieldsMode, JoinType
+from trident_spark.operation import GroupedMultiReducer, MultiReducer
 from trident_spark.runner import PlannedQuery, ProgressCallback, RunHandle, RunSettings, installed_runner
+from trident_spark.signatures import JOIN_LISTS, JOIN_PAIRS, MULTI_REDUCE, JoinHow, JoinMode, StateFactoryLike
 from trident_spark.sink import CollectSink
 from trident_spark.stream import Stream, check_state_factory
 from trident_spark.trident_state import TridentState
 from trident_spark.validation import FieldsLike, as_fields, check_outputs, describe, resolve_inputs
+
+if TYPE_CHECKING:
+    from trident_spark.grouped import GroupedStream
 
 _STREAM_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 _INNER, _OUTER = JoinType.INNER, JoinType.OUTER
@@ -113,6 +118,31 @@ class TridentTopology:
         self._add(node)
         return Stream(self, node)
 
+    @overload
+    def multiReduce(self, streams: Sequence[Stream], reducer: MultiReducer[Any], output_fields: FieldsLike,
+                    /) -> Stream: ...
+    @overload
+    def multiReduce(self, streams: Sequence[GroupedStream], reducer: GroupedMultiReducer[Any],
+                    output_fields: FieldsLike, /) -> Stream: ...
+    @overload
+    def multiReduce(self, input_fields: Sequence[FieldsLike | None], streams: Sequence[Stream],
+                    reducer: MultiReducer[Any], output_fields: FieldsLike, /) -> Stream: ...
+    @overload
+    def multiReduce(self, input_fields: Sequence[FieldsLike | None], streams: Sequence[GroupedStream],
+                    reducer: GroupedMultiReducer[Any], output_fields: FieldsLike, /) -> Stream: ...
+    @overload
+    def multiReduce(self, stream1: Stream, stream2: Stream, reducer: MultiReducer[Any],
+                    output_fields: FieldsLike, /) -> Stream: ...
+    @overload
+    def multiReduce(self, stream1: GroupedStream, stream2: GroupedStream,
+                    reducer: GroupedMultiReducer[Any], output_fields: FieldsLike, /) -> Stream: ...
+    @overload
+    def multiReduce(self, input_fields1: FieldsLike | None, stream1: Stream, input_fields2: FieldsLike | None,
+                    stream2: Stream, reducer: MultiReducer[Any], output_fields: FieldsLike, /) -> Stream: ...
+    @overload
+    def multiReduce(self, input_fields1: FieldsLike | None, stream1: GroupedStream,
+                    input_fields2: FieldsLike | None, stream2: GroupedStream,
+                    reducer: GroupedMultiReducer[Any], output_fields: FieldsLike, /) -> Stream: ...
     def multiReduce(self, *args: Any) -> Stream:
         """Per batch, hand the tuples of several streams to one reducer (Trident's ``multiReduce``).
 
@@ -136,21 +166,12 @@ class TridentTopology:
         >>> counts = topology.multiReduce([clicks, views], CountBoth(), ["clicks", "views"])  # doctest: +SKIP
         """
         from trident_spark.grouped import GroupedStream
-        from trident_spark.operation import GroupedMultiReducer, MultiReducer
 
-        usage = ("multiReduce: use multiReduce([s1, s2], reducer, out_fields) or multiReduce([fields1, "
-                 "fields2], [s1, s2], reducer, out_fields)")
-        if len(args) == 3:
-            given, fields_given, reducer, out = list(args[0]), None, args[1], args[2]
-        elif len(args) == 4 and isinstance(args[0], list | tuple) and isinstance(args[1], list | tuple) \
-                and not isinstance(args[0], Fields):
-            given, fields_given, reducer, out = list(args[1]), list(args[0]), args[2], args[3]
-        elif len(args) == 4:
-            given, fields_given, reducer, out = [args[0], args[1]], None, args[2], args[3]
-        elif len(args) == 6:
-            given, fields_given, reducer, out = [args[1], args[3]], [args[0], args[2]], args[4], args[5]
-        else:
-            raise TopologyError(usage)
+        call = MULTI_REDUCE.bind("multiReduce", args)
+        reducer, out = call["operation"], call["outputs"]
+        given = list(call["streams"]) if "streams" in call else [call["stream1"], call["stream2"]]
+        fields_given = (list(call["inputs"]) if "inputs" in call
+                        else [call["inputs1"], call["inputs2"]] if "inputs1" in call else None)
         label = f"multiReduce({type(reducer).__name__})"
         grouped = [isinstance(s, GroupedStream) for s in given]
         if any(grouped) and not all(grouped):
@@ -202,8 +223,20 @@ class TridentTopology:
         self._add(node)
         return Stream(self, node)
 
-    def join(self, *args: Any, how: str | JoinType | Sequence[str | JoinType] = "inner",
-             mode: JoinOutFieldsMode | str = JoinOutFieldsMode.COMPACT) -> Stream:
+    @overload
+    def join(self, stream1: Stream, join_fields1: FieldsLike, stream2: Stream, join_fields2: FieldsLike,
+             output_fields: FieldsLike, /, how: JoinHow = "inner",
+             mode: JoinMode = JoinOutFieldsMode.COMPACT) -> Stream: ...
+    @overload
+    def join(self, stream1: Stream, join_fields1: FieldsLike, stream2: Stream, join_fields2: FieldsLike,
+             output_fields: FieldsLike, mode: JoinOutFieldsMode, /) -> Stream: ...
+    @overload
+    def join(self, streams: Sequence[Stream], join_fields: Sequence[FieldsLike], output_fields: FieldsLike,
+             /, how: JoinHow = "inner", mode: JoinMode = JoinOutFieldsMode.COMPACT) -> Stream: ...
+    @overload
+    def join(self, streams: Sequence[Stream], join_fields: Sequence[FieldsLike], output_fields: FieldsLike,
+             mode: JoinOutFieldsMode, /) -> Stream: ...
+    def join(self, *args: Any, how: JoinHow = "inner", mode: JoinMode = JoinOutFieldsMode.COMPACT) -> Stream:
         """Join streams within each batch on their join fields.
 
         ``join(s1, ["k1"], s2, ["k2"], out[, how][, mode])`` or ``join([s1, s2], [["k1"], ["k2"]],
@@ -252,8 +285,15 @@ class TridentTopology:
         self._add(node)
         return Stream(self, node)
 
-    def newStaticState(self, state_factory: Any) -> TridentState:
-        """A state this topology reads (``stateQuery``) but does not write."""
+    def newStaticState(self, state_factory: StateFactoryLike) -> TridentState:
+        """A state this topology reads (``stateQuery``) but does not write.
+
+        Examples
+        --------
+        >>> from trident_spark.state import MemoryState
+        >>> TridentTopology().newStaticState(MemoryState.opaque(name="seen"))
+        TridentState(memory://seen?type=opaque)
+        """
         check_state_factory("newStaticState", state_factory)
         state = TridentState(self, state_factory)
         self._states.append(state)
@@ -407,25 +447,21 @@ def _origin(stream: Stream) -> str:
 
 def _join_args(args: Sequence[Any], how: Any, mode: Any) -> tuple[list[Any], list[FieldsLike], Any, Any, Any]:
     """Split Trident's join overloads: streams and fields (as lists or pairs), the output fields,
-    then optionally a JoinType (or a list of them) and a JoinOutFieldsMode."""
-    if args and isinstance(args[0], list | tuple) and args and all(isinstance(s, Stream) for s in args[0]):
-        if len(args) not in (3, 4, 5):
-            raise TopologyError("join: use join([s1, s2], [fields1, fields2], out_fields[, how][, mode])")
-        streams, fields, out, rest = list(args[0]), list(args[1]), args[2], list(args[3:])
+    then optionally a JoinType (or a list of them) and a JoinOutFieldsMode. Positional options
+    win over the ``how=``/``mode=`` keywords."""
+    if args and isinstance(args[0], list | tuple) and all(isinstance(s, Stream) for s in args[0]):
+        call = JOIN_LISTS.bind("join", args)
+        streams, fields = list(call["streams"]), list(call["inputs"])
         if len(fields) != len(streams):
             raise TopologyError(f"join: {len(streams)} streams but {len(fields)} lists of join fields")
-    elif len(args) in (5, 6, 7):
-        streams, fields, out, rest = [args[0], args[2]], [args[1], args[3]], args[4], list(args[5:])
     else:
-        raise TopologyError("join: use join(s1, fields1, s2, fields2, out_fields[, how][, mode])")
-    if rest and isinstance(rest[-1], JoinOutFieldsMode):
-        mode = rest.pop()
-    if len(rest) > 1:
+        call = JOIN_PAIRS.bind("join", args)
+        streams, fields = [call["stream1"], call["stream2"]], [call["inputs1"], call["inputs2"]]
+    if "extra" in call:
+        rest = [call["how"], call["extra"]]
         raise TopologyError(f"join: after the output fields give a JoinType (or a list, one per stream) "
                             f"and then a JoinOutFieldsMode; got {rest!r}")
-    if rest:
-        how = rest[0]
-    return streams, fields, out, how, mode
+    return streams, fields, call["outputs"], call.get("how", how), call.get("mode", mode)
 
 
 def _join_mode(mode: Any) -> JoinOutFieldsMode:

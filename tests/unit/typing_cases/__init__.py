@@ -1,0 +1,1 @@
+"""User scripts that mypy --strict checks against the operators' declared shapes (test_typed_overloads)."""
