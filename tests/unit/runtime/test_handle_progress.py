@@ -186,7 +186,7 @@ def test_the_wait_for_progress_events_sees_the_last_batch_with_a_bounded_history
     handle._queries["words"] = Finished()  # type: ignore[assignment]
     handle._on_progress(QUERY_ID, spark_progress(1))
     handle._on_progress("another query", spark_progress(9))  # not ours: ignored
-    handle._wait_for_progress_events(timeout=0.0)
+    handle._wait_for_progress_events(idle_timeout=0.0)
     assert [p.txid for p in handle.progress] == [1]
 
 
