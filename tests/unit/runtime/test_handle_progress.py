@@ -117,6 +117,7 @@ def traced_bytes() -> int:
 
 
 # --- memory stays flat ----------------------------------------------------------------------------
+@pytest.mark.slow  # 20,000 batches under tracemalloc: about 17 s, a quarter of the unit tests' time
 def test_a_20000_batch_run_of_the_handle_keeps_memory_flat_and_its_files_bounded(tmp_path):
     file_bytes, kept = 512 * 1024, 3
     handle = make_handle(tmp_path, progress_file_bytes=file_bytes, progress_files_kept=kept)
