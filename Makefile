@@ -1,4 +1,5 @@
-# trident-spark: `make demo` runs the main job on embedded defaults, `make test` runs the tests.
+# trident-spark: `make demo` runs the main job on embedded defaults, `make test` runs the tests
+# (`make test-fast` the quick part of them, for the edit loop).
 # Both set up what they need on a fresh machine: a virtualenv, the package, Java 17+ and
 # redis-server (installed with apt-get when run as root), and the local services.
 
@@ -8,7 +9,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
 PYTEST_ARGS ?=
 
-.PHONY: setup system-deps demo test test-unit lint typecheck bench bench-state clean
+.PHONY: setup system-deps demo test test-fast test-unit lint typecheck bench bench-state clean
 
 setup: system-deps $(STAMP)
 
@@ -47,6 +48,22 @@ demo: setup
 # pytest exits 5 when it collected no test: that is a failure here, not a pass.
 test: setup
 	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
+
+# The edit loop, under 3 minutes on 2 cores: the unit tests but those marked slow, the docs pages'
+# own checks, and the quickest integration tests: in this process, on the shared SparkSession and
+# FeederBatchSpout, with no Kafka, Redis or Elasticsearch to start.
+FAST_INTEGRATION := \
+	tests/integration/dsl/test_trident_api_forms.py \
+	tests/integration/dsl/test_untyped_forms.py \
+	tests/integration/runtime/test_operation_lifecycle.py \
+	tests/integration/spout/test_feeder_on_spark.py \
+	tests/integration/storm_starter/test_trident_word_count.py \
+	tests/integration/storm_starter/test_trident_map_example.py \
+	tests/integration/test_docs_examples.py
+
+test-fast: setup
+	@$(PY) -m pytest -m "not slow" tests/unit $(FAST_INTEGRATION) $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
 test-unit: setup

@@ -15,11 +15,16 @@ _counter = itertools.count()
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    """A local SparkSession on 2 cores, shared by the in-process integration tests."""
+    """A local SparkSession on 2 cores, shared by every test that runs in this process.
+
+    Session-scoped so the JVM and the Python workers start once for the whole suite. The web UI is
+    off, as in the crash and retry drivers: no test reads it, and it only costs a web server at
+    start (the status store that batch metrics read is kept without it).
+    """
     from trident_spark.runtime.session import local_session
 
     session = local_session("trident-spark-tests", master="local[2]",
-                            conf={"spark.sql.shuffle.partitions": "2"})
+                            conf={"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"})
     yield session
     for query in session.streams.active:
         query.stop()

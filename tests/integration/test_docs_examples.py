@@ -134,6 +134,7 @@ def test_most_examples_run():
 
 # --- the examples, on Spark -------------------------------------------------------------------
 @pytest.mark.integration
+@pytest.mark.slow  # about 85 runs on Spark, several minutes: `make test` runs them, `make test-fast` not
 @pytest.mark.parametrize("block", RUNNABLE, ids=[b.id for b in RUNNABLE])
 def test_example_runs_and_prints_what_the_page_shows(block: Block, spark, tmp_path):
     checkpoint = tmp_path / "checkpoint"

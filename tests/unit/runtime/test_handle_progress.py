@@ -117,6 +117,7 @@ def traced_bytes() -> int:
 
 
 # --- memory stays flat ----------------------------------------------------------------------------
+@pytest.mark.slow  # 20,000 batches under tracemalloc: about 17 s, a quarter of the unit tests' time
 def test_a_20000_batch_run_of_the_handle_keeps_memory_flat_and_its_files_bounded(tmp_path):
     file_bytes, kept = 512 * 1024, 3
     handle = make_handle(tmp_path, progress_file_bytes=file_bytes, progress_files_kept=kept)
@@ -186,7 +187,7 @@ def test_the_wait_for_progress_events_sees_the_last_batch_with_a_bounded_history
     handle._queries["words"] = Finished()  # type: ignore[assignment]
     handle._on_progress(QUERY_ID, spark_progress(1))
     handle._on_progress("another query", spark_progress(9))  # not ours: ignored
-    handle._wait_for_progress_events(timeout=0.0)
+    handle._wait_for_progress_events(idle_timeout=0.0)
     assert [p.txid for p in handle.progress] == [1]
 
 
