@@ -35,7 +35,7 @@ SPARK_SERVICES = ("spark-master", "spark-worker-1", "spark-worker-2")
 def _skip_reason() -> str | None:
     unavailable = os.environ.get("TRIDENT_DOCKER_UNAVAILABLE")
     if unavailable:
-        return f"Docker unavailable: {unavailable}"
+        return unavailable  # docker/dockerd.sh run says "docker unavailable: <why>"
     if not os.environ.get("DOCKER_HOST") or not docker_available():
         return ("no Docker engine answers at DOCKER_HOST="
                 f"{os.environ.get('DOCKER_HOST', '(unset)')}; `make test-containers` starts one")
