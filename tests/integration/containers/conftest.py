@@ -32,6 +32,15 @@ IMAGES = ("trident-spark:local", "trident-kafka:local", "trident-redis:local")
 SPARK_SERVICES = ("spark-master", "spark-worker-1", "spark-worker-2")
 
 
+def explain(output: str, limit: int = 6000) -> str:
+    """The part of a failed app's output that says why: from its last Python traceback (Spark's
+    INFO lines of the shutdown come after it), else its end."""
+    start = output.rfind("Traceback (most recent call last)")
+    if start < 0:
+        return output[-limit:]
+    return output[start:start + limit]
+
+
 def _skip_reason() -> str | None:
     unavailable = os.environ.get("TRIDENT_DOCKER_UNAVAILABLE")
     if unavailable:
@@ -140,10 +149,10 @@ class ComposeCluster:
     def wait_app(self, container: str, timeout: float = 480) -> tuple[int, str]:
         """Wait for the app container to exit; its exit status and the end of its output."""
         waited = self.docker("wait", container, timeout=timeout)
-        logs = self.docker("logs", "--tail", "80", container)
+        logs = self.docker("logs", container)
         self.docker("rm", "-f", container)
         status = int(waited.stdout.strip() or "-1")
-        return status, f"{logs.stdout[-4000:]}\n{logs.stderr[-6000:]}"
+        return status, explain(f"{logs.stdout}\n{logs.stderr}")
 
     def committed_batches(self) -> int:
         """How many batches the checkpoint on the shared volume has committed."""

@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from tests.integration.containers.conftest import ComposeCluster
+from tests.integration.containers.conftest import ComposeCluster, explain
 from trident_spark.local.kafka import create_topic, produce
 from trident_spark.state import parse_state_url
 
@@ -41,7 +41,7 @@ def test_wordcount_on_a_cluster_of_containers_counts_exactly(compose_cluster: Co
 
     done = cluster.compose("run", "--rm", "--no-deps", "app", timeout=480, check=False,
                            extra_env={"WORDCOUNT_MAX_FETCH_BYTES": "30000"})
-    assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+    assert done.returncode == 0, explain(f"{done.stdout}\n{done.stderr}")
 
     result = json.loads((cluster.shared / "counts.json").read_text())
     assert result["master"] == cluster.master

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.integration.containers.conftest import ComposeCluster
+from tests.integration.containers.conftest import ComposeCluster, explain
 from tests.integration.containers.test_compose_cluster import load_corpus, redis_counts
 
 pytestmark = [pytest.mark.integration, pytest.mark.containers]
@@ -106,6 +106,6 @@ def test_the_driver_container_killed_and_resubmitted_from_its_checkpoint(
 
     # The same job again, from the checkpoint the first driver left on the shared volume.
     done = cluster.compose("run", "--rm", "--no-deps", "app", timeout=480, check=False, extra_env=APP_ENV)
-    assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+    assert done.returncode == 0, explain(f"{done.stdout}\n{done.stderr}")
     assert_exact(cluster, expected)
     assert cluster.committed_batches() > killed_at
