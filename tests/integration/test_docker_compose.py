@@ -8,6 +8,7 @@ the fixtures and :mod:`trident_spark.local.services` read.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -155,3 +156,27 @@ def test_spark_images_are_the_app_image(compose_config: dict[str, Any]) -> None:
     assert images == {"trident-spark:local"}
     assert services["app"]["build"]["dockerfile"] == "docker/Dockerfile"
     assert (COMPOSE_FILE.parent / "Dockerfile").exists()
+
+
+HOST_COMPOSE_FILE = COMPOSE_FILE.parent / "docker-compose.host.yml"
+
+
+def test_host_file_puts_every_service_on_the_host_network_at_127_0_0_1() -> None:
+    compose = shutil.which("docker-compose")
+    if compose is None:
+        pytest.skip("docker-compose is not installed")
+    done = subprocess.run([compose, "-f", str(HOST_COMPOSE_FILE), "config"], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    services = _to_json(done.stdout, compose)["services"]
+    assert set(services) == {"kafka", "redis", "elasticsearch", "spark-master", "spark-worker-1",
+                             "spark-worker-2", "app"}
+    for name, service in services.items():
+        assert service["network_mode"] == "host", name
+        assert not service.get("ports"), name  # published ports mean a bridge
+        assert "0.0.0.0" not in json.dumps(service), name
+    # Each service on its own default port.
+    for name, port in [("kafka", 9092), ("redis", 6379), ("elasticsearch", 9200), ("spark-master", 7077),
+                       ("spark-master", 8080), ("spark-worker-1", 8081), ("spark-worker-2", 8082),
+                       ("app", 4040)]:
+        assert re.search(rf"\b{port}\b", json.dumps(services[name]["command"])), (name, port)

@@ -3,6 +3,11 @@
 Nothing here imports ``testcontainers`` or talks to Docker until asked:
 :func:`docker_available` is a short ping, and the container classes are
 imported inside :func:`start_container`.
+
+The images are the official ones unless ``TRIDENT_KAFKA_IMAGE``, ``TRIDENT_REDIS_IMAGE`` or
+``TRIDENT_ELASTICSEARCH_IMAGE`` name others. The local images of ``make images`` (``trident-*``:
+Tansu, Debian's redis-server, osmem-server) run on the host network, on 127.0.0.1 and a free port:
+they are for engines without a bridge network (docker/dockerd.sh), where published ports do not exist.
 """
 
 from __future__ import annotations
@@ -19,8 +24,10 @@ from trident_spark.local.service_handle import ServiceHandle, ServiceName
 
 __all__ = [
     "ELASTICSEARCH_IMAGE",
+    "IMAGE_ENV",
     "KAFKA_IMAGE",
     "REDIS_IMAGE",
+    "container_image",
     "docker_available",
     "start_container",
     "testcontainers_installed",
@@ -34,6 +41,19 @@ REDIS_IMAGE = "redis:7"
 
 ELASTICSEARCH_IMAGE = "elasticsearch:8.15.3"
 """Image for the Elasticsearch container (security off, single node)."""
+
+IMAGE_ENV: dict[ServiceName, str] = {
+    "kafka": "TRIDENT_KAFKA_IMAGE",
+    "redis": "TRIDENT_REDIS_IMAGE",
+    "elasticsearch": "TRIDENT_ELASTICSEARCH_IMAGE",
+}
+"""The variables that name another image for each service."""
+
+_DEFAULT_IMAGES: dict[ServiceName, str] = {
+    "kafka": KAFKA_IMAGE,
+    "redis": REDIS_IMAGE,
+    "elasticsearch": ELASTICSEARCH_IMAGE,
+}
 
 _MODULES: dict[ServiceName, str] = {
     "kafka": "testcontainers.kafka",
@@ -54,6 +74,50 @@ def testcontainers_installed(name: ServiceName) -> bool:
         return importlib.util.find_spec(_MODULES[name]) is not None
     except ModuleNotFoundError:  # the parent package is missing
         return False
+
+
+def container_image(name: ServiceName) -> str:
+    """The image :func:`start_container` runs for service ``name``.
+
+    Examples
+    --------
+    >>> container_image("redis") == (os.environ.get("TRIDENT_REDIS_IMAGE") or REDIS_IMAGE)
+    True
+    """
+    return os.environ.get(IMAGE_ENV[name], "").strip() or _DEFAULT_IMAGES[name]
+
+
+def _is_local_image(image: str) -> bool:
+    # The images docker/images.sh builds; they take their address on the command line.
+    return image.split("/")[-1].startswith("trident-")
+
+
+def _host_network_command(name: ServiceName, port: int) -> list[str]:
+    if name == "kafka":
+        url = f"tcp://127.0.0.1:{port}"
+        return ["broker", "--listener-url", url, "--advertised-listener-url", url,
+                "--storage-engine", "memory://tansu/"]  # fmt: skip
+    if name == "redis":
+        return ["redis-server", "--bind", "127.0.0.1", "--port", str(port),
+                "--save", "", "--appendonly", "no"]  # fmt: skip
+    return ["--addr", f"127.0.0.1:{port}"]
+
+
+def _start_on_host_network(name: ServiceName, image: str) -> ServiceHandle:
+    from testcontainers.core.container import DockerContainer
+
+    from trident_spark.local.process import free_port
+
+    port = free_port()
+    container = DockerContainer(image).with_command(_host_network_command(name, port))
+    container.with_kwargs(network_mode="host")
+    container.start()
+    address = {
+        "kafka": f"127.0.0.1:{port}",
+        "redis": f"redis://127.0.0.1:{port}/0",
+        "elasticsearch": f"http://127.0.0.1:{port}",
+    }[name]
+    return ServiceHandle(name, address, "testcontainers", None, _stopper=container.stop)
 
 
 def _ping_unix_socket(path: str, timeout: float) -> bool:
@@ -101,7 +165,9 @@ def docker_available(timeout: float = 3.0) -> bool:
 def start_container(name: ServiceName) -> ServiceHandle:
     """Start service ``name`` in a container and return its handle.
 
-    ``stop()`` on the handle stops and removes the container.
+    ``stop()`` on the handle stops and removes the container. A local image (``trident-*``, see the
+    module doc) runs on the host network, on a free port of 127.0.0.1; set
+    ``TESTCONTAINERS_RYUK_DISABLED=true`` where testcontainers' reaper image cannot be pulled.
 
     Examples
     --------
@@ -109,24 +175,27 @@ def start_container(name: ServiceName) -> ServiceHandle:
     ...     redis.provider
     'testcontainers'
     """
+    image = container_image(name)
+    if _is_local_image(image):
+        return _start_on_host_network(name, image)
     container: Any
     if name == "kafka":
         from testcontainers.kafka import KafkaContainer
 
-        container = KafkaContainer(KAFKA_IMAGE)
+        container = KafkaContainer(image)
         container.start()
         address = str(container.get_bootstrap_server())
     elif name == "redis":
         from testcontainers.redis import RedisContainer
 
-        container = RedisContainer(REDIS_IMAGE)
+        container = RedisContainer(image)
         container.start()
         host, port = container.get_container_host_ip(), container.get_exposed_port(6379)
         address = f"redis://{host}:{port}/0"
     else:
         from testcontainers.elasticsearch import ElasticSearchContainer
 
-        container = ElasticSearchContainer(ELASTICSEARCH_IMAGE, mem_limit="2G")
+        container = ElasticSearchContainer(image, mem_limit="2G")
         container.with_env("ES_JAVA_OPTS", "-Xms1g -Xmx1g")
         container.start()
         host, port = container.get_container_host_ip(), container.get_exposed_port(9200)
