@@ -49,8 +49,9 @@ def test_the_walk_sees_both_packages_and_their_errors() -> None:
     names = {f"{c.__module__}.{c.__qualname__}" for c in _exception_classes()}
     assert "trident_spark.errors.TopologyError" in names
     assert "trident_spark.state.errors.StateAheadError" in names
-    assert "trident_spark.planner.python_stage.OperatorError" in names  # namespace packages too
-    assert "trident_spark.runtime.errors.StreamFailedError" in names
+    assert "trident_spark.errors.OperatorError" in names
+    assert "trident_spark.executor.instances.InstanceHostError" in names
+    assert "trident_spark.runtime.failures.StreamFailedError" in names  # namespace packages too
     assert len(names) >= 35
 
 
