@@ -156,7 +156,7 @@ class ComposeCluster:
 
     def committed_batches(self) -> int:
         """How many batches the checkpoint on the shared volume has committed."""
-        commits = self.shared / "checkpoint" / "commits"
+        commits = self.shared / "checkpoint" / "wordcount" / "commits"  # the stream's own query
         return sum(1 for f in commits.iterdir() if f.name.isdigit()) if commits.is_dir() else 0
 
     def logs(self, *services: str) -> str:

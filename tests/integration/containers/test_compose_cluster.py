@@ -50,7 +50,7 @@ def test_wordcount_on_a_cluster_of_containers_counts_exactly(compose_cluster: Co
     # Read again from the host: the executors in the worker containers wrote them to Redis.
     assert redis_counts(cluster) == dict(expected)
     # The checkpoint is on the shared volume, not in the driver container's /tmp.
-    assert (cluster.shared / "checkpoint" / "offsets").is_dir()
+    assert (cluster.shared / "checkpoint" / "wordcount" / "offsets").is_dir()
     # Both worker containers ran an executor of the app.
     for port in ("SPARK_WORKER_1_WEBUI_PORT", "SPARK_WORKER_2_WEBUI_PORT"):
         worker = cluster.json(port)
