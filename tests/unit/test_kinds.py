@@ -12,8 +12,8 @@ import pytest
 
 from trident_spark import JoinOutFieldsMode, JoinType, TridentTopology
 from trident_spark.builtin import Count
-from trident_spark.graph import AggregateNode, AggregationScope, RepartitionKind, RepartitionNode
 from trident_spark.executor.metrics import StageClock, StageName
+from trident_spark.graph import AggregateNode, AggregationScope, RepartitionKind, RepartitionNode
 from trident_spark.runtime.metrics import split_counters
 from trident_spark.runtime.progress import BatchProgress, StageProgress
 from trident_spark.spout import FeederBatchSpout
