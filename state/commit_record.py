@@ -130,17 +130,13 @@ def kafka_offsets(document: Any) -> dict[str, dict[str, int]]:
         return {}
     found: dict[str, dict[str, int]] = {}
     for topic, partitions in document.items():
-        if isinstance(partitions, dict) and all(_is_int(v) for v in partitions.values()):
+        if isinstance(partitions, dict) and all(is_int(v) for v in partitions.values()):
             found[str(topic)] = {str(p): int(v) for p, v in partitions.items()}
     return found
 
 
-def _is_int(value: Any) -> bool:
-    return is_int(value)
-
-
 def _txid(value: Any) -> int | None:
-    return int(value) if _is_int(value) else None
+    return int(value) if is_int(value) else None
 
 
 class CommitRecordSerializer:

@@ -36,10 +36,6 @@ DEFAULT_CACHE_SIZE = 1000
 DEFAULT_BATCH_SIZE = 1000
 
 
-def _check_int(name: str, value: Any, minimum: int) -> None:
-    check_int(value, name, minimum=minimum, error=StateConfigError)
-
-
 @dataclass(frozen=True, kw_only=True)
 class StateFactory(ABC):
     """Settings common to every backend; ``open()`` builds the working state on the executor.
@@ -78,9 +74,9 @@ class StateFactory(ABC):
         except ValueError:
             kinds = ", ".join(repr(kind.value) for kind in StateType)
             raise StateConfigError(f"unknown state type {self.state_type!r}; one of {kinds}") from None
-        _check_int("cache_size", self.cache_size, 0)
-        _check_int("txid_offset", self.txid_offset, 0)
-        _check_int("max_conflict_retries", self.max_conflict_retries, 0)
+        check_int(self.cache_size, "cache_size", minimum=0, error=StateConfigError)
+        check_int(self.txid_offset, "txid_offset", minimum=0, error=StateConfigError)
+        check_int(self.max_conflict_retries, "max_conflict_retries", minimum=0, error=StateConfigError)
         check_batch_size("max_multi_get_batch_size", self.max_multi_get_batch_size)
         check_batch_size("max_multi_put_batch_size", self.max_multi_put_batch_size)
         if self.serializer is not None and not isinstance(self.serializer, Serializer):
