@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
-from typing import Any
 
 from trident_spark.errors import TopologyError, is_int
 from trident_spark.fields import Fields
@@ -207,13 +206,3 @@ def check_parallelism(n: object, where: str = "") -> int:
         raise TopologyError(f"parallelismHint({n!r}){on}: the partition count must be an int >= 1, "
                             "e.g. parallelismHint(4)")
     return n
-
-
-def inputs_operation_outputs(args: Sequence[Any], usage: str) -> tuple[Any, Any, Any]:
-    """Split ``([input_fields], operation, output_fields)``: input fields may be left out
-    (None: every field of the stream). ``usage`` is the error message for other shapes."""
-    if len(args) == 2:
-        return None, args[0], args[1]
-    if len(args) == 3:
-        return args[0], args[1], args[2]
-    raise TopologyError(usage)
