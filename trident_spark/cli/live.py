@@ -136,7 +136,7 @@ def render_stream(view: StreamView) -> RenderableType:
         parts.append(table)
     verdicts = Table.grid(padding=(0, 2))
     verdicts.add_column(style="dim", no_wrap=True)
-    verdicts.add_column()
+    verdicts.add_column(overflow="fold")  # a note's path longer than the line is folded, never cut
     verdicts.add_row("bottleneck", d.bottleneck.line())
     verdicts.add_row("verdict", Text(d.verdict.line(), style=VERDICT_STYLES.get(d.verdict.kind, "dim")))
     for note in view.notes:

@@ -157,7 +157,8 @@ def test_a_half_written_last_line_is_left_for_later_and_a_bad_line_is_counted(ch
     lines = show(checkpoint, "--stream", "wordcount")
     assert "batches     6 (txid 0..5), 6,000 rows" in lines
     note = lines.index("note        1 unreadable lines in")  # the path goes on the next line
-    assert lines[note + 1] == f"            {progress} skipped"
+    # whole, folded over more lines when it is longer than one
+    assert "".join(line.strip() for line in lines[note + 1:]).startswith(f"{progress} skipped")
 
 
 def rotate(directory, parts):
@@ -189,7 +190,7 @@ def test_status_says_when_older_progress_was_rotated_away(checkpoint):
     assert "batches     4 (txid 2..5), 4,000 rows" in lines
     note = lines.index("note        progress before txid 2 was rotated away: the figures cover the 2 "
                        "progress files kept in")
-    assert lines[note + 1] == f"            {checkpoint / 'wordcount'}"
+    assert "".join(line.strip() for line in lines[note + 1:]).startswith(f"{checkpoint / 'wordcount'}")
     assert not any(line.startswith("note") for line in show(checkpoint, "--stream", "questions"))
 
 
