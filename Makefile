@@ -47,8 +47,12 @@ demo: setup
 
 # pytest exits 5 when it collected no test: that is a failure here, not a pass.
 # The container tests run in `make test-containers`, not here (they build images and start clusters).
+# Two pytest-xdist workers, a test file each at a time (their own Spark session and services): the
+# suite waits on brokers, drivers and batches about half of the time, which the other worker uses.
+# TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 2
 test: setup
-	@$(PY) -m pytest -m "not containers" $(PYTEST_ARGS); rc=$$?; \
+	@$(PY) -m pytest -m "not containers" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
 # The edit loop, under 3 minutes on 2 cores: the unit tests but those marked slow, the docs pages'
