@@ -51,6 +51,7 @@ class Count(CombinerAggregator[int]):
 
     output_types = {}
     reads_fields = False  # counts tuples, whatever their fields: the planner need not keep any
+    counts_tuples = True  # init is 1 and combine adds: n tuples' partial is n (a fused stage counts)
 
     def init(self, tuple: TridentTuple) -> int:
         return 1
@@ -69,6 +70,12 @@ class Count(CombinerAggregator[int]):
         from pyspark.sql import functions as F
 
         return [F.count(F.lit(1))]
+
+    def spark_merge(self, partials: list[Column]) -> list[Column]:
+        """``[sum(partial)]``: partial counts (one per partition) combined into the group's count."""
+        from pyspark.sql import functions as F
+
+        return [F.sum(partials[0])]
 
     def spark_types(self, input_types: list[str]) -> list[str] | None:
         """``["bigint"]``, whatever the input."""
@@ -163,6 +170,12 @@ class Sum(CombinerAggregator[Any]):
         from pyspark.sql import functions as F
 
         return [F.sum(columns[0])]
+
+    def spark_merge(self, partials: list[Column]) -> list[Column]:
+        """``[sum(partial)]``: partial sums (one per partition) combined into the group's sum."""
+        from pyspark.sql import functions as F
+
+        return [F.sum(partials[0])]
 
     def spark_types(self, input_types: list[str]) -> list[str] | None:
         """The type of the sum (see :func:`sum_type`), or None for a non-numeric input."""

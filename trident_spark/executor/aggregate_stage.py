@@ -103,31 +103,31 @@ class _Running:
         self.collector = TridentCollector(step.errors)
         agg = step.aggregator
         if isinstance(agg, Aggregator):
-            self.state = _guard(step, None, agg.init, txid, self.collector)
+            self.state = guard(step, None, agg.init, txid, self.collector)
         elif isinstance(agg, CombinerAggregator):
-            self.state = _guard(step, None, agg.zero)
+            self.state = guard(step, None, agg.zero)
         else:
-            self.state = _guard(step, None, agg.init)
+            self.state = guard(step, None, agg.init)
 
     def add(self, t: TridentTuple) -> None:
         agg = self.step.aggregator
         if isinstance(agg, Aggregator):
-            new = _guard(self.step, t, agg.aggregate, self.state, t, self.collector)
+            new = guard(self.step, t, agg.aggregate, self.state, t, self.collector)
             if new is not None:  # Python aggregators may return the new state instead of mutating it
                 self.state = new
         elif isinstance(agg, CombinerAggregator):
-            self.state = _guard(self.step, t, agg.combine, self.state, _guard(self.step, t, agg.init, t))
+            self.state = guard(self.step, t, agg.combine, self.state, guard(self.step, t, agg.init, t))
         else:
-            self.state = _guard(self.step, t, agg.reduce, self.state, t)
+            self.state = guard(self.step, t, agg.reduce, self.state, t)
 
     def add_value(self, value: Any) -> None:
         """A Combiner's already-combined value for several tuples (the Arrow fast path)."""
-        self.state = _guard(self.step, None, self.step.aggregator.combine, self.state, value)
+        self.state = guard(self.step, None, self.step.aggregator.combine, self.state, value)
 
     def finish(self) -> list[list[Any]]:
         agg = self.step.aggregator
         if isinstance(agg, Aggregator):
-            _guard(self.step, None, agg.complete, self.state, self.collector)
+            guard(self.step, None, agg.complete, self.state, self.collector)
         else:
             self.collector.emit([self.state])
         emitted = self.collector.reset()
@@ -196,18 +196,18 @@ def _partial(steps: Sequence[AggStep], layout: AggLayout,
                        for c, s in zip(combiners, steps, strict=True)]
             if all(v is not None for v in reduced):
                 entry = groups.setdefault((), [[], None])
-                entry[1] = reduced if entry[1] is None else _combine_all(steps, entry[1], list(reduced))
+                entry[1] = reduced if entry[1] is None else combine_all(steps, entry[1], list(reduced))
                 continue
         tuples = [_tuples(batch, step, layout.untyped_in) for step in steps]
         for row, key in enumerate(keys):
-            inits = [_guard(s, ts[row], c.init, ts[row]) for s, c, ts in zip(steps, combiners, tuples,
+            inits = [guard(s, ts[row], c.init, ts[row]) for s, c, ts in zip(steps, combiners, tuples,
                                                                                  strict=True)]
             found = groups.get(key[0])
             if found is None or found[1] is None:
                 groups[key[0]] = [key[1], inits]
             else:
-                found[1] = _combine_all(steps, found[1], inits)
-    return [[*values, *(_dump(v) for v in accs)] for values, accs in groups.values()]
+                found[1] = combine_all(steps, found[1], inits)
+    return [[*values, *(dump_partial(v) for v in accs)] for values, accs in groups.values()]
 
 
 def _final(steps: Sequence[AggStep], layout: AggLayout,
@@ -223,24 +223,26 @@ def _final(steps: Sequence[AggStep], layout: AggLayout,
             entry = groups.get(key[0])
             if entry is None:
                 # Trident combines from zero() (CombinerAggregatorCombineImpl)
-                groups[key[0]] = [key[1], _combine_all(steps, _zeros(steps), values)]
+                groups[key[0]] = [key[1], combine_all(steps, _zeros(steps), values)]
             else:
-                entry[1] = _combine_all(steps, entry[1], values)
+                entry[1] = combine_all(steps, entry[1], values)
     if layout.single_emit and not groups:
         groups[()] = [[], _zeros(steps)]
     return [[*values, *accs] for values, accs in groups.values()]
 
 
 def _zeros(steps: Sequence[AggStep]) -> list[Any]:
-    return [_guard(s, None, s.aggregator.zero) for s in steps]
+    return [guard(s, None, s.aggregator.zero) for s in steps]
 
 
 # --- helpers -----------------------------------------------------------------------------
-def _combine_all(steps: Sequence[AggStep], left: list[Any], right: list[Any]) -> list[Any]:
-    return [_guard(s, None, s.aggregator.combine, a, b) for s, a, b in zip(steps, left, right, strict=True)]
+def combine_all(steps: Sequence[AggStep], left: list[Any], right: list[Any]) -> list[Any]:
+    """Each aggregator's ``combine`` of its left and right value."""
+    return [guard(s, None, s.aggregator.combine, a, b) for s, a, b in zip(steps, left, right, strict=True)]
 
 
-def _dump(value: Any) -> bytes:
+def dump_partial(value: Any) -> bytes:
+    """A partial value as the ``final`` stage reads it: pickled (cloudpickle when pickle cannot)."""
     try:
         return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:
@@ -281,7 +283,8 @@ def _tuples(batch: pa.RecordBatch, step: AggStep,
     return [TridentTuple(values, fields, index) for values in zip(*columns, strict=True)]
 
 
-def _guard(step: AggStep, t: TridentTuple | None, fn: Any, *args: Any) -> Any:
+def guard(step: AggStep, t: TridentTuple | None, fn: Any, *args: Any) -> Any:
+    """``fn(*args)``; an error other than ours is an OperatorError naming the aggregator and tuple."""
     try:
         return fn(*args)
     except FailedException:

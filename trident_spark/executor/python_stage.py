@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -45,6 +45,26 @@ class PythonStep:
     function_fields: Fields  # new fields appended by a Function, or a map's output; empty otherwise
     kind: str = "each"  # "each" (Function, Filter, Consumer), "map" or "flatMap"
     keeps_types: bool = False  # a map without output fields: the input types stay
+
+
+class Partials(Protocol):
+    """What a stage's tail keeps of one partition's tuples (``executor.partial_combine``)."""
+
+    def add(self, column: Callable[[str], list[Any]], rows: int) -> None:
+        """Take ``rows`` tuples: ``column(name)`` gives a field's values."""
+
+    def batch(self) -> pa.RecordBatch | None:
+        """What the partition outputs, once all its tuples came."""
+
+    def count(self, clock: StageClock) -> None:
+        """Add the tail's time and rows to the task's counters."""
+
+
+class StageTail(Protocol):
+    """Where a fused stage's tuples go instead of the output: a partial aggregation."""
+
+    def start(self) -> Partials:
+        """The tail of one partition, empty."""
 
 
 class _Batch:
@@ -86,7 +106,7 @@ def run_stage(steps: Sequence[PythonStep], output_fields: Sequence[str], new_typ
               txid: int, batches: Iterator[pa.RecordBatch], conf: dict[str, Any] | None = None,
               num_partitions: int = -1, metrics: Any = None,
               untyped: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset()),
-              ) -> Iterator[pa.RecordBatch]:
+              tail: StageTail | None = None) -> Iterator[pa.RecordBatch]:
     """Run ``steps`` over one partition's Arrow batches (called inside ``mapInArrow``).
 
     ``new_types`` are the Arrow types of the fields Functions add; the other
@@ -98,6 +118,9 @@ def run_stage(steps: Sequence[PythonStep], output_fields: Sequence[str], new_typ
 
     Operations are prepared for this task and cleaned up at its end, or, run in an instance
     host (``executor.instances``), the partition's kept instances are used.
+
+    With a ``tail`` (a partial aggregation fused into the stage), the tuples go to it
+    instead, and the stage outputs what it gives when the partition ends.
     """
     instances = task_instances()
     partition = partition_index()
@@ -109,6 +132,7 @@ def run_stage(steps: Sequence[PythonStep], output_fields: Sequence[str], new_typ
     rows_in = [0] * len(steps)
     rows_out = [0] * len(steps)
     producers = {name: step.label for step in steps for name in step.function_fields}
+    partials = tail.start() if tail is not None else None
     try:
         for source in batches:
             if source.num_rows == 0:
@@ -124,7 +148,9 @@ def run_stage(steps: Sequence[PythonStep], output_fields: Sequence[str], new_typ
                     spent[i] += time.perf_counter() - started
                     if not batch.rows:
                         break
-                if batch.rows:
+                if batch.rows and partials is not None:
+                    partials.add(batch.column, len(batch.rows))
+                elif batch.rows:
                     started = time.perf_counter()
                     schema = pa.schema([pa.field(n, new_types[n]) if n in new_types
                                         else source.schema.field(n) for n in output_fields])
@@ -132,10 +158,17 @@ def run_stage(steps: Sequence[PythonStep], output_fields: Sequence[str], new_typ
                     spent[-1] += time.perf_counter() - started  # back to Arrow: the last operator's
             if out is not None:
                 yield out
+        if partials is not None:
+            with gc_paused():
+                out = partials.batch()
+            if out is not None:
+                yield out
     finally:
         instances.release()
         if metrics is not None:
             clock = StageClock()
+            if partials is not None:
+                partials.count(clock)
             for i, step in enumerate(steps):
                 clock.add("python", step.label, ms=spent[i] * 1000, rows_in=rows_in[i], rows_out=rows_out[i])
                 clock.errors(step.label, errors[i])

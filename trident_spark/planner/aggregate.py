@@ -3,7 +3,10 @@
 * Every aggregator has a Spark SQL form (Count, Sum, Min, Max): ``groupBy().agg()`` or a
   global ``agg()``; Spark does the partial aggregation.
 * All CombinerAggregators: a ``partial`` stage per partition, a shuffle by the group
-  fields (one partition when ungrouped), a ``final`` stage. Trident's plan.
+  fields (one partition when ungrouped), a ``final`` stage. Trident's plan. When Python
+  operators feed them, the partial aggregation runs at the end of the operators' own stage
+  (:class:`FusedPartial`), and Combiners with a Spark SQL merge (Count, Sum) are combined by
+  Spark SQL after the shuffle; the others by the ``final`` stage.
 * Otherwise: shuffle by the group fields (or to one partition), then ``full``.
 * ``partitionAggregate``: ``full`` in each partition, no shuffle.
 """
@@ -27,8 +30,9 @@ from trident_spark.executor.object_columns import (
     object_names,
     struct_field,
 )
+from trident_spark.executor.partial_combine import PartialCombine
 from trident_spark.graph import AggregateNode, AggregationScope, AggSpec
-from trident_spark.operation import Aggregator, CombinerAggregator
+from trident_spark.operation import Aggregator, CombinerAggregator, overrides_prepare
 from trident_spark.planner.python_plan import named
 from trident_spark.planner.shipping import shipped
 
@@ -64,7 +68,7 @@ def _aggregate(df: DataFrame, node: AggregateNode, txid: int, conf: dict[str, An
             partial_df = _stage(df, node, "partial", txid, conf, _asked_count(df, node), metrics, scope=scope)
             shuffled = _shuffle(partial_df, group, partitions)
             return _stage(shuffled, node, "final", txid, conf, _count(shuffled, node, partitions, group),
-                          metrics, input_df=df, scope=scope)
+                          metrics, source_schema=df.schema, scope=scope)
         shuffled = _shuffle(df, group, partitions)
         return _stage(shuffled, node, "full", txid, conf, _count(shuffled, node, partitions, group), metrics,
                       scope=scope)
@@ -121,10 +125,19 @@ def _sql_columns(spec: AggSpec, untyped: frozenset[str]) -> list[Column] | None:
     return columns
 
 
-def _sql_aggregate(df: DataFrame, node: AggregateNode, partitions: int | None) -> DataFrame | None:
+def _sql_aggregate(df: DataFrame, node: AggregateNode, partitions: int | None,
+                   merge: bool = False) -> DataFrame | None:
+    """``node`` as Spark SQL, or None when an aggregator has no Spark SQL form for these inputs.
+    With ``merge``, ``df`` holds partial values (``__partial<i>``, from a fused partial stage),
+    combined by each aggregator's ``spark_merge`` into its output type."""
     from pyspark.sql import functions as F
 
-    forms = [_sql_columns(spec, object_names(df.schema)) for spec in node.specs]
+    if merge:
+        merges = [getattr(spec.aggregator, "spark_merge", None) for spec in node.specs]
+        forms: list[list[Column] | None] = [None if form is None else form([F.col(f"__partial{i}")])
+                                            for i, form in enumerate(merges)]
+    else:
+        forms = [_sql_columns(spec, object_names(df.schema)) for spec in node.specs]
     if any(form is None for form in forms):
         return None
     aliased: list[Column] = []
@@ -133,7 +146,7 @@ def _sql_aggregate(df: DataFrame, node: AggregateNode, partitions: int | None) -
     for i, (spec, form) in enumerate(zip(node.specs, forms, strict=True)):
         assert form is not None
         declared = spec.function_fields.declared_types
-        condition = getattr(spec.aggregator, "spark_having", None)
+        condition = None if merge else getattr(spec.aggregator, "spark_having", None)
         condition = condition([F.col(f) for f in spec.input_fields]) if condition else None
         if condition is not None:  # a group for which the aggregator emits nothing
             aliased.append(condition.alias(f"__having{i}"))
@@ -146,6 +159,8 @@ def _sql_aggregate(df: DataFrame, node: AggregateNode, partitions: int | None) -
                 out = F.coalesce(out, F.lit(spec.aggregator.zero()))
             if name in declared:
                 out = out.cast(declared[name])
+            elif merge:  # the type the aggregator gives, which its partials have (sum widens decimals)
+                out = out.cast(df.schema[f"__partial{i}"].dataType)
             outputs.append(out.alias(name))
     group = list(node.group_fields)
     if group and object_names(df.schema, group):
@@ -175,14 +190,15 @@ def _sql_aggregate(df: DataFrame, node: AggregateNode, partitions: int | None) -
 
 # --- Python stages -----------------------------------------------------------------------
 def _stage(df: DataFrame, node: AggregateNode, mode: str, txid: int, conf: dict[str, Any],
-           num_partitions: int, metrics: Any = None, input_df: DataFrame | None = None,
+           num_partitions: int, metrics: Any = None, source_schema: StructType | None = None,
            scope: InstanceScope | None = None) -> DataFrame:
+    """One Python stage of ``node`` (``mode``: full, partial or final); ``source_schema``: the
+    aggregation's input, when ``df`` is not (a final stage reads partials)."""
     from pyspark.sql.types import BinaryType, StructField, StructType
 
-    source_schema = (input_df if input_df is not None else df).schema
+    source_schema = source_schema if source_schema is not None else df.schema
     group = list(node.group_fields)
-    steps = [AggStep(node.label if len(node.specs) == 1 else f"{node.label}: {spec.label}", spec.aggregator,
-                     spec.input_fields, spec.function_fields) for spec in node.specs]
+    steps = _agg_steps(node)
     group_struct = [source_schema[f] for f in group]
     if mode == "partial":
         value_struct = [StructField(f"__partial{i}", BinaryType(), False) for i in range(len(steps))]
@@ -203,6 +219,11 @@ def _stage(df: DataFrame, node: AggregateNode, mode: str, txid: int, conf: dict[
     name = StageName(node.label, "" if mode == "full" else mode)
     stage = named(timed(fn, "aggregate", name, metrics), f"{mode}_{node.label}")
     return shipped(lambda: df.mapInArrow(stage, schema), [(step.label, step.aggregator) for step in steps])
+
+
+def _agg_steps(node: AggregateNode) -> list[AggStep]:
+    return [AggStep(node.label if len(node.specs) == 1 else f"{node.label}: {spec.label}", spec.aggregator,
+                    spec.input_fields, spec.function_fields) for spec in node.specs]
 
 
 def output_types(spec: AggSpec, schema: StructType) -> list[StructField]:
@@ -234,6 +255,104 @@ def output_types(spec: AggSpec, schema: StructType) -> list[StructField]:
         else:
             fields.append(struct_field(name, OBJECT))
     return fields
+
+
+# --- a partial aggregation fused into the Python stage before it ----------------------------
+def fusable(node: AggregateNode) -> bool:
+    """Whether ``node``'s partial aggregation may run at the end of the Python stage feeding it:
+    a batch aggregation of CombinerAggregators only (Trident combines those before the
+    shuffle), none with a lifecycle (``prepare``/``cleanup``: those run in their own stage)."""
+    return (node.scope == AggregationScope.BATCH and bool(node.specs)
+            and all(isinstance(spec.aggregator, CombinerAggregator) and not has_lifecycle(spec.aggregator)
+                    and not overrides_prepare(spec.aggregator) for spec in node.specs))
+
+
+class FusedPartial:
+    """``node``'s partial aggregation as the tail of the Python stage before it.
+
+    The planner hands it to ``python_stage``, which calls :meth:`build` with the stage's output
+    fields; then :func:`combine_partials` shuffles and combines what the stage emitted.
+
+    Examples
+    --------
+    >>> from trident_spark import TridentTopology
+    >>> from trident_spark.builtin import Count
+    >>> from trident_spark.spout import FeederBatchSpout
+    >>> stream = TridentTopology().newStream("s", FeederBatchSpout(["word"]))
+    >>> node = stream.groupBy(["word"]).aggregate(Count(), ["count"]).node
+    >>> fusable(node), FusedPartial(node).reads()
+    (True, ['word'])
+    """
+
+    def __init__(self, node: AggregateNode) -> None:
+        self.node = node
+        self.operations: list[tuple[str, Any]] = [(spec.label, spec.aggregator) for spec in node.specs]
+        self.schema: StructType | None = None  # what the stage emits: set by build()
+        self.source_schema: StructType | None = None  # the fields it aggregates, with their types
+        self.typed = False  # partials in their own type, merged by Spark SQL; else pickled
+
+    def reads(self) -> list[str]:
+        """The fields the partial aggregation reads: the group fields, then the aggregators'
+        inputs (none for one that reads no field, such as Count)."""
+        names = list(self.node.group_fields)
+        for spec in self.node.specs:
+            if getattr(spec.aggregator, "reads_fields", True):
+                names.extend(f for f in spec.input_fields if f not in names)
+        return names
+
+    def build(self, fields: list[StructField]) -> PartialCombine:
+        """The executor's tail, given the stage's output fields: typed partials when every
+        aggregator has a Spark SQL merge for these input types, pickled ones otherwise."""
+        from pyspark.sql.types import BinaryType, StructField, StructType
+
+        node = self.node
+        self.source_schema = StructType(fields)
+        types = [_partial_type(spec, self.source_schema) for spec in node.specs]
+        self.typed = all(t is not None for t in types)
+        values = ([struct_field(f"__partial{i}", str(t)) for i, t in enumerate(types)] if self.typed
+                  else [StructField(f"__partial{i}", BinaryType(), True) for i in range(len(types))])
+        self.schema = StructType([*(self.source_schema[f] for f in node.group_fields), *values])
+        return PartialCombine(StageName(node.label, "partial"), _agg_steps(node), list(node.group_fields),
+                              self.schema.fieldNames(),
+                              {f.name: arrow_type(f.dataType) for f in self.schema.fields}, self.typed,
+                              untyped_out=object_names(self.schema, node.group_fields))
+
+
+def _partial_type(spec: AggSpec, schema: StructType) -> str | None:
+    """The Spark type of ``spec``'s partial values when Spark SQL can merge them (the
+    aggregator has ``spark_merge`` and a Spark SQL form for these inputs), else None."""
+    agg = spec.aggregator
+    if getattr(agg, "spark_merge", None) is None:
+        return None
+    present = [f for f in spec.input_fields if f in schema.fieldNames()]
+    if _sql_columns(spec, object_names(schema, present)) is None:
+        return None
+    spark_types = getattr(agg, "spark_types", None)
+    if spark_types is None:
+        return None
+    reads = getattr(agg, "reads_fields", True)
+    suggested = spark_types([OBJECT if is_object(schema[f]) else schema[f].dataType.simpleString()
+                             for f in present] if reads else [])
+    return suggested[0] if suggested and suggested[0] else None
+
+
+def combine_partials(df: DataFrame, fused: FusedPartial, txid: int, conf: dict[str, Any],
+                     partitions: int | None, metrics: Any = None,
+                     scope: InstanceScope | None = None) -> DataFrame:
+    """The aggregation's output from the partial rows a fused stage emitted (``df``): Spark SQL
+    merges typed partials; pickled ones are shuffled by group to the ``final`` stage."""
+    node, group = fused.node, list(fused.node.group_fields)
+    result = _sql_aggregate(df, node, partitions, merge=True) if fused.typed else None
+    if result is None:
+        shuffled = _shuffle(df, group, partitions)
+        count = _count(shuffled, node, partitions, group)
+        result = _stage(shuffled, node, "final", txid, conf, count, metrics,
+                        source_schema=fused.source_schema, scope=scope)
+    if not group and partitions and partitions > 1:
+        from pyspark.sql import functions as F
+
+        return result.repartitionById(partitions, F.lit(0))  # as aggregate() does
+    return result
 
 
 def _entry(steps: list[AggStep], layout: AggLayout, txid: int, conf: dict[str, Any], num_partitions: int,

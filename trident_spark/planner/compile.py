@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from pyspark import Accumulator
     from pyspark.sql import Column, DataFrame
 
+    from trident_spark.planner.aggregate import FusedPartial
+
 
 class BatchFrames:
     """The DataFrames of one batch (txid) of one query, built on demand and memoized.
@@ -123,9 +125,19 @@ class BatchFrames:
 
             return repartition(self.dataframe(node.inputs[0]), node, self.query.partitions_of(node))
         if isinstance(node, AggregateNode):
-            from trident_spark.planner.aggregate import aggregate
+            from trident_spark.planner.aggregate import FusedPartial, aggregate, combine_partials, fusable
 
             n = self.query.partitions_of(node)
+            source = node.inputs[0]
+            while (isinstance(source, ProjectNode) and self.query.consumer_count(source) == 1
+                   and id(source) not in self._memo):
+                source = source.inputs[0]  # a projection keeps the fields the aggregation reads
+            if fusable(node) and self._fuses(source):
+                # Trident's partial aggregation, in the Python stage that feeds it
+                fused = FusedPartial(node)
+                partials = self._python_run(source, fused)
+                return combine_partials(partials, fused, self.txid, self.conf, n, self.state_stats,
+                                        self.scope(node))
             return aggregate(self.dataframe(node.inputs[0]), node, self.txid, self.conf, n, self.state_stats,
                              self.scope(node))
         if isinstance(node, MergeNode):
@@ -211,8 +223,15 @@ class BatchFrames:
         return df.select(*df.columns, *(c.alias(f) for c, f in zip(form, node.function_fields, strict=True)))
 
     # --- Python operators, fused -------------------------------------------------------
-    def _python_run(self, last: Node) -> DataFrame:
-        """``last`` and the Python operators before it that nothing else reads, in one stage."""
+    def _fuses(self, node: Node) -> bool:
+        """``node`` is a Python operator whose stage can end in its one consumer's partial
+        aggregation (it has no other consumer and is not built yet)."""
+        return (python_step(node) is not None and self._sql_form(node) is None
+                and self.query.consumer_count(node) == 1 and id(node) not in self._memo)
+
+    def _python_run(self, last: Node, tail: FusedPartial | None = None) -> DataFrame:
+        """``last`` and the Python operators before it that nothing else reads, in one stage
+        (ending in ``tail``'s partial aggregation when there is one)."""
         run = [last]
         current = last
         while True:
@@ -232,15 +251,18 @@ class BatchFrames:
         n = self.query.partitions_of(stage_boundary(source))
         from trident_spark.planner.pruning import needed_fields
 
-        needed = needed_fields(self.query, last)
+        needed = tail.reads() if tail is not None else needed_fields(self.query, last)
         if needed is None or any(step.kind != "each" or isinstance(step.operation, Consumer)
                                  for step in steps):
-            return python_stage(df, steps, last, self.txid, self.conf, n, self.state_stats, self.scope(last))
+            output: Node | list[str] = needed if tail is not None and needed is not None else last
+            return python_stage(df, steps, output, self.txid, self.conf, n, self.state_stats,
+                                self.scope(last), tail)
         # Ship to Python only what the operators read or pass on to readers; emit only that.
         read = set(needed).union(*(step.input_fields for step in steps))
         # each(function, out) reads no field: still ship one column, so the stage sees every tuple
         df = df.select(*([f for f in df.columns if f in read] or df.columns[:1]))
-        return python_stage(df, steps, needed, self.txid, self.conf, n, self.state_stats, self.scope(last))
+        return python_stage(df, steps, needed, self.txid, self.conf, n, self.state_stats, self.scope(last),
+                            tail)
 
 
 def describe_node(node: Node) -> str:

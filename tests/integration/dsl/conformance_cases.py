@@ -54,7 +54,9 @@ def check_plan(text: str, kind: str) -> None:
     """How an aggregation runs, from its physical plan.
 
     ``sql``: Spark SQL aggregates only (Hash/SortAggregate, no Python stage). ``partial``: Trident's
-    combiner plan, a Python partial stage, a shuffle, a Python final stage. ``full``: the tuples
+    combiner plan, a Python partial stage, a shuffle, a Python final stage. ``fused`` and
+    ``fused_final``: the same plan after Python operators, whose stage does the partial
+    aggregation; Spark SQL or a final stage after the shuffle. ``full``: the tuples
     shuffled, then one Python stage that runs the aggregators.
     """
     if kind == "sql":
@@ -63,6 +65,15 @@ def check_plan(text: str, kind: str) -> None:
     final, partial_ = text.find("MapInArrow final_"), text.find("MapInArrow partial_")
     if kind == "partial":
         assert 0 <= final < text.find("Exchange", final) < partial_, text
+        return
+    if kind in ("fused", "fused_final"):
+        # the operators' Python stage combines per partition; after the shuffle, Spark SQL
+        # merges typed partials (fused), or the final stage pickled ones (fused_final)
+        stage = text.find("MapInArrow each_")
+        assert partial_ < 0 and stage >= 0, text
+        top = (re.search(r"(Hash|Sort|ObjectHash)Aggregate\(", text) if kind == "fused"
+               else re.search("MapInArrow final_", text))
+        assert top is not None and top.start() < text.find("Exchange", top.start()) < stage, text
         return
     full = text.find("MapInArrow full_")
     assert kind == "full" and partial_ < 0 and final < 0, (kind, text)

@@ -16,6 +16,7 @@ from conformance_ops import (
     Env,
     IdsReducer,
     MinMaxId,
+    MixedKey,
     PartitionIds,
     ProbeCombiner,
     Row,
@@ -433,3 +434,63 @@ def _first_n(s: Streams):
             assert all(canonical(r) in firsts for r in rows), rows
         return check
     return s.main.applyAssembly(FirstN(3)), expect
+
+
+# =============================================================================================
+# Python operators feeding Combiners: the operators' stage aggregates partially (Trident's plan),
+# emitting one row per group and partition; Spark SQL (Count, Sum) or the final stage combines.
+# =============================================================================================
+def _emitted(v: View) -> list[Row]:
+    """The tuples after each(["id"], EmitIdMod4(), ["i"]): each tuple id % 4 times, i = 0, 1, ..."""
+    return [{**t, "i": i} for t in v.tuples for i in range(t["id"] % 4)]
+
+
+@case("fused_groupBy_count", ["i", "count"], plan="fused")
+def _fused_count(s: Streams):
+    """each(Python) -> groupBy(i) -> aggregate(Count): the Python stage counts per partition."""
+    return (s.main.each(["id"], EmitIdMod4(), ["i:bigint"]).groupBy(["i"]).aggregate(Count(), ["count"]),
+            lambda v, e: [{"i": k[0], "count": len(g)} for k, g in keyed(_emitted(v), ["i"]).items()])
+
+
+@case("fused_groupBy_chained_sum_count", ["word", "sum", "count"], plan="fused")
+def _fused_chain(s: Streams):
+    """each(Python) -> groupBy(word) -> chainedAgg(Sum of i, Count): both partials in the stage."""
+    chained = (s.main.each(["id"], EmitIdMod4(), ["i:bigint"]).groupBy(["word"]).chainedAgg()
+               .aggregate(["i"], Sum(), ["sum"]).aggregate(Count(), ["count"]).chainEnd())
+    return chained, lambda v, e: [{"word": k[0], "sum": sum(t["i"] for t in g), "count": len(g)}
+                                  for k, g in keyed(_emitted(v), ["word"]).items()]
+
+
+@case("fused_groupBy_python_combiner", ["word", "sumsq"], plan="fused_final")
+def _fused_python(s: Streams):
+    """each(Python) -> groupBy(word) -> a Python Combiner: pickled partials, the final stage."""
+    return (s.main.each(["id"], EmitIdMod4(), ["i:bigint"]).groupBy(["word"])
+            .aggregate(["i"], SumSq(), ["sumsq:bigint"]),
+            lambda v, e: [{"word": k[0], "sumsq": sum(t["i"] ** 2 for t in g)}
+                          for k, g in keyed(_emitted(v), ["word"]).items()])
+
+
+@case("fused_aggregate_count_sum", ["count", "sum"], plan="fused")
+def _fused_global(s: Streams):
+    """each(Python) -> chainedAgg(Count, Sum) of the whole batch: one row, also for a batch with
+    no tuples (0 and Sum's zero(), 0)."""
+    chained = (s.main.each(["id"], EmitIdMod4(), ["i:bigint"]).chainedAgg().aggregate(Count(), ["count"])
+               .aggregate(["i"], Sum(), ["sum"]).chainEnd())
+    return chained, lambda v, e: [{"count": len(_emitted(v)), "sum": sum(t["i"] for t in _emitted(v))}]
+
+
+@case("fused_aggregate_python_combiner", ["sumsq"], plan="fused_final")
+def _fused_global_python(s: Streams):
+    """each(Python) -> aggregate(Python Combiner): one row per batch, zero() for an empty one."""
+    return (s.main.each(["id"], EmitIdMod4(), ["i:bigint"]).aggregate(["i"], SumSq(), ["sumsq:bigint"]),
+            lambda v, e: [{"sumsq": sum(t["i"] ** 2 for t in _emitted(v))}])
+
+
+@case("fused_untyped_key_count", ["key", "count"], plan="fused")
+def _fused_untyped(s: Streams):
+    """each(Python) into an undeclared field holding ints and strings -> groupBy -> Count:
+    0 and "0" are two groups, each shown with its own value."""
+    def expect(v: View, e: Env) -> list[Row]:
+        keys = [t["id"] % 3 if t["id"] % 2 == 0 else str(t["id"] % 3) for t in v.tuples]
+        return [{"key": k, "count": keys.count(k)} for k in dict.fromkeys(keys)]
+    return s.main.each(["id"], MixedKey(), ["key"]).groupBy(["key"]).aggregate(Count(), ["count"]), expect

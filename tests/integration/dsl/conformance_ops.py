@@ -102,6 +102,14 @@ class EmitIdMod4(BaseFunction):
             collector.emit([i])
 
 
+class MixedKey(BaseFunction):
+    """Emits id % 3 into an undeclared field: an int for an even id, its text for an odd one."""
+
+    def execute(self, tuple, collector):
+        k = tuple.getLong(0) % 3
+        collector.emit([k if tuple.getLong(0) % 2 == 0 else str(k)])
+
+
 class PartitionTag(BaseFunction):
     """Appends where it runs: OperationContext.partition_index, num_partitions and txid."""
 

@@ -84,6 +84,13 @@ class FailOnceAfterWrites(BaseFunction):
         collector.emit([1])
 
 
+class Shout(BaseFunction):
+    """A Python function before persistentAggregate: its stage also does the partial aggregation."""
+
+    def execute(self, tuple: Any, collector: Any) -> None:
+        collector.emit([tuple.getString(0).upper(), 2 * tuple.getLong(1)])
+
+
 def expected_counts(upto: int) -> dict[str, int]:
     counts: dict[str, int] = {}
     for batch in BATCHES[:upto]:
@@ -104,6 +111,8 @@ def run(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "last": SqliteState.nonTransactional(path=db, table="last"),
         "hinted_counts": SqliteState.opaque(path=db, table="hinted_counts"),
         "hinted_total": SqliteState.opaque(path=db, table="hinted_total"),
+        "shouted_counts": SqliteState.transactional(path=db, table="shouted_counts"),
+        "twice_total": SqliteState.opaque(path=db, table="twice_total"),
     }
     topology = TridentTopology()
     words = FeederBatchSpout(["word", "n:bigint"], num_partitions=3)
@@ -119,10 +128,16 @@ def run(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     stream.partitionBy(["word"]).partitionPersist(states["hinted_counts"], ["word"], CountWords()) \
         .parallelismHint(4)
     stream.persistentAggregate(states["hinted_total"], ["n"], SumN(), ["sum:bigint"]).parallelismHint(3)
+    # Python operators then persistentAggregate(Combiner): partial aggregation in their stage
+    shouted = (stream.each(["word", "n"], Shout(), ["shout:string", "twice:bigint"]).groupBy(["shout"])
+               .persistentAggregate(states["shouted_counts"], Count(), ["count"]))
+    stream.each(["word", "n"], Shout(), ["shout:string", "twice:bigint"]) \
+        .persistentAggregate(states["twice_total"], ["twice"], Sum(), ["total"])
     sinks = {
         "new_counts": counts.newValuesStream().collect(),
         "new_sums": sums.newValuesStream().collect(),
         "new_total": total.newValuesStream().collect(),
+        "new_shouted": shouted.newValuesStream().collect(),
         "new_last": last.newValuesStream().collect(),
         "same_query": stream.stateQuery(counts, ["word"], MapGet(), ["before"]).collect(),
         "replayed": counts.newValuesStream()
@@ -152,6 +167,14 @@ def test_grouped_combiner_counts_exactly_opaque_and_transactional(run):
         state = open_state(run["states"][name].url)
         words = sorted(expected_counts(4))
         assert state.multiGet([[w] for w in words]) == [expected_counts(4)[w] for w in words], name
+
+
+def test_python_operators_before_persistent_aggregate_count_and_sum_exactly(run):
+    state = open_state(run["states"]["shouted_counts"].url)
+    counts = expected_counts(4)
+    assert state.multiGet([[w.upper()] for w in sorted(counts)]) == [counts[w] for w in sorted(counts)]
+    assert by_batch(run["sinks"]["new_shouted"], "shout", "count")[3] == [("CAT", 4), ("DOG", 3)]
+    assert open_state(run["states"]["twice_total"].url).get() == 2 * sum(n for b in BATCHES for _, n in b)
 
 
 def test_new_values_stream_carries_each_batchs_updated_keys_and_new_values(run):

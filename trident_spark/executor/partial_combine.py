@@ -1,0 +1,190 @@
+"""Executor side of a fused partial aggregation: Combiners folded at the end of a Python stage.
+
+Trident's plan for ``groupBy(...).aggregate(Combiner)`` and ``persistentAggregate(Combiner)``
+combines within each partition before the shuffle. When Python operators feed such an
+aggregation, their stage does it itself: instead of turning every tuple into an Arrow row
+for the JVM, it keeps one partial value per group and aggregator, and emits one row per
+group (group fields, then one partial per aggregator) when the partition ends. The
+shuffle and the final combine follow as for any partial aggregation.
+
+Partial values go out either in their own Arrow type (``typed``: a Combiner with a Spark SQL
+merge, such as Count or Sum, whose final combine is then Spark SQL), or pickled, for the
+Python ``final`` stage (``executor.aggregate_stage``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from trident_spark.executor.aggregate_stage import AggStep, combine_all, dump_partial, guard
+from trident_spark.executor.metrics import StageClock, StageName
+from trident_spark.executor.python_stage import to_arrow_column
+from trident_spark.fields import TridentTuple
+from trident_spark.object_values import hashable
+
+
+@dataclass(frozen=True)
+class PartialCombine:
+    """What the fused stage combines: picklable, built on the driver, shipped with the stage.
+
+    Parameters
+    ----------
+    name : StageName
+        The aggregation's partial stage (``"<label> / partial"``), counted in the batch's metrics.
+    steps : list of AggStep
+        One per CombinerAggregator (a chainedAgg has several).
+    group_fields : list of str
+        The fields tuples are grouped by (none: the whole partition is one group).
+    output_fields : list of str
+        The rows' columns: the group fields, then one partial per aggregator.
+    output_types : dict
+        Arrow type of every output column (a pickled partial's is ``binary``).
+    typed : bool
+        Partials in their own type (a Spark SQL merge combines them), else pickled.
+    untyped_out : frozenset of str
+        Group fields that are untyped: written as tagged values (``object_values``).
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> from trident_spark.builtin import Count
+    >>> from trident_spark.fields import Fields
+    >>> count = AggStep("count", Count(), Fields(), Fields("count"))
+    >>> tail = PartialCombine(StageName("count", "partial"), [count], ["word"], ["word", "count"],
+    ...                       {"word": pa.string(), "count": pa.int64()}, typed=True)
+    >>> partials = tail.start()
+    >>> words = ["a", "b", "a"]
+    >>> partials.add(lambda name: words, 3)
+    >>> partials.batch().to_pylist()
+    [{'word': 'a', 'count': 2}, {'word': 'b', 'count': 1}]
+    """
+
+    name: StageName
+    steps: list[AggStep]
+    group_fields: list[str]
+    output_fields: list[str]
+    output_types: dict[str, pa.DataType]
+    typed: bool
+    untyped_out: frozenset[str] = frozenset()
+
+    def start(self) -> PartitionPartials:
+        """The partials of one partition (one task), empty."""
+        return PartitionPartials(self)
+
+
+@dataclass
+class PartitionPartials:
+    """One partition's groups and their partial values, fed batch by batch by the Python stage."""
+
+    tail: PartialCombine
+    groups: dict[Any, list[Any]] = field(default_factory=dict)  # key -> [group values, partials]
+    rows_in: int = 0
+    seconds: float = 0.0
+
+    def add(self, column: Callable[[str], list[Any]], rows: int) -> None:
+        """Fold ``rows`` tuples in: ``column(name)`` gives a field's values, one per tuple."""
+        if rows == 0:
+            return
+        started = time.perf_counter()
+        self.rows_in += rows
+        tail = self.tail
+        counting = all(getattr(step.aggregator, "counts_tuples", False) for step in tail.steps)
+        if counting and len(tail.group_fields) <= 1 and self._add_counts(column, rows):
+            self.seconds += time.perf_counter() - started
+            return
+        keys = self._keys(column, rows)
+        steps = tail.steps
+        tuples = [_tuples(column, step, rows) for step in steps]
+        groups = self.groups
+        for row, (key, values) in enumerate(keys):
+            inits = [guard(step, ts[row], step.aggregator.init, ts[row]) for step, ts in zip(steps, tuples,
+                                                                                             strict=True)]
+            found = groups.get(key)
+            if found is None:
+                groups[key] = [values, inits]
+            else:
+                found[1] = combine_all(steps, found[1], inits)
+        self.seconds += time.perf_counter() - started
+
+    def _add_counts(self, column: Callable[[str], list[Any]], rows: int) -> bool:
+        """Aggregators that count tuples (Count): one C-speed count per group. False when a
+        group value cannot be hashed (then tuples go the general way)."""
+        if self.tail.group_fields:
+            try:
+                counts: Counter[Any] = Counter(column(self.tail.group_fields[0]))
+            except TypeError:  # an unhashable value (a list, a dict)
+                return False
+        else:
+            counts = Counter({(): rows})
+        steps, groups = self.tail.steps, self.groups
+        for key, n in counts.items():
+            found = groups.get(key)
+            if found is None:
+                groups[key] = [[key] if self.tail.group_fields else [], [n] * len(steps)]
+            else:
+                found[1] = combine_all(steps, found[1], [n] * len(steps))
+        return True
+
+    def _keys(self, column: Callable[[str], list[Any]], rows: int) -> list[tuple[Any, list[Any]]]:
+        """Per tuple: (hashable key, group values). Keys are Python's: 1, 1.0 and True are one."""
+        names = self.tail.group_fields
+        if not names:
+            return [((), [])] * rows
+        if len(names) == 1:
+            out = []
+            for value in column(names[0]):
+                try:
+                    hash(value)
+                    key = value
+                except TypeError:
+                    key = hashable([value])
+                out.append((key, [value]))
+            return out
+        keyed: list[tuple[Any, list[Any]]] = []
+        for values in zip(*(column(name) for name in names), strict=True):
+            try:
+                hash(values)
+                keyed.append((values, list(values)))
+            except TypeError:
+                keyed.append((hashable(list(values)), list(values)))
+        return keyed
+
+    def batch(self) -> pa.RecordBatch | None:
+        """The partition's rows: one per group (None when no tuple came)."""
+        if not self.groups:
+            return None
+        started = time.perf_counter()
+        tail = self.tail
+        rows = [[*values, *(partials if tail.typed else [dump_partial(p) for p in partials])]
+                for values, partials in self.groups.values()]
+        arrays = []
+        partial_names = tail.output_fields[len(tail.group_fields):]
+        producers = {name: step.label for step, name in zip(tail.steps, partial_names, strict=True)}
+        for j, name in enumerate(tail.output_fields):
+            arrays.append(to_arrow_column(name, [row[j] for row in rows], tail.output_types[name],
+                                          untyped=name in tail.untyped_out, operator=producers.get(name)))
+        self.seconds += time.perf_counter() - started
+        return pa.RecordBatch.from_arrays(arrays, names=tail.output_fields)
+
+    def count(self, clock: StageClock) -> None:
+        """Add this partition's time and rows to the task's counters, as the partial stage."""
+        clock.add("aggregate", self.tail.name, ms=self.seconds * 1000, rows_in=self.rows_in,
+                  rows_out=len(self.groups))
+
+
+def _tuples(column: Callable[[str], list[Any]], step: AggStep, rows: int) -> Sequence[TridentTuple]:
+    fields = step.input_fields
+    index = {name: i for i, name in enumerate(fields)}
+    if not fields:
+        return [TridentTuple([], fields, index)] * rows
+    return [TridentTuple(list(values), fields, index)
+            for values in zip(*(column(name) for name in fields), strict=True)]
+
+
+__all__ = ["PartialCombine", "PartitionPartials"]
