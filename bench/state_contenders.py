@@ -20,6 +20,15 @@ SETTINGS: dict[str, Callable[[str], Any]] = {
     "max_multi_put_batch_size": lambda v: None if v.lower() == "none" else int(v),
     "synchronous": str.upper,  # SQLite only
 }
+#: Settings of the topology, not the state: ``split=python`` splits with a Python BaseFunction
+#: (bench/dsl.py's ``Split``) instead of the built-in Split (Spark SQL).
+TOPOLOGY_SETTINGS: dict[str, Callable[[str], Any]] = {
+    "split": lambda v: v if v in ("python", "builtin") else _bad_split(v),
+}
+
+
+def _bad_split(value: str) -> str:
+    raise SystemExit(f"split={value}: one of python, builtin")
 
 
 @dataclass(frozen=True)
@@ -43,6 +52,16 @@ class Contender:
         return f"{base} " + ", ".join(f"{k}={'none' if v is None else v}" for k, v in self.settings)
 
     @property
+    def state_settings(self) -> dict[str, Any]:
+        """The settings that go to the state factory."""
+        return {k: v for k, v in self.settings if k in SETTINGS}
+
+    @property
+    def split(self) -> str:
+        """``python`` (a BaseFunction) or ``builtin`` (Split(), Spark SQL)."""
+        return str(dict(self.settings).get("split", "builtin"))
+
+    @property
     def target(self) -> float | None:
         return TARGETS.get(self.kind) if not self.settings else None
 
@@ -59,9 +78,10 @@ def parse_contenders(text: str) -> list[Contender]:
         settings = []
         for item in filter(None, (body or "").split(",")):
             key, _, value = item.partition("=")
-            if key not in SETTINGS or (key == "synchronous" and kind != "sqlite") or kind == "native":
-                raise SystemExit(f"{spec}: unknown setting {key!r}; one of {', '.join(SETTINGS)}")
-            settings.append((key, SETTINGS[key](value)))
+            known = {**SETTINGS, **TOPOLOGY_SETTINGS}
+            if key not in known or (key == "synchronous" and kind != "sqlite") or kind == "native":
+                raise SystemExit(f"{spec}: unknown setting {key!r}; one of {', '.join(known)}")
+            settings.append((key, known[key](value)))
         found.append(Contender(kind, tuple(settings)))
     if not found or found[0].kind != "native" or sum(c.kind == "native" for c in found) != 1:
         raise SystemExit("--backends: list native first, then backends, e.g. native,sqlite,redis,es")

@@ -99,7 +99,7 @@ def state_factory(contender: Contender, services: Services, run_id: str) -> Any:
     """A fresh, empty state of the contender's backend."""
     from trident_spark.state import ElasticsearchState, RedisState, SqliteState
 
-    settings = dict(contender.settings)
+    settings = contender.state_settings
     if contender.kind == "sqlite":
         return SqliteState.opaque(path=str(services.workdir / f"wc-{run_id}.db"), table="wc", **settings)
     if contender.kind == "redis":
@@ -177,14 +177,21 @@ def run_native(spark: Any, spout: Any, tick: Callable[[int], None] | None = None
 
 
 def run_backend(spark: Any, spout: Any, factory: Any,
-                tick: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """``persistentAggregate(factory, Count())`` of the words, ``run(trigger="available_now")``."""
+                tick: Callable[[int], None] | None = None, split: str = "builtin") -> dict[str, Any]:
+    """``persistentAggregate(factory, Count())`` of the words, ``run(trigger="available_now")``;
+    ``split``: ``builtin`` (Split(), Spark SQL) or ``python`` (a BaseFunction: ``str.split()``)."""
+    from dsl import Split as PythonSplit
+    from dsl import _pickle_this_module_by_value
+
     from trident_spark import TridentTopology
     from trident_spark.builtin import Count, Split
 
     name = f"bench_state_{uuid.uuid4().hex[:6]}"
     topology = TridentTopology()
-    (topology.newStream(name, spout).each(["value"], Split(), ["word"])
+    if split == "python":
+        _pickle_this_module_by_value()  # executors cannot import bench/dsl.py
+    splitter = PythonSplit() if split == "python" else Split()
+    (topology.newStream(name, spout).each(["value"], splitter, ["word:string"])
      .groupBy(["word"]).persistentAggregate(factory, Count(), ["count"]))
     checkpoint = tempfile.mkdtemp(prefix="trident-bench-ckpt-")
     try:
@@ -233,7 +240,7 @@ def run_contender(contender: Contender, spark: Any, services: Services, topic: s
         result = run_native(spark, spout, tick)
     else:
         factory = state_factory(contender, services, uuid.uuid4().hex[:10])
-        result = run_backend(spark, spout, factory, tick)
+        result = run_backend(spark, spout, factory, tick, contender.split)
         result["cpu_s"] = cpu_since(before)
         check_store(factory, vocabulary, expected)
         if contender.kind == "sqlite":
