@@ -25,7 +25,7 @@ import pyarrow as pa
 from trident_spark.executor.aggregate_stage import AggStep, combine_all, dump_partial, guard
 from trident_spark.executor.metrics import StageClock, StageName
 from trident_spark.executor.python_stage import to_arrow_column
-from trident_spark.fields import TridentTuple
+from trident_spark.fields import Fields, TridentTuple
 from trident_spark.object_values import hashable
 
 
@@ -179,7 +179,9 @@ class PartitionPartials:
 
 
 def _tuples(column: Callable[[str], list[Any]], step: AggStep, rows: int) -> Sequence[TridentTuple]:
-    fields = step.input_fields
+    """The tuples ``step``'s aggregator sees: its input fields' values (none for an aggregator
+    that reads no field, such as Count: the stage does not ship the fields it was given)."""
+    fields = step.input_fields if getattr(step.aggregator, "reads_fields", True) else Fields()
     index = {name: i for i, name in enumerate(fields)}
     if not fields:
         return [TridentTuple([], fields, index)] * rows

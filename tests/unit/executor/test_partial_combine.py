@@ -93,6 +93,16 @@ def test_sum_and_count_chained_over_two_group_fields():
     assert rows == {("x", 1): (1, 2), ("y", 1): (5, 1), ("x", 2): (7, 1)}
 
 
+def test_count_chained_with_sum_reads_none_of_the_fields_it_was_handed():
+    # the DSL hands an aggregator without input fields every field; the stage ships only those read
+    steps = [AggStep("sum", Sum(), Fields("n"), Fields("total")),
+             AggStep("count", Count(), Fields("k", "n", "unshipped"), Fields("count"))]
+    partials = tail(steps, ["k"], [pa.string(), pa.int64(), pa.int64()]).start()
+    feed(partials, k=["x", "x", "y"], n=[1, 2, 5])
+    rows = sorted(map(tuple, (r.values() for r in partials.batch().to_pylist())))
+    assert rows == [("x", 3, 2), ("y", 5, 1)]
+
+
 def test_a_users_combiner_gives_pickled_partials():
     steps = [AggStep("longest", Longest(), Fields("word"), Fields("longest"))]
     partials = tail(steps, ["first"], [pa.string(), pa.binary()], typed=False).start()
