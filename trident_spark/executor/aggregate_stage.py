@@ -261,7 +261,13 @@ def _group_keys(batch: pa.RecordBatch, layout: AggLayout) -> list[tuple[Any, lis
     """Per row: (hashable key, group values). Keys are Python's: 1, 1.0 and True are one."""
     if not layout.group_fields:
         return [((), [])] * batch.num_rows
-    columns = [_values(batch, f, layout.untyped_in) for f in layout.group_fields]
+    return group_keys([_values(batch, f, layout.untyped_in) for f in layout.group_fields])
+
+
+def group_keys(columns: Sequence[list[Any]]) -> list[tuple[Any, list[Any]]]:
+    """Per row of the group fields' ``columns``: (hashable key, group values); a value Python
+    cannot hash (a list, a dict) is keyed by its tagged bytes. Keys are Python's: 1, 1.0 and
+    True are one group."""
     rows = []
     for values in zip(*columns, strict=True):
         try:

@@ -22,11 +22,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from trident_spark.executor.aggregate_stage import AggStep, combine_all, dump_partial, guard
+from trident_spark.executor.aggregate_stage import AggStep, combine_all, dump_partial, group_keys, guard
 from trident_spark.executor.metrics import StageClock, StageName
 from trident_spark.executor.python_stage import to_arrow_column
 from trident_spark.fields import Fields, TridentTuple
-from trident_spark.object_values import hashable
 
 
 @dataclass(frozen=True)
@@ -123,37 +122,21 @@ class PartitionPartials:
         else:
             counts = Counter({(): rows})
         steps, groups = self.tail.steps, self.groups
-        for key, n in counts.items():
+        for value, n in counts.items():
+            key = (value,) if self.tail.group_fields else ()  # as group_keys keys a hashable value
             found = groups.get(key)
             if found is None:
-                groups[key] = [[key] if self.tail.group_fields else [], [n] * len(steps)]
+                groups[key] = [[value] if self.tail.group_fields else [], [n] * len(steps)]
             else:
                 found[1] = combine_all(steps, found[1], [n] * len(steps))
         return True
 
     def _keys(self, column: Callable[[str], list[Any]], rows: int) -> list[tuple[Any, list[Any]]]:
-        """Per tuple: (hashable key, group values). Keys are Python's: 1, 1.0 and True are one."""
+        """Per tuple: (hashable key, group values), as the aggregation stages key groups."""
         names = self.tail.group_fields
         if not names:
             return [((), [])] * rows
-        if len(names) == 1:
-            out = []
-            for value in column(names[0]):
-                try:
-                    hash(value)
-                    key = value
-                except TypeError:
-                    key = hashable([value])
-                out.append((key, [value]))
-            return out
-        keyed: list[tuple[Any, list[Any]]] = []
-        for values in zip(*(column(name) for name in names), strict=True):
-            try:
-                hash(values)
-                keyed.append((values, list(values)))
-            except TypeError:
-                keyed.append((hashable(list(values)), list(values)))
-        return keyed
+        return group_keys([column(name) for name in names])
 
     def batch(self) -> pa.RecordBatch | None:
         """The partition's rows: one per group (None when no tuple came)."""
