@@ -182,7 +182,7 @@ def test_keys_moving_between_workers_with_stale_caches_end_exact(spark, kafka_bo
     words = (topology.newStream("sentences", KafkaSpout(kafka_bootstrap, [topic], starting_offsets="earliest",
                                                         max_offsets_per_trigger=300))
              .each(["value"], Split(), ["word"])
-             .each(["word"], RandomSlot(slots_in_different_partitions(spark)), ["slot"])
+             .each(["word"], RandomSlot(slots_in_different_partitions(spark)), ["slot:string"])
              .partitionBy(["slot"]))
     sinks = {name: words.partitionPersist(factory, ["word"], CountWords(), ["word", "count:bigint"])
              .newValuesStream().collect()
