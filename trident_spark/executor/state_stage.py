@@ -5,11 +5,13 @@ and ``persistentAggregate`` through Trident's map updaters) with the state's
 txid bound to the batch; ``query`` calls a QueryFunction's ``batchRetrieve``
 once for the partition, then ``execute`` per tuple.
 
-States are opened where they are used and kept per Python worker process,
-with their LRU cache, for the next batches: Spark may give a key's partition
-to another worker next time, which is safe because every write is conditional
-on the version read (a stale cache entry loses its write, is re-read and
-recomputed; see ``trident_spark.state.cache``).
+States are opened where they are used and kept per process, with their LRU
+cache, for the next batches. A persist into a state with a cache runs in the
+partition's instance host (``planner.state_plan.keeps_cache``), so the process,
+and its cache, stay the partition's from batch to batch; should a key's partition
+still reach another process (a partition moved to another executor), every write
+is conditional on the version read: a stale cache entry loses its write, is
+re-read and recomputed (see ``trident_spark.state.cache``).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ _OPENED: dict[bytes, tuple[str, MapState]] = {}
 
 
 def opened_state(factory: Any, run_id: str = "") -> MapState:
-    """The state ``factory`` opens, opened once per Python worker process and run.
+    """The state ``factory`` opens, opened once per process (a Python worker, an instance host) and run.
 
     Its cache lives as long as the run (one ``topology.run``): a new run opens the state
     afresh, so nothing cached before, say, a state was reset between runs is trusted.

@@ -107,11 +107,21 @@ def persist_dataframe(df: DataFrame, node: PersistNode, txid: int, conf: dict[st
     n = partitions if partitions is not None else (
         int(df.rdd.getNumPartitions()) if overrides_prepare(node.updater) else -1)
     task: Any = partial(persist, step, txid, conf, n)
-    if scope is not None and has_lifecycle(node.updater):  # kept in the partition's instance host
+    if scope is not None and (has_lifecycle(node.updater) or keeps_cache(node.state)):
+        # In the partition's instance host: a kept updater, and a state whose cache the same
+        # process reads batch after batch (a task runs on whichever Python worker is idle)
         task = hosted(scope, partial(with_metrics, persist, step, txid, conf, n), stats)
     fn = timed(task, "aggregate", StageName(node.label, "update"), stats)
     return shipped(lambda: df.mapInArrow(named(fn, node.label), StructType(struct)),
                    [(node.label, node.updater), (node.label, node.state)])
+
+
+def keeps_cache(factory: Any) -> bool:
+    """Whether ``factory``'s state keeps an LRU cache in the process that opens it
+    (``cache_size`` > 0), so its writes go to the partition's instance host (one process per
+    run, executor and partition slot) for the cache to see the keys of the partition again at
+    the next batch. A state served by the driver (MemoryState) keeps nothing in the task."""
+    return bool(getattr(factory, "cache_size", 0)) and not getattr(factory, "process_local", False)
 
 
 def check_not_ahead_job(df: DataFrame, node: PersistNode, txid: int, written_before: bool,
@@ -167,5 +177,5 @@ def query_dataframe(df: DataFrame, node: StateQueryNode, txid: int, conf: dict[s
                    [(node.label, node.function), (node.label, factory)])
 
 
-__all__ = ["check_not_ahead_job", "check_reachable", "check_shared", "persist_dataframe",
+__all__ = ["check_not_ahead_job", "check_reachable", "check_shared", "keeps_cache", "persist_dataframe",
            "query_dataframe", "state_factory"]

@@ -56,7 +56,8 @@ def test_the_factory_pickles_as_settings_only(name):
 def test_urls_and_settings(name):
     spec = MemoryState.transactional(name=name)
     assert spec.url == f"memory://{name}?type=transactional"
-    assert spec.cache_size == spec.max_multi_get_batch_size == spec.max_multi_put_batch_size == 1000
+    assert spec.max_multi_get_batch_size == spec.max_multi_put_batch_size == 1000
+    assert spec.cache_size == 100_000
     assert spec.with_settings(cache_size=0).cache_size == 0
     assert MemoryState(name=name, state_type="non_transactional").state_type is StateType.NON_TRANSACTIONAL
 
