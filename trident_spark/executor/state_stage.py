@@ -34,33 +34,48 @@ from trident_spark.operation import Operation, OperationContext, ReportedErrors,
 from trident_spark.state import BatchState, MapState, StateError
 from trident_spark.state.keys import GLOBAL_KEY, encode_key
 
-#: States opened in this Python worker, by their settings: the run that opened each, and the state.
-_OPENED: dict[bytes, tuple[str, MapState]] = {}
+#: States opened in this process, by their settings: the run and store generation each was
+#: opened for, and the state.
+_OPENED: dict[bytes, tuple[str, str | None, MapState]] = {}
 
 
-def opened_state(factory: Any, run_id: str = "") -> MapState:
+def opened_state(factory: Any, run_id: str = "", generation: str | None = None) -> MapState:
     """The state ``factory`` opens, opened once per process (a Python worker, an instance host) and run.
 
-    Its cache lives as long as the run (one ``topology.run``): a new run opens the state
-    afresh, so nothing cached before, say, a state was reset between runs is trusted.
+    Its cache lives as long as the run (one ``topology.run``) and the store's generation: a new
+    run opens the state afresh, and so does a write whose ``generation`` (the store's commit
+    record epoch, and the accepted losses, as the driver checked them before the batch; see
+    ``runtime.state_commits``) is not the one the cache was filled under. So nothing cached
+    before a state was reset, emptied or rolled back is trusted, not even for a skip.
+    ``generation=None`` (reads) takes the state as it is opened.
+
+    Examples
+    --------
+    >>> from trident_spark.state import MemoryState
+    >>> factory = MemoryState.opaque(name="doc-opened")
+    >>> first = opened_state(factory, "run-1", "epoch-a")
+    >>> opened_state(factory, "run-1", "epoch-a") is first, opened_state(factory, "run-1") is first
+    (True, True)
+    >>> opened_state(factory, "run-1", "epoch-b") is first    # the store was replaced: a fresh cache
+    False
     """
     from pyspark import cloudpickle
 
     key: bytes = cloudpickle.dumps(factory)  # type: ignore[no-untyped-call]
     found = _OPENED.get(key)
-    if found is not None and found[0] == run_id:
-        return found[1]
+    if found is not None and found[0] == run_id and generation in (None, found[1]):
+        return found[2]
     if found is not None:
-        with contextlib.suppress(Exception):  # best effort: another run's connections
-            found[1].close()
+        with contextlib.suppress(Exception):  # best effort: another run's or generation's connections
+            found[2].close()
     state = factory.open()
-    _OPENED[key] = (run_id, state)
+    _OPENED[key] = (run_id, generation, state)
     return state
 
 
 def forget_opened_states() -> None:
     """Close and drop every state this process opened (tests; a worker ends with its process)."""
-    for _, state in _OPENED.values():
+    for _, _, state in _OPENED.values():
         with contextlib.suppress(Exception):  # best effort: the process is done with it
             state.close()
     _OPENED.clear()
@@ -84,6 +99,7 @@ class StateStep:
     reads_before_batch: bool = True
     stats: Any = None  # a pyspark Accumulator of StateStats counters, or None
     run_id: str = ""  # the topology run: opened states (and their caches) last one run
+    generation: str | None = None  # the store's generation the driver checked (persists)
     untyped_in: frozenset[str] = frozenset()  # untyped input fields: decoded when read
     untyped_out: frozenset[str] = frozenset()  # untyped fields the operation emits: encoded
 
@@ -138,7 +154,7 @@ def _partition_state(step: StateStep, txid: int, conf: dict[str, Any], num_parti
     """The batch's view of the state for one partition and the operation to run, prepared for
     this task (or the partition's kept instance, in an instance host); on the way out a task's
     own instance is cleaned up, and what the state did and the errors reported are counted."""
-    state = opened_state(step.factory, step.run_id)
+    state = opened_state(step.factory, step.run_id, step.generation)
     before = state.stats.snapshot()
     instances = task_instances()
     operation = instances.acquire(0, step.operation, dict(conf),

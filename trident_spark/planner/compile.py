@@ -55,6 +55,12 @@ class BatchFrames:
         counters (store round trips, cache hits); see ``trident_spark.runtime.metrics``.
     run_id : str
         The topology run; states opened on executors keep their cache for one run.
+
+    Attributes
+    ----------
+    state_generations : dict
+        ``{id(factory): generation}``: each written store's generation as the driver checked it
+        before this batch's writes (set by the runtime); a cache filled under another is dropped.
     """
 
     def __init__(self, query: QueryPlan, sources: dict[int, DataFrame], txid: int,
@@ -62,6 +68,7 @@ class BatchFrames:
                  run_id: str = "") -> None:
         self.query = query
         self.run_id = run_id
+        self.state_generations: dict[int, str] = {}
         self.state_stats = state_stats
         self.sources = sources
         self.txid = txid
@@ -159,7 +166,8 @@ class BatchFrames:
 
             return persist_dataframe(self.dataframe(node.inputs[0]), node, self.txid, self.conf,
                                      self.query.partitions_of(stage_boundary(node)), self.state_stats,
-                                     self.run_id, self.scope(node))
+                                     self.run_id, self.scope(node),
+                                     self.state_generations.get(id(node.state)))
         if isinstance(node, StateQueryNode):
             from trident_spark.planner.query import stage_boundary
             from trident_spark.planner.state_plan import query_dataframe

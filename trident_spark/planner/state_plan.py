@@ -87,11 +87,14 @@ def _untyped(struct: list[StructField]) -> frozenset[str]:
 
 def persist_dataframe(df: DataFrame, node: PersistNode, txid: int, conf: dict[str, Any],
                       partitions: int | None, stats: Accumulator[dict[Any, float]] | None,
-                      run_id: str = "", scope: InstanceScope | None = None) -> DataFrame:
+                      run_id: str = "", scope: InstanceScope | None = None,
+                      generation: str | None = None) -> DataFrame:
     """Run ``node``'s StateUpdater on each partition of ``df``; the result is what it emitted.
 
     ``df`` is partitioned as the stage before it is (``partitions``: its size, for ``prepare``):
     never repartitioned here, so a key a partitionBy or aggregation put in one task stays there.
+    ``generation``: the store's generation the driver checked before the batch; a cache filled
+    under another is dropped (``executor.state_stage.opened_state``).
     """
     from pyspark.sql.types import StructType
 
@@ -103,7 +106,7 @@ def persist_dataframe(df: DataFrame, node: PersistNode, txid: int, conf: dict[st
     struct = [_struct_field(name, df, declared) for name in node.fields]
     step = StateStep(node.label, node.state, node.updater, node.input_fields, list(node.fields),
                      {f.name: arrow_type(f.dataType) for f in struct}, stats=stats, run_id=run_id,
-                     untyped_in=object_names(df.schema), untyped_out=_untyped(struct))
+                     generation=generation, untyped_in=object_names(df.schema), untyped_out=_untyped(struct))
     n = partitions if partitions is not None else (
         int(df.rdd.getNumPartitions()) if overrides_prepare(node.updater) else -1)
     task: Any = partial(persist, step, txid, conf, n)

@@ -174,6 +174,7 @@ class BatchRunner:
                 self._begin_writing(batch_id)
                 if self.commits:
                     self.commits.begin(batch_id)
+                    frames.state_generations = self.commits.generations()
             for outputs in self.phases:
                 self._run_outputs(frames, outputs, batch_id)
             if self.has_state and self.commits:

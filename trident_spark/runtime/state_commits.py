@@ -53,6 +53,8 @@ class _Guard:
     key: str  # state_id(factory): its entry in the checkpoint's file
     log: CommitLog | None = None
     adopting: CommitRecord | None = None
+    epoch: str | None = None  # the record's epoch as the batch began writing
+    rebases: int = 0  # losses accepted in this run (each re-bases the store on the checkpoint)
 
     def commit_log(self) -> CommitLog:
         if self.log is None:
@@ -173,6 +175,7 @@ class StateCommits:
                             "txid %s and counting goes on from what the store holds", self.stream,
                             str(lost).split(". Counting on")[0], lost.committed_txid)
                 record = commit_log.rebase(lost.committed_txid, self.stream)
+                guard.rebases += 1
                 committed[guard.key] = self._entry(guard, record)
                 self._remember(committed)
             guard.adopting = record if (known is None and record is not None and record.txid is not None
@@ -181,7 +184,19 @@ class StateCommits:
     def begin(self, batch_id: int) -> None:
         """Mark batch ``batch_id``'s writes begun in every state (conditional on the record checked)."""
         for guard in self._guards:
-            guard.commit_log().begin(batch_id + guard.offset, self.stream)
+            guard.epoch = guard.commit_log().begin(batch_id + guard.offset, self.stream).epoch
+
+    def generations(self) -> dict[int, str]:
+        """Each written store's generation as this batch began writing, by ``id(factory)``.
+
+        The record's epoch (a store emptied or replaced gets another) and the losses accepted
+        in this run (a store rolled back keeps its epoch): the executors drop a state's cache
+        filled under another generation, so no entry outlives what it was read from, and no
+        key is skipped as "already applied" on the word of a store that was reset.
+        """
+        keys = {g.key: f"{g.epoch}/{g.rebases}" for g in self._guards if g.epoch is not None}
+        return {id(factory): keys[state_id(factory)] for factory in self.factories
+                if callable(getattr(factory, "open_commit_log", None)) and state_id(factory) in keys}
 
     def after_writes(self, batch_id: int, offsets: dict[str, Any]) -> None:
         """Mark batch ``batch_id``'s writes complete in every state, then in the checkpoint."""

@@ -11,6 +11,9 @@
     recomputed (``write_conflicts`` in the batch progress), and counts stay exact.
     (The same race between two opened states, without Spark, is in
     tests/integration/state/state_races.py.)
+(c) The store is emptied between two attempts of a batch (``accept_state_loss``): the
+    retry finds a new store generation and drops the cache that said "already applied",
+    so no key of the batch is skipped on its word (without the guard: lost counts).
 """
 
 from __future__ import annotations
@@ -222,3 +225,74 @@ def test_keys_moving_between_workers_with_stale_caches_end_exact(spark, kafka_bo
     finally:
         for factory in states.values():
             drop_state(factory)
+
+
+# -- (c) a store reset between a batch's attempts: the cache's entries go with it ----------------------
+
+class EmptyTheStoreOnce(BaseFunction):
+    """After the persist wrote batch ``txid``'s keys: on the first attempt only, empty the Redis
+    state (its keys and commit record, as a restart without persistence does) and fail the batch."""
+
+    def __init__(self, url: str, prefix: str, marker: str, txid: int) -> None:
+        self.url, self.prefix, self.marker, self.txid = url, prefix, marker, txid
+
+    def prepare(self, conf: dict[str, Any], context: Any) -> None:
+        self.context = context
+
+    def execute(self, tuple: Any, collector: Any) -> None:
+        import os
+
+        import redis as redis_py
+
+        from trident_spark import FailedException
+
+        if self.context.txid == self.txid and not os.path.exists(self.marker):
+            with open(self.marker, "w", encoding="utf-8") as out:
+                out.write("emptied\n")
+            client = redis_py.Redis.from_url(self.url)
+            for key in client.scan_iter(f"{self.prefix}*"):
+                client.delete(key)
+            client.close()
+            raise FailedException("the store was emptied: replay the batch")
+        collector.emit([1])
+
+
+def test_a_store_emptied_between_attempts_is_not_skipped_on_the_word_of_the_cache(spark, redis_url, tmp_path):
+    """The retried batch finds a new store generation (its commit record was lost and, with
+    ``accept_state_loss``, re-based): the cache that said "already applied at this txid" is
+    dropped, so each key of the batch is counted from what the store holds, once."""
+    from trident_spark.builtin import Count
+    from trident_spark.spout import FeederBatchSpout
+    from trident_spark.state import open_state
+
+    prefix = f"eo-{unique_tag()}-reset"
+    factory = RedisState.transactional(url=redis_url, key_prefix=prefix, cache_size=1000)
+    batches = [[["cat"], ["dog"], ["cat"]], [["cat"], ["eel"], ["dog"]], [["dog"], ["fox"]]]
+    feeder = FeederBatchSpout(["word"])
+    topology = TridentTopology()
+    (topology.newStream("words", feeder).groupBy(["word"])
+     .persistentAggregate(factory, Count(), ["count"])
+     .newValuesStream()
+     .each(["word", "count"], EmptyTheStoreOnce(redis_url, prefix, str(tmp_path / "emptied"), txid=1),
+           ["seen:bigint"])
+     .collect())
+    handle = topology.run(checkpoint_location=tmp_path / "ckpt", trigger="200 milliseconds", spark=spark,
+                          accept_state_loss=True, retry_delay=0.1)
+    try:
+        for batch in batches:
+            feeder.feed(batch)
+            handle.processAllAvailable()
+        assert handle.exception() is None
+        progress = sorted((p for p in handle.progress if p.stream == "words"), key=lambda p: p.txid)
+    finally:
+        handle.stop()
+    assert (tmp_path / "emptied").exists()
+    # Batch 0 went with the store; batch 1 counted once on the empty store, then batch 2.
+    expected = {"cat": 1, "dog": 2, "eel": 1, "fox": 1}
+    words = sorted(expected)
+    assert open_state(factory.url).multiGet([[w] for w in words]) == [expected[w] for w in words]
+    # The retry read every key from the store (a key it skipped, the store itself held at txid 1:
+    # a partition that wrote after the store was emptied).
+    retried = next(p for p in progress if p.txid == 1)
+    assert retried.state["cache_hits"] == 0, retried.state
+    assert sum(p.state["cache_hits"] for p in progress) > 0, [p.state for p in progress]

@@ -175,3 +175,21 @@ def test_a_new_run_opens_the_state_afresh_so_nothing_cached_before_is_trusted():
     assert opened_state(factory, "run-1") is first and first.multiGet([["cat"]]) == [1]  # cached
     second = opened_state(factory, "run-2")
     assert second is not first and second.multiGet([["cat"]]) == [None]
+
+
+def test_a_write_under_another_store_generation_drops_the_cache_so_no_stale_skip():
+    """A store reset during a run (its epoch changes): the cache filled before must not say a key
+    was already applied by this txid (a transactional replay would skip it and lose the batch)."""
+    factory = MemoryState.transactional(name="stage-generations")
+    first = opened_state(factory, "run-1", "epoch-a/0")
+    first.multiUpdate(5, [["cat"]], [lambda old: (old or 0) + 3])
+    MemoryState.drop("stage-generations")                     # the store loses everything
+    cached = opened_state(factory, "run-1", "epoch-a/0")
+    assert cached is first and cached.multiUpdate(5, [["cat"]], [lambda old: (old or 0) + 3]) == [3]
+    assert cached.stats.keys_skipped == 1                    # the stale entry's skip: what the guard prevents
+    MemoryState.drop("stage-generations")
+    fresh = opened_state(factory, "run-1", "epoch-b/0")       # the driver saw the new epoch
+    assert fresh is not first
+    assert fresh.multiUpdate(5, [["cat"]], [lambda old: (old or 0) + 3]) == [3]
+    assert fresh.stats.keys_skipped == 0 and fresh.multiGet([["cat"]]) == [3]
+    assert opened_state(factory, "run-1") is fresh            # reads take it as it is

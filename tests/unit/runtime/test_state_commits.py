@@ -78,6 +78,30 @@ def test_accepting_the_loss_rebases_the_record_and_goes_on(factory, tmp_path, ca
     _run_batch(StateCommits([factory], "words", tmp_path), 2)    # and the next run checks again
 
 
+def test_the_generation_the_executors_check_changes_when_the_store_is_reset_or_rebased(factory, tmp_path):
+    """The caches' guard: a store's generation holds from batch to batch, and changes when it is
+    emptied (a new epoch) or rolled back and accepted (same epoch, one more re-base)."""
+    commits = StateCommits([factory], "words", tmp_path, accept_loss=True)
+    assert commits.generations() == {}                          # nothing checked yet
+    generations = []
+    for batch in range(2):
+        commits.before_writes(batch, False)
+        generations.append(commits.generations())
+        commits.after_writes(batch, {})
+    assert generations[0] == generations[1] and set(generations[0]) == {id(factory)}
+    backup = factory.open_commit_log().read()
+    _run_batch(commits, 2)
+    factory.open_commit_log().backing.multiPut([COMMIT_RECORD_KEY], [backup])   # rolled back, same epoch
+    commits.before_writes(3, False)
+    rolled_back = commits.generations()
+    commits.after_writes(3, {})
+    factory.open_backing_map().multiRemove([COMMIT_RECORD_KEY])                 # emptied
+    commits.before_writes(4, False)
+    emptied = commits.generations()
+    assert len({generations[0][id(factory)], rolled_back[id(factory)], emptied[id(factory)]}) == 3
+    assert rolled_back[id(factory)].split("/")[0] == generations[0][id(factory)].split("/")[0]
+
+
 def test_a_replayed_batch_finds_its_own_attempt(factory, tmp_path):
     commits = StateCommits([factory], "words", tmp_path)
     _run_batch(commits, 0)
