@@ -11,7 +11,9 @@ again on each worker and its attributes split between them.
 So a stage whose operations have a lifecycle (they override ``prepare`` or
 ``cleanup``) runs in an *instance host*: a Python process per run, Python
 worker pool (executor) and partition slot, started by the first task that
-needs it. The task's worker hands the host the stage (pickled) and its input
+needs it (forked by the executor's *launcher*, a process started once per worker pool that
+has imported what hosts run, so a run's hosts start in milliseconds). The task's worker
+hands the host the stage (pickled) and its input
 rows (Arrow), the host runs the stage with the instances it keeps for
 (stage, partition), and the worker passes the output rows and the counters on
 to Spark. Stages of operations without a lifecycle run in the worker as they
@@ -343,13 +345,45 @@ def _connect(run_id: str, partition: int) -> socket.socket:
 
 
 def _start_host(path: Path) -> None:
+    """Have the executor's launcher fork a host listening at ``path`` (the launcher started first
+    if none runs): a fork of a process that has imported what hosts run starts in milliseconds,
+    where a new interpreter takes 1-2 s of CPU to import pyarrow, pyspark and this package."""
+    launcher = _launcher_path(os.getppid())
+    conn = _try_connect(launcher)
+    if conn is None:
+        with open(launcher.with_suffix(".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one worker starts the launcher; the others wait
+            conn = _try_connect(launcher)
+            if conn is None:
+                with contextlib.suppress(FileNotFoundError):
+                    launcher.unlink()  # a launcher that ended (killed) left its socket file
+                _spawn("--launcher", str(launcher), str(os.getppid()))
+                deadline = time.monotonic() + START_WAIT_S
+                while conn is None and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                    conn = _try_connect(launcher)
+    if conn is None:
+        raise RuntimeError(f"the instance host launcher {launcher} did not start within "
+                           f"{START_WAIT_S:.0f} s; see the executor's log for its error")
+    with conn:
+        stream = conn.makefile("rwb")
+        _send(stream, _HEADER, str(path).encode("utf-8"))
+        stream.flush()
+        _receive(stream)  # forked: the host listens by the time the answer comes
+
+
+def _launcher_path(pool_pid: int) -> Path:
+    """One launcher per executor (its Python worker pool), for every run."""
+    return hosts_root() / f"launcher-{pool_pid}.sock"
+
+
+def _spawn(*args: str) -> None:
     env = dict(os.environ)
     # The worker's path: Spark's own, files shipped with addPyFile, the user's PYTHONPATH.
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    # Started in the background by a shell that ends at once: the host is nobody's child to reap.
+    # Started in the background by a shell that ends at once: nobody's child to reap.
     process = subprocess.Popen(
-        ["/bin/sh", "-c", '"$@" &', "sh", sys.executable, "-m", "trident_spark.executor.instances",
-         str(path), str(os.getppid())],
+        ["/bin/sh", "-c", '"$@" &', "sh", sys.executable, "-m", "trident_spark.executor.instances", *args],
         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
     process.wait()
 
@@ -545,8 +579,84 @@ def _pickled_error(exc: BaseException) -> bytes:
             (RuntimeError(f"{type(exc).__name__}: {exc}"), text)))
 
 
+#: What a host runs, imported once by the launcher so that the hosts it forks start warm.
+_PRELOAD = ("pyarrow", "pyspark.cloudpickle", "pyspark.taskcontext", "trident_spark.executor.python_stage",
+            "trident_spark.executor.state_stage", "trident_spark.executor.aggregate_stage",
+            "trident_spark.executor.partial_combine", "trident_spark.state")
+
+
+def launch(path: Path, pool_pid: int) -> None:
+    """The launcher: forks a host for each request, until its worker pool ends.
+
+    Single-threaded, so a fork copies a consistent process. The forked host runs in a session
+    of its own and is reaped by nobody's wait (SIGCHLD ignored).
+    """
+    import importlib
+
+    for name in _PRELOAD:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(16)
+    listener.settimeout(2.0)
+    idle_since = time.monotonic()
+    try:
+        while _alive(pool_pid) and time.monotonic() - idle_since < IDLE_EXIT_S:
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            idle_since = time.monotonic()
+            with conn:
+                conn.settimeout(10.0)
+                stream = conn.makefile("rwb")
+                try:
+                    _, body = _receive(stream)
+                except (OSError, struct.error):
+                    continue
+                host_path = Path(body.decode("utf-8"))
+                if os.fork() == 0:  # the host
+                    listener.close()
+                    conn.close()
+                    os.setsid()
+                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                    code = 0
+                    try:
+                        main([str(host_path), str(pool_pid)])
+                    except BaseException:
+                        traceback.print_exc()
+                        code = 1
+                    finally:
+                        os._exit(code)
+                deadline = time.monotonic() + START_WAIT_S
+                while not host_path.exists() and time.monotonic() < deadline:
+                    time.sleep(0.005)
+                with contextlib.suppress(OSError):
+                    _send(stream, _END, b"")
+                    stream.flush()
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        pass
+    return True
+
+
 def main(args: list[str]) -> None:
-    """``python -m trident_spark.executor.instances SOCKET POOL_PID``: run one host."""
+    """``python -m trident_spark.executor.instances SOCKET POOL_PID``: run one host
+    (``--launcher SOCKET POOL_PID``: run the executor's launcher, which forks them)."""
+    if args and args[0] == "--launcher":
+        launch(Path(args[1]), int(args[2]))
+        return
     path, pool_pid = Path(args[0]), int(args[1])
     _thread_task_contexts()
     host = _Host(path, pool_pid)
