@@ -28,6 +28,7 @@ pytest_plugins = ["tests.servicefixtures", "tests.sparkfixtures"]
 #: (``make test`` runs 2 workers) they start early and the quick files fill the other worker
 #: around them, instead of one of them running alone at the end.
 LONG_FIRST = (
+    "tests/integration/test_docs_examples.py",  # 90 examples, minutes in one file (loadfile)
     "tests/integration/exactly_once/test_driver_crash.py",
     "tests/integration/spout/test_kafka_broker_outage.py",
     "tests/integration/dsl/test_conformance_kafka.py",
