@@ -17,6 +17,7 @@ import itertools
 import pickle
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 import pyarrow as pa
@@ -47,17 +48,34 @@ class AggStep:
     errors: ReportedErrors | None = None  # what it reports (collector.reportError) in the running task
 
 
+class StageMode(StrEnum):
+    """Which part of an aggregation a stage runs (its value names the stage: ``count / partial``).
+
+    Examples
+    --------
+    >>> StageMode.PARTIAL, StageMode("final") is StageMode.FINAL
+    (<StageMode.PARTIAL: 'partial'>, True)
+    """
+
+    FULL = "full"        # every tuple through the aggregators; complete emits
+    PARTIAL = "partial"  # CombinerAggregators: init and combine per group, before the shuffle
+    FINAL = "final"      # the partials combined per group after the shuffle
+
+
 @dataclass
 class AggLayout:
     """What a stage reads and writes: group fields, Arrow types of the output fields."""
 
-    mode: str  # "full", "partial" or "final"
+    mode: StageMode
     group_fields: list[str]
     output_fields: list[str]
     output_types: dict[str, pa.DataType]  # Arrow types of the non-group output fields
     single_emit: bool  # ungrouped: init/complete (or zero) run even when no tuple came
     untyped_in: frozenset[str] = frozenset()  # untyped input fields: decoded when read
     untyped_out: frozenset[str] = frozenset()  # untyped output fields: encoded when written
+
+    def __post_init__(self) -> None:
+        self.mode = StageMode(self.mode)  # a mode's name ("partial") is taken too
 
 
 def run_aggregate(steps: Sequence[AggStep], layout: AggLayout, txid: int, conf: dict[str, Any],
@@ -75,9 +93,9 @@ def run_aggregate(steps: Sequence[AggStep], layout: AggLayout, txid: int, conf: 
         i, step.aggregator, dict(conf), OperationContext(partition, num_partitions, txid, step.label)))
         for i, step in enumerate(steps)]
     try:
-        if layout.mode == "final":
+        if layout.mode is StageMode.FINAL:
             rows = _final(steps, layout, batches)
-        elif layout.mode == "partial":
+        elif layout.mode is StageMode.PARTIAL:
             rows = _partial(steps, layout, batches)
         else:
             rows = _full(steps, layout, txid, batches)

@@ -17,7 +17,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from trident_spark.errors import TopologyError
-from trident_spark.executor.aggregate_stage import AggLayout, AggStep, run_aggregate
+from trident_spark.executor.aggregate_stage import AggLayout, AggStep, StageMode, run_aggregate
 from trident_spark.executor.column_types import arrow_type
 from trident_spark.executor.instances import InstanceScope, has_lifecycle, hosted
 from trident_spark.executor.metrics import StageName, timed
@@ -65,14 +65,16 @@ def _aggregate(df: DataFrame, node: AggregateNode, txid: int, conf: dict[str, An
             return sql
         if all(isinstance(s.aggregator, CombinerAggregator) for s in node.specs):
             # the partial stage runs in the input's partitions: prepare sees their count
-            partial_df = _stage(df, node, "partial", txid, conf, _asked_count(df, node), metrics, scope=scope)
+            partial_df = _stage(df, node, StageMode.PARTIAL, txid, conf, _asked_count(df, node), metrics,
+                                scope=scope)
             shuffled = _shuffle(partial_df, group, partitions)
-            return _stage(shuffled, node, "final", txid, conf, _count(shuffled, node, partitions, group),
-                          metrics, source_schema=df.schema, scope=scope)
+            return _stage(shuffled, node, StageMode.FINAL, txid, conf,
+                          _count(shuffled, node, partitions, group), metrics, source_schema=df.schema,
+                          scope=scope)
         shuffled = _shuffle(df, group, partitions)
-        return _stage(shuffled, node, "full", txid, conf, _count(shuffled, node, partitions, group), metrics,
-                      scope=scope)
-    return _stage(df, node, "full", txid, conf, _count(df, node, None, group), metrics, scope=scope)
+        return _stage(shuffled, node, StageMode.FULL, txid, conf, _count(shuffled, node, partitions, group),
+                      metrics, scope=scope)
+    return _stage(df, node, StageMode.FULL, txid, conf, _count(df, node, None, group), metrics, scope=scope)
 
 
 def _shuffle(df: DataFrame, group: list[str], partitions: int | None) -> DataFrame:
@@ -189,7 +191,7 @@ def _sql_aggregate(df: DataFrame, node: AggregateNode, partitions: int | None,
 
 
 # --- Python stages -----------------------------------------------------------------------
-def _stage(df: DataFrame, node: AggregateNode, mode: str, txid: int, conf: dict[str, Any],
+def _stage(df: DataFrame, node: AggregateNode, mode: StageMode, txid: int, conf: dict[str, Any],
            num_partitions: int, metrics: Any = None, source_schema: StructType | None = None,
            scope: InstanceScope | None = None) -> DataFrame:
     """One Python stage of ``node`` (``mode``: full, partial or final); ``source_schema``: the
@@ -200,14 +202,14 @@ def _stage(df: DataFrame, node: AggregateNode, mode: str, txid: int, conf: dict[
     group = list(node.group_fields)
     steps = _agg_steps(node)
     group_struct = [source_schema[f] for f in group]
-    if mode == "partial":
+    if mode is StageMode.PARTIAL:
         value_struct = [StructField(f"__partial{i}", BinaryType(), False) for i in range(len(steps))]
     else:
         value_struct = [field for spec in node.specs for field in output_types(spec, source_schema)]
     schema = StructType([*group_struct, *value_struct])
     types: dict[str, pa.DataType] = {f.name: arrow_type(f.dataType) for f in schema.fields}
     layout = AggLayout(mode, group, [f.name for f in schema.fields], types,
-                       single_emit=not group and mode != "partial",
+                       single_emit=not group and mode is not StageMode.PARTIAL,
                        untyped_in=object_names(df.schema),
                        untyped_out=object_names(schema))
     if scope is not None and any(has_lifecycle(step.aggregator) for step in steps):
@@ -216,7 +218,7 @@ def _stage(df: DataFrame, node: AggregateNode, mode: str, txid: int, conf: dict[
                     partial(_entry, steps, layout, txid, conf, num_partitions), metrics)
     else:
         fn = partial(_entry, steps, layout, txid, conf, num_partitions, metrics)
-    name = StageName(node.label, "" if mode == "full" else mode)
+    name = StageName(node.label, "" if mode is StageMode.FULL else mode.value)
     stage = named(timed(fn, "aggregate", name, metrics), f"{mode}_{node.label}")
     return shipped(lambda: df.mapInArrow(stage, schema), [(step.label, step.aggregator) for step in steps])
 
@@ -312,7 +314,8 @@ class FusedPartial:
         values = ([struct_field(f"__partial{i}", str(t)) for i, t in enumerate(types)] if self.typed
                   else [StructField(f"__partial{i}", BinaryType(), True) for i in range(len(types))])
         self.schema = StructType([*(self.source_schema[f] for f in node.group_fields), *values])
-        return PartialCombine(StageName(node.label, "partial"), _agg_steps(node), list(node.group_fields),
+        return PartialCombine(StageName(node.label, StageMode.PARTIAL.value), _agg_steps(node),
+                              list(node.group_fields),
                               self.schema.fieldNames(),
                               {f.name: arrow_type(f.dataType) for f in self.schema.fields}, self.typed,
                               untyped_out=object_names(self.schema, node.group_fields))
@@ -346,7 +349,7 @@ def combine_partials(df: DataFrame, fused: FusedPartial, txid: int, conf: dict[s
     if result is None:
         shuffled = _shuffle(df, group, partitions)
         count = _count(shuffled, node, partitions, group)
-        result = _stage(shuffled, node, "final", txid, conf, count, metrics,
+        result = _stage(shuffled, node, StageMode.FINAL, txid, conf, count, metrics,
                         source_schema=fused.source_schema, scope=scope)
     if not group and partitions and partitions > 1:
         from pyspark.sql import functions as F
