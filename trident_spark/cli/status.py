@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import socket
 import sys
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from trident_spark.errors import TridentSparkError
+from trident_spark.local.process import pid_alive
 from trident_spark.runtime.progress import PROGRESS_FILE, RUN_FILE  # light: no pyspark import
 from trident_spark.runtime.progress_log import (
     PROGRESS_FILE_BYTES,
@@ -96,18 +96,6 @@ def batch_ids(directory: Path) -> list[int]:
         return sorted(int(p.name) for p in directory.iterdir() if p.name.isdigit())
     except OSError:
         return []
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process
-    except OSError:
-        return False
-    return True
 
 
 def read_run(root: Path) -> dict[str, Any] | None:

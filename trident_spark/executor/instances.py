@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from trident_spark.errors import TridentSparkError
+from trident_spark.local.process import pid_alive
 
 log = logging.getLogger(__name__)
 
@@ -367,7 +368,9 @@ def _start_host(path: Path) -> None:
                            f"{START_WAIT_S:.0f} s; see the executor's log for its error")
     with conn:
         stream = conn.makefile("rwb")
-        _send(stream, _HEADER, str(path).encode("utf-8"))
+        # The worker's path as it is now (a later run may have shipped files with addPyFile):
+        # the host imports the run's operations from it, not from the launcher's.
+        _send(stream, _HEADER, pickle.dumps({"path": str(path), "sys_path": list(sys.path)}))
         stream.flush()
         _receive(stream)  # forked: the host listens by the time the answer comes
 
@@ -495,9 +498,9 @@ class _Host:
             _send(wfile, _END, pickle.dumps({"cleaned": cleaned}))
             wfile.flush()
             return
-        self.run(pickle.loads(body), rfile, wfile)
+        self.run(body, rfile, wfile)
 
-    def run(self, request: dict[str, Any], rfile: Any, wfile: Any) -> None:
+    def run(self, header: bytes, rfile: Any, wfile: Any) -> None:
         import pyarrow as pa
 
         batches = []
@@ -506,6 +509,12 @@ class _Host:
             if tag == _DONE:
                 break
             batches.append(pa.ipc.open_stream(body).read_next_batch())
+        try:  # the stage's operations are imported here: a module the host cannot import is the task's error
+            request = pickle.loads(header)
+        except Exception as exc:
+            _send(wfile, _ERROR, _pickled_error(exc))
+            wfile.flush()
+            return
         stage, partition, fn = request["stage"], int(request["partition"]), request["fn"]
         recorder = Recorder()
         with self.registry.task_lock(stage, partition):
@@ -526,14 +535,7 @@ class _Host:
     def watch(self) -> None:
         """End with the executor's Python worker pool, or after :data:`IDLE_EXIT_S` idle."""
         while not self.stopping.wait(2.0):
-            gone = False
-            try:
-                os.kill(self.pool_pid, 0)
-            except ProcessLookupError:
-                gone = True
-            except OSError:
-                pass
-            if gone or time.monotonic() - self.last_request > IDLE_EXIT_S:
+            if not pid_alive(self.pool_pid) or time.monotonic() - self.last_request > IDLE_EXIT_S:
                 self.registry.cleanup_all()
                 self.end()
 
@@ -603,7 +605,7 @@ def launch(path: Path, pool_pid: int) -> None:
     listener.settimeout(2.0)
     idle_since = time.monotonic()
     try:
-        while _alive(pool_pid) and time.monotonic() - idle_since < IDLE_EXIT_S:
+        while pid_alive(pool_pid) and time.monotonic() - idle_since < IDLE_EXIT_S:
             try:
                 conn, _ = listener.accept()
             except TimeoutError:
@@ -614,14 +616,18 @@ def launch(path: Path, pool_pid: int) -> None:
                 stream = conn.makefile("rwb")
                 try:
                     _, body = _receive(stream)
-                except (OSError, struct.error):
+                    request = pickle.loads(body)
+                    host_path = Path(request["path"])
+                except Exception:  # a broken request: the task that sent it times out naming the host
+                    traceback.print_exc()
                     continue
-                host_path = Path(body.decode("utf-8"))
                 if os.fork() == 0:  # the host
                     listener.close()
                     conn.close()
                     os.setsid()
                     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                    sys.path[:] = request["sys_path"]
+                    importlib.invalidate_caches()
                     code = 0
                     try:
                         main([str(host_path), str(pool_pid)])
@@ -639,16 +645,6 @@ def launch(path: Path, pool_pid: int) -> None:
     finally:
         with contextlib.suppress(OSError):
             path.unlink()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        pass
-    return True
 
 
 def main(args: list[str]) -> None:

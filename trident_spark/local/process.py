@@ -31,6 +31,7 @@ __all__ = [
     "ServiceStartError",
     "die_with_parent",
     "free_port",
+    "pid_alive",
     "tail_lines",
     "wait_until",
 ]
@@ -52,6 +53,25 @@ class ServiceStartError(TridentSparkError, RuntimeError):
     ...
     trident_spark.local.process.ServiceStartError: kafka at 127.0.0.1:9092 did not answer
     """
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (someone else's process counts as running).
+
+    Examples
+    --------
+    >>> pid_alive(os.getpid())
+    True
+    """
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    except OSError:
+        return False
+    return True
 
 
 def free_port(host: str = "127.0.0.1") -> int:

@@ -157,3 +157,37 @@ def test_docstring_examples():
 
 def test_hosts_live_under_the_users_temp_directory():
     assert instances.hosts_root().name == f"trident-spark-hosts-{os.getuid()}"
+
+
+ZIPPED_MODULE = '''
+from trident_spark.operation import BaseFunction
+
+
+class Shout(BaseFunction):
+    def execute(self, tuple, collector):
+        collector.emit([1, 0])
+'''
+
+
+def test_a_host_forked_after_files_were_shipped_imports_from_the_workers_path(tmp_path, run_id):
+    """Hosts are forked by the executor's launcher, started by an earlier run: a zip shipped later
+    (``addPyFile`` puts it on the workers' path) must be on the host's path too."""
+    import zipfile
+
+    _batch(0, run_id, tmp_path / "events", ["cat"])  # the launcher runs (it outlives runs)
+    archive = tmp_path / "late_ops.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        out.writestr("late_zipped_ops.py", ZIPPED_MODULE)
+    sys.path.insert(0, str(archive))
+    later = uuid.uuid4().hex
+    try:
+        from late_zipped_ops import Shout  # by reference: the host must import it
+
+        steps = [PythonStep("each(Shout)", Shout(), Fields(["w"]), Fields(["batches", "txid"]))]
+        fn = hosted(InstanceScope(later, "q/1"), partial(_entry, steps, 0), Recorder())
+        out = list(fn(iter([pa.RecordBatch.from_pydict({"w": ["cat"]})])))
+        assert [row for batch in out for row in batch.to_pylist()] == [{"w": "cat", "batches": 1, "txid": 0}]
+    finally:
+        sys.path.remove(str(archive))
+        sys.modules.pop("late_zipped_ops", None)
+        stop_hosts(later)
