@@ -6,7 +6,10 @@ Trident's Java API has one overload per shape (``aggregate(Aggregator, Fields)``
 ``typing.overload``, so mypy checks a user's calls; at run time each operator hands its
 arguments to :meth:`Signature.bind`, which picks the shape by argument count (and, where two
 shapes have as many arguments, by what the first ones are) and returns the named parts. The
-builders then check the parts and raise ``TopologyError`` naming the operator.
+builders then check the parts and raise ``TopologyError`` naming the operator. An ordering
+argument (``minBy``, ``maxBy``, ``min``, ``max``, ``partition``) is told apart the same way,
+by what it is: a comparator ``compare(a, b)`` or a key function ``key(value)``
+(:func:`bind_order`, :func:`arity`).
 
 Examples
 --------
@@ -33,7 +36,7 @@ from trident_spark.operation import (
     ReducerAggregator,
     StateUpdater,
 )
-from trident_spark.validation import FieldsLike
+from trident_spark.validation import FieldsLike, describe
 
 # --- what the overloads name ------------------------------------------------------------------
 #: Any of Trident's three aggregator kinds: what aggregate() and partitionAggregate() take.
@@ -214,6 +217,104 @@ JOIN_LISTS = Signature(_join_shapes(("streams", "inputs", "outputs")),
 JOIN_PAIRS = Signature(_join_shapes(("stream1", "inputs1", "stream2", "inputs2", "outputs")),
                        "join: use join(s1, fields1, s2, fields2, out_fields[, how][, mode])")
 
+# --- the order of minBy/maxBy/min/max: a comparator or a key function ---------------------------
+def arity(fn: Any) -> int | None:
+    """How many positional arguments ``fn`` requires (an object's ``compare`` method counts as
+    2); -1 for a class or a non-callable; None when Python cannot tell (some builtins).
+
+    Examples
+    --------
+    >>> arity(lambda a, b: a - b), arity(len), arity(int), arity(lambda *args: 0)
+    (2, 1, -1, 2)
+    """
+    import inspect
+
+    if callable(getattr(fn, "compare", None)) and not inspect.isroutine(fn):
+        fn = fn.compare
+    if isinstance(fn, type) or not callable(fn):
+        return -1
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    params = signature.parameters.values()
+    required = len([p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                    and p.default is p.empty])
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return max(required, 2)
+    return required
+
+
+def callable_name(fn: Any) -> str:
+    """A callable's name for labels: ``by_speed``, ``<lambda>``, or its class name.
+
+    Examples
+    --------
+    >>> callable_name(len), callable_name(lambda a, b: 0)
+    ('len', '<lambda>')
+    """
+    name = getattr(fn, "__name__", None)
+    return str(name) if name else type(fn).__name__
+
+
+def check_tuple_comparator(kind: str, comparator: Any) -> None:
+    """``min``/``max``'s argument must compare two TridentTuples: ``compare(a, b) -> int``.
+
+    Examples
+    --------
+    >>> check_tuple_comparator("min", len)
+    Traceback (most recent call last):
+      ...
+    trident_spark.errors.TopologyError: min: expected a comparator, compare(a, b) -> int over two \
+TridentTuples (or an object with such a compare method), got len (a plain function); for one field \
+use minBy(field, ...)
+    """
+    if arity(comparator) != 2:
+        raise TopologyError(
+            f"{kind}: expected a comparator, compare(a, b) -> int over two TridentTuples (or an object "
+            f"with such a compare method), got {describe(comparator)}; for one field use "
+            f"{kind}By(field, ...)")
+
+
+def bind_order(kind: str, field: Any, order: Any, key: Any,
+               comparator: Any) -> tuple[str, KeyFunction | None, Comparator | None]:
+    """``minBy``/``maxBy``'s arguments bound: (label, key, comparator), at most one of them set.
+
+    The order comes once: as the second argument (a comparator ``compare(a, b) -> int`` or a
+    key function ``key(value)``, told apart by how many arguments it takes), or as ``key=``
+    or ``comparator=``.
+
+    Examples
+    --------
+    >>> bind_order("minBy", "n", len, None, None)
+    ("minBy('n')", <built-in function len>, None)
+    """
+    if not isinstance(field, str):
+        raise TopologyError(f"{kind}: give one field name, e.g. {kind}('n'); got {field!r}")
+    label = f"{kind}({field!r})"
+    if order is not None:
+        if key is not None or comparator is not None:
+            raise TopologyError(f"{label}: give the order once: a comparator or key as the second "
+                                "argument, or key= / comparator=")
+        taken = arity(order)
+        if taken == 2:
+            comparator = order
+        elif taken == 1:
+            key = order
+        else:
+            raise TopologyError(
+                f"{label}: the second argument must be a comparator compare(a, b) -> int or a key "
+                f"function key(value), got {describe(order)}; say which with comparator= or key=")
+    if key is not None and not callable(key):
+        raise TopologyError(f"{label}: key must be a callable that orders values, got {describe(key)}")
+    if key is not None and comparator is not None:
+        raise TopologyError(f"{label}: give key= or comparator=, not both")
+    if comparator is not None and arity(comparator) != 2:
+        raise TopologyError(f"{label}: comparator must be compare(a, b) -> int (or an object with such "
+                            f"a compare method), got {describe(comparator)}")
+    return label, key, comparator
+
+
 __all__ = [
     "AGGREGATE",
     "EACH",
@@ -238,4 +339,8 @@ __all__ = [
     "Shape",
     "Signature",
     "StateFactoryLike",
+    "arity",
+    "bind_order",
+    "callable_name",
+    "check_tuple_comparator",
 ]

@@ -55,6 +55,10 @@ from trident_spark.signatures import (
     MapAggregator,
     Predicate,
     StateFactoryLike,
+    arity,
+    bind_order,
+    callable_name,
+    check_tuple_comparator,
 )
 from trident_spark.sink import CollectSink
 from trident_spark.validation import (
@@ -419,43 +423,17 @@ class Stream:
     def _compare_all(self, kind: str, comparator: Any) -> Stream:
         from trident_spark.builtin.aggregators import Max, Min
 
-        if _arity(comparator) != 2:
-            raise TopologyError(
-                f"{kind}: expected a comparator, compare(a, b) -> int over two TridentTuples (or an object "
-                f"with such a compare method), got {describe(comparator)}; for one field use "
-                f"{kind}By(field, ...)")
+        check_tuple_comparator(kind, comparator)
         aggregator = (Min if kind == "min" else Max)(comparator=comparator)
         fields = self.node.fields
         stream = self._aggregate([AggSpec(fields, aggregator, fields)], Fields(), "partition", check=False)
-        stream.node.label = f"{kind}({_shown(comparator)})"
+        stream.node.label = f"{kind}({callable_name(comparator)})"
         return stream
 
     def _compare_by(self, kind: str, field: str, order: Any, key: Any, comparator: Any) -> Stream:
         from trident_spark.builtin.aggregators import Max, Min
 
-        if not isinstance(field, str):
-            raise TopologyError(f"{kind}: give one field name, e.g. {kind}('n'); got {field!r}")
-        label = f"{kind}({field!r})"
-        if order is not None:
-            if key is not None or comparator is not None:
-                raise TopologyError(f"{label}: give the order once: a comparator or key as the second "
-                                    "argument, or key= / comparator=")
-            arity = _arity(order)
-            if arity == 2:
-                comparator = order
-            elif arity == 1:
-                key = order
-            else:
-                raise TopologyError(
-                    f"{label}: the second argument must be a comparator compare(a, b) -> int or a key "
-                    f"function key(value), got {describe(order)}; say which with comparator= or key=")
-        if key is not None and not callable(key):
-            raise TopologyError(f"{label}: key must be a callable that orders values, got {describe(key)}")
-        if key is not None and comparator is not None:
-            raise TopologyError(f"{label}: give key= or comparator=, not both")
-        if comparator is not None and _arity(comparator) != 2:
-            raise TopologyError(f"{label}: comparator must be compare(a, b) -> int (or an object with such "
-                                f"a compare method), got {describe(comparator)}")
+        label, key, comparator = bind_order(kind, field, order, key, comparator)
         self._resolve(label, [field])
         kind_class = Min if kind == "minBy" else Max
         aggregator = kind_class(field, key=key, comparator=comparator)
@@ -549,10 +527,11 @@ class Stream:
             raise TopologyError(f"partition: expected a grouping, a callable grouping(tuple, num_partitions) "
                                 f"-> partition index, got {describe(grouping)}; e.g. "
                                 "partition(lambda t, n: hash(t['user']) % n)")
-        if _arity(grouping) not in (2, None):
-            raise TopologyError(f"partition({_shown(grouping)}): the grouping is called as grouping(tuple, "
-                                f"num_partitions); {describe(grouping)} does not take two arguments")
-        return self._child(RepartitionNode(self.node.fields, f"partition({_shown(grouping)})", [self.node],
+        label = f"partition({callable_name(grouping)})"
+        if arity(grouping) not in (2, None):
+            raise TopologyError(f"{label}: the grouping is called as grouping(tuple, num_partitions); "
+                                f"{describe(grouping)} does not take two arguments")
+        return self._child(RepartitionNode(self.node.fields, label, [self.node],
                                            kind=RepartitionKind.CUSTOM, grouping=grouping))
 
     # --- state -------------------------------------------------------------------------
@@ -652,33 +631,6 @@ class Stream:
         sink = CollectSink(self.node.fields)
         self.topology._add_sink(self.node, sink)
         return sink
-
-
-def _arity(fn: Any) -> int | None:
-    """How many positional arguments ``fn`` requires (a ``compare`` method counts as 2); None
-    when Python cannot tell (some builtins)."""
-    import inspect
-
-    if callable(getattr(fn, "compare", None)) and not inspect.isroutine(fn):
-        fn = fn.compare
-    if isinstance(fn, type) or not callable(fn):
-        return -1
-    try:
-        signature = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return None
-    params = signature.parameters.values()
-    required = len([p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-                    and p.default is p.empty])
-    if any(p.kind is p.VAR_POSITIONAL for p in params):
-        return max(required, 2)
-    return required
-
-
-def _shown(fn: Any) -> str:
-    """A callable's name for labels: ``by_speed``, ``<lambda>``, or its class name."""
-    name = getattr(fn, "__name__", None)
-    return str(name) if name else type(fn).__name__
 
 
 def _persistent_aggregate(stream: Stream, group: Fields, state_factory: Any,
