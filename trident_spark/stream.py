@@ -67,6 +67,7 @@ from trident_spark.validation import (
     as_fields,
     check_outputs,
     check_parallelism,
+    check_state_factory,
     concat,
     describe,
     output_fields,
@@ -689,27 +690,3 @@ def _state_value_typed(out: Fields, function: Any, state: TridentState) -> Field
     types = {name: (out.types[name] if name in out.declared_types else persisted.types[origin])
              for name, origin in zip(out, source, strict=True)}
     return Fields(*out, types=types, declared=out.declared_types)
-
-
-def check_state_factory(operator: str, factory: Any) -> None:
-    """``factory`` must be a state factory (``SqliteState.opaque(...)``, ``parse_state_url(url)``)."""
-    from trident_spark.state import MapState
-    from trident_spark.trident_state import TridentState
-
-    if isinstance(factory, TridentState):
-        raise TopologyError(
-            f"{operator}: got the TridentState {factory.describe()}; persisting takes a state factory "
-            "such as SqliteState.opaque(path='/tmp/wc.db') (to read a TridentState use stateQuery)")
-    if isinstance(factory, str):
-        raise TopologyError(
-            f"{operator}: got the string {factory!r}; pass a state factory: parse_state_url({factory!r}) "
-            "from trident_spark.state, or e.g. SqliteState.opaque(path='/tmp/wc.db')")
-    if isinstance(factory, MapState):
-        raise TopologyError(
-            f"{operator}: got the opened state {factory!r} (what open_state(url) returns, for reads "
-            "outside Spark); a topology takes the state's settings, which it opens on the executors: "
-            "parse_state_url(url) from trident_spark.state, or e.g. SqliteState.opaque(path='/tmp/wc.db')")
-    if isinstance(factory, type) or not callable(getattr(factory, "open", None)):
-        raise TopologyError(
-            f"{operator}: expected a state factory (with open()), got {describe(factory)}; e.g. "
-            "SqliteState.opaque(path='/tmp/wc.db') or parse_state_url('sqlite:///tmp/wc.db?table=wc')")

@@ -16,9 +16,16 @@ from trident_spark.operation import GroupedMultiReducer, MultiReducer
 from trident_spark.runner import PlannedQuery, ProgressCallback, RunHandle, RunSettings, installed_runner
 from trident_spark.signatures import JOIN_LISTS, JOIN_PAIRS, MULTI_REDUCE, JoinHow, JoinMode, StateFactoryLike
 from trident_spark.sink import CollectSink
-from trident_spark.stream import Stream, check_state_factory
+from trident_spark.stream import Stream
 from trident_spark.trident_state import TridentState
-from trident_spark.validation import FieldsLike, as_fields, check_outputs, describe, resolve_inputs
+from trident_spark.validation import (
+    FieldsLike,
+    as_fields,
+    check_outputs,
+    check_state_factory,
+    describe,
+    resolve_inputs,
+)
 
 if TYPE_CHECKING:
     from trident_spark.grouped import GroupedStream

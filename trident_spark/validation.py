@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
+from typing import Any
 
 from trident_spark.errors import TopologyError, is_int
 from trident_spark.fields import Fields
@@ -206,3 +207,36 @@ def check_parallelism(n: object, where: str = "") -> int:
         raise TopologyError(f"parallelismHint({n!r}){on}: the partition count must be an int >= 1, "
                             "e.g. parallelismHint(4)")
     return n
+
+
+def check_state_factory(operator: str, factory: Any) -> None:
+    """``factory`` must be a state factory (``SqliteState.opaque(...)``, ``parse_state_url(url)``).
+
+    Examples
+    --------
+    >>> check_state_factory("persistentAggregate(Count)", "sqlite:///tmp/wc.db")
+    Traceback (most recent call last):
+      ...
+    trident_spark.errors.TopologyError: persistentAggregate(Count): got the string \
+'sqlite:///tmp/wc.db'; pass a state factory: parse_state_url('sqlite:///tmp/wc.db') from \
+trident_spark.state, or e.g. SqliteState.opaque(path='/tmp/wc.db')
+    """
+    from trident_spark.state import MapState
+
+    if callable(getattr(factory, "newValuesStream", None)):  # a TridentState (persist's result)
+        raise TopologyError(
+            f"{operator}: got the TridentState {factory.describe()}; persisting takes a state factory "
+            "such as SqliteState.opaque(path='/tmp/wc.db') (to read a TridentState use stateQuery)")
+    if isinstance(factory, str):
+        raise TopologyError(
+            f"{operator}: got the string {factory!r}; pass a state factory: parse_state_url({factory!r}) "
+            "from trident_spark.state, or e.g. SqliteState.opaque(path='/tmp/wc.db')")
+    if isinstance(factory, MapState):
+        raise TopologyError(
+            f"{operator}: got the opened state {factory!r} (what open_state(url) returns, for reads "
+            "outside Spark); a topology takes the state's settings, which it opens on the executors: "
+            "parse_state_url(url) from trident_spark.state, or e.g. SqliteState.opaque(path='/tmp/wc.db')")
+    if isinstance(factory, type) or not callable(getattr(factory, "open", None)):
+        raise TopologyError(
+            f"{operator}: expected a state factory (with open()), got {describe(factory)}; e.g. "
+            "SqliteState.opaque(path='/tmp/wc.db') or parse_state_url('sqlite:///tmp/wc.db?table=wc')")
