@@ -35,6 +35,7 @@ from trident_spark.operation import (
     ReportedErrors,
     TridentCollector,
 )
+from trident_spark.worker_gc import settle_imports
 
 
 @dataclass
@@ -87,6 +88,7 @@ def run_aggregate(steps: Sequence[AggStep], layout: AggLayout, txid: int, conf: 
     (``executor.instances``), the partition's kept ones are used. ``metrics``: the batch's
     accumulator, where the errors they reported (``collector.reportError``) are counted.
     """
+    settle_imports()
     instances = task_instances()
     partition = partition_index()
     steps = [dataclasses.replace(step, errors=ReportedErrors(step.label), aggregator=instances.acquire(

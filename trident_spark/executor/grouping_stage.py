@@ -28,7 +28,9 @@ def choose_partitions(label: str, grouping: Any, fields: list[str], partitions: 
     """Each row once per partition index ``grouping`` returns for it
     (``untyped``: the fields whose values are decoded for the tuple it sees)."""
     from trident_spark.object_values import decode_column
+    from trident_spark.worker_gc import settle_imports
 
+    settle_imports()
     names = Fields(*fields)
     index = {name: i for i, name in enumerate(fields)}
     for batch in batches:

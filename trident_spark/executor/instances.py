@@ -53,6 +53,7 @@ from typing import Any
 
 from trident_spark.errors import TridentSparkError
 from trident_spark.local.process import pid_alive
+from trident_spark.worker_gc import settle_imports
 
 log = logging.getLogger(__name__)
 
@@ -250,6 +251,7 @@ def _run_hosted(scope: InstanceScope, fn: StageFunction, metrics: Any,
     import pyarrow as pa
     from pyspark import TaskContext, cloudpickle
 
+    settle_imports()
     task = TaskContext.get()
     partition = task.partitionId() if task else 0
     retire_stopped(scope.stopped)

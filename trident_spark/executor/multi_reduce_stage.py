@@ -21,6 +21,7 @@ from trident_spark.executor.python_stage import MAX_TUPLE_CHARS, partition_index
 from trident_spark.fields import Fields, TridentTuple
 from trident_spark.object_values import decode_column, decode_value, hashable
 from trident_spark.operation import OperationContext, TridentCollector
+from trident_spark.worker_gc import settle_imports
 
 #: The column telling which input stream (its index) a row is from.
 STREAM = "__stream"
@@ -54,6 +55,7 @@ def run_multi_reduce(step: MultiReduceStep, streams: int, txid: int, conf: dict[
 
     The reducer is prepared for this task and cleaned up at its end, or, in an instance host
     (``executor.instances``), the partition's kept one is used."""
+    settle_imports()
     instances = task_instances()
     reducer = instances.acquire(0, step.reducer, dict(conf),
                                 OperationContext(partition_index(), num_partitions, txid, step.label))

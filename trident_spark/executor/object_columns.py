@@ -167,7 +167,9 @@ class _Untagger:
 
         from trident_spark.errors import FailedException
         from trident_spark.object_values import decode_column
+        from trident_spark.worker_gc import settle_imports
 
+        settle_imports()
         targets = self.targets
         for batch in batches:
             arrays = []
@@ -200,7 +202,9 @@ class _Tagger:
         import pyarrow as pa
 
         from trident_spark.object_values import encode_column
+        from trident_spark.worker_gc import settle_imports
 
+        settle_imports()
         for batch in batches:
             arrays = [encode_column(batch.column(i).to_pylist()) if name in self.names else batch.column(i)
                       for i, name in enumerate(batch.schema.names)]

@@ -20,7 +20,6 @@ from trident_spark.errors import FailedException, OperatorError, TopologyError
 from trident_spark.executor.instances import host_partition, task_instances
 from trident_spark.executor.metrics import StageClock
 from trident_spark.fields import Fields, TridentTuple
-from trident_spark.gc_pause import gc_paused
 from trident_spark.object_values import UncarriableValueError, decode_column, encode_column
 from trident_spark.operation import (
     BaseFilter,
@@ -31,6 +30,7 @@ from trident_spark.operation import (
     ReportedErrors,
     TridentCollector,
 )
+from trident_spark.worker_gc import gc_paused, settle_imports
 
 MAX_TUPLE_CHARS = 300
 
@@ -122,6 +122,7 @@ def run_stage(steps: Sequence[PythonStep], output_fields: Sequence[str], new_typ
     With a ``tail`` (a partial aggregation fused into the stage), the tuples go to it
     instead, and the stage outputs what it gives when the partition ends.
     """
+    settle_imports()
     instances = task_instances()
     partition = partition_index()
     steps = [dataclasses.replace(step, operation=instances.acquire(

@@ -33,6 +33,7 @@ from trident_spark.object_values import decode_column
 from trident_spark.operation import Operation, OperationContext, ReportedErrors, TridentCollector
 from trident_spark.state import BatchState, MapState, StateError
 from trident_spark.state.keys import GLOBAL_KEY, encode_key
+from trident_spark.worker_gc import settle_imports
 
 #: States opened in this process, by their settings: the run and store generation each was
 #: opened for, and the state.
@@ -185,6 +186,7 @@ def persist(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: in
 
     A partition without tuples does not touch the state (as in Trident).
     """
+    settle_imports()
     table = _gather(batches)
     if table is None:
         return
@@ -222,6 +224,7 @@ def check_not_ahead(step: StateStep, txid: int, written_before: bool, batches: I
     """
     from trident_spark.state import StateAheadError, StateType
 
+    settle_imports()
     table = _gather(batches)
     if table is None:
         return
@@ -244,6 +247,7 @@ def check_not_ahead(step: StateStep, txid: int, written_before: bool, batches: I
 def query(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: int,
           batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Read the state once for the partition's tuples; yield each tuple with what ``execute`` appended."""
+    settle_imports()
     table = _gather(batches)
     if table is None:
         return

@@ -15,6 +15,14 @@ LOCAL_DEFAULTS = {
     # Many short micro-batches: keep scheduling overhead low.
     "spark.sql.streaming.noDataMicroBatches.enabled": "false",
     "spark.sql.adaptive.enabled": "false",
+    # PySpark's DataFrame debugging records the caller's Python stack in the JVM for every
+    # column expression and function call (a dozen py4j round trips each): the planning of a
+    # batch pays it hundreds of times. Errors still name the operator (ours do).
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
+    # A batch plans its outputs anew, and Spark compiles each plan's generated code, cached by
+    # its text: with more than a few outputs the default 100 entries are evicted before the next
+    # batch asks for the same code again, and every batch compiles it all again (Janino).
+    "spark.sql.codegen.cache.maxEntries": "2000",
 }
 
 

@@ -115,6 +115,9 @@ def read_partition(directory: str, schema: StructType,
     """The rows of ``partition``, in the Arrow schema Spark expects for ``schema``."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
+    from trident_spark.worker_gc import settle_imports
+
+    settle_imports()
     target = to_arrow_schema(schema, timezone="UTC")
     tables = [_as_schema(read_batch(directory, b), target, directory, b)
               for b in range(partition.first, partition.end)]

@@ -29,11 +29,11 @@ import numpy as np
 import pyarrow as pa
 
 from trident_spark.errors import BrokerUnavailableError, DataLossError, MalformedRecordError
-from trident_spark.gc_pause import gc_paused
 from trident_spark.spout.kafka_config import READ_MS_COLUMN, KafkaSpoutConfig
 from trident_spark.spout.kafka_decode import decode_column
 from trident_spark.spout.kafka_offsets import OffsetRange
 from trident_spark.spout.kafka_pool import borrowed_consumer
+from trident_spark.worker_gc import gc_paused, settle_imports
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +62,7 @@ def read_range(config: KafkaSpoutConfig, schema: pa.Schema, r: OffsetRange) -> I
     because Kafka offsets are immutable (records may only disappear through
     retention, which ``fail_on_data_loss`` turns into an error).
     """
+    settle_imports()
     if r.until <= r.start:
         return
     with borrowed_consumer(read_conf(config)) as consumer:
