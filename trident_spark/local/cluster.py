@@ -7,9 +7,11 @@ a usable ``SPARK_HOME`` with ``bin/spark-class`` and ``bin/spark-submit``.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import importlib.util
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -52,9 +54,31 @@ def _alive_workers(web_ui: str) -> int | None:
     try:
         with urllib.request.urlopen(f"{web_ui}/json/", timeout=2.0) as response:
             state = json.load(response)
-    except (urllib.error.URLError, OSError, ValueError):
+    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException):
         return None
     return int(state.get("aliveworkers", 0))
+
+
+def _bound_ports(log: Path) -> dict[str, int]:
+    """The ports the master's services say they bound (``sparkMaster``, ``MasterUI``), from its log.
+
+    A port asked for may have been taken by another process since it was found free; Spark then
+    binds the next one, and says so only in its log.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> log = Path(tempfile.mkdtemp()) / "master.log"
+    >>> _ = log.write_text("INFO Utils: Successfully started service 'MasterUI' on port 41235.")
+    >>> _bound_ports(log)
+    {'MasterUI': 41235}
+    """
+    try:
+        text = log.read_text(errors="replace")
+    except OSError:
+        return {}
+    return {name: int(port) for name, port in
+            re.findall(r"Successfully started service '(\w+)' on port (\d+)", text)}
 
 
 class StandaloneCluster:
@@ -152,6 +176,16 @@ class StandaloneCluster:
         port, ui_port, worker_ui_port = free_port(), free_port(), free_port()
         master_url = f"spark://127.0.0.1:{port}"
         web_ui = f"http://127.0.0.1:{ui_port}"
+
+        def master_ready() -> bool:
+            nonlocal master_url, web_ui
+            bound = _bound_ports(self.log_dir / "master.log")
+            if "sparkMaster" not in bound or "MasterUI" not in bound:
+                return False
+            master_url = f"spark://127.0.0.1:{bound['sparkMaster']}"
+            web_ui = f"http://127.0.0.1:{bound['MasterUI']}"
+            return _alive_workers(web_ui) is not None
+
         try:
             self._master = LocalProcess(
                 "spark-master",
@@ -162,7 +196,7 @@ class StandaloneCluster:
                 cwd=self.log_dir,
             )  # fmt: skip
             wait_until(
-                lambda: _alive_workers(web_ui) is not None,
+                master_ready,
                 timeout=self.timeout,
                 process=self._master,
                 what=f"spark master at {master_url}",
