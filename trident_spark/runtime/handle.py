@@ -289,9 +289,29 @@ def _listener_base() -> type:
 
 
 class _ProgressListener(_listener_base()):  # type: ignore[misc]
+    """The handle's listener: each batch's progress, as the JSON Spark writes of it.
+
+    PySpark's own bridge turns every event into Python objects field by field, one py4j round
+    trip each: about 450 per batch's progress event (its sources, sinks, durations and
+    metrics), on the driver, for every batch. This one asks the JVM for the progress's JSON
+    (two round trips) and ignores the other events, which the handle does not use.
+    """
+
     def __init__(self, handle: TopologyHandle) -> None:
         self.handle = handle
 
+    @property
+    def _jlistener(self) -> Any:
+        """What ``spark.streams.addListener`` registers (and ``removeListener`` removes)."""
+        from pyspark import SparkContext
+
+        if not hasattr(self, "_jlistenerobj"):
+            jvm = SparkContext._jvm
+            assert jvm is not None
+            self._jlistenerobj = jvm.PythonStreamingQueryListenerWrapper(_JsonProgressBridge(self.handle))
+        return self._jlistenerobj
+
+    # The listener interface (not called: the bridge above calls the handle).
     def onQueryStarted(self, event: Any) -> None:
         pass
 
@@ -305,3 +325,28 @@ class _ProgressListener(_listener_base()):  # type: ignore[misc]
 
     def onQueryTerminated(self, event: Any) -> None:
         pass
+
+
+class _JsonProgressBridge:
+    """The Java listener interface, implemented over py4j: a progress event's JSON to the handle."""
+
+    def __init__(self, handle: TopologyHandle) -> None:
+        self.handle = handle
+
+    def onQueryStarted(self, jevent: Any) -> None:
+        pass
+
+    def onQueryProgress(self, jevent: Any) -> None:
+        import json
+
+        progress = json.loads(jevent.progress().json())
+        self.handle._on_progress(str(progress.get("id")), progress)
+
+    def onQueryIdle(self, jevent: Any) -> None:
+        pass
+
+    def onQueryTerminated(self, jevent: Any) -> None:
+        pass
+
+    class Java:
+        implements = ["org.apache.spark.sql.streaming.PythonStreamingQueryListener"]

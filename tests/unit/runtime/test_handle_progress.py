@@ -233,3 +233,30 @@ def test_a_replay_spark_did_not_measure_keeps_spark_s_count_and_shows_the_attemp
     (batch,) = handle.progress
     assert (batch.rows, batch.attempts) == (1000, 2)
     assert ", 2 attempts" in batch.line()
+
+
+class JavaProgressEvent:
+    """A progress event as py4j hands it to the listener: each method call is a round trip."""
+
+    def __init__(self, progress: dict[str, Any]) -> None:
+        self.calls: list[str] = []
+        self._progress = progress
+
+    def progress(self) -> JavaProgressEvent:
+        self.calls.append("progress")
+        return self
+
+    def json(self) -> str:
+        self.calls.append("json")
+        return json.dumps(self._progress)
+
+
+def test_the_listener_reads_a_progress_event_as_its_json_in_two_calls(tmp_path):
+    from trident_spark.runtime.handle import _JsonProgressBridge
+
+    handle = make_handle(tmp_path)
+    event = JavaProgressEvent(spark_progress(4, rows=800))
+    _JsonProgressBridge(handle).onQueryProgress(event)
+    # PySpark's own bridge reads every field of the event through py4j (~450 round trips a batch)
+    assert event.calls == ["progress", "json"]
+    assert [(p.txid, p.rows) for p in handle.progress] == [(4, 800)]
