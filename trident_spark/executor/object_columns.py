@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 _TO_END = 2**31 - 1  # a substring's length: to the end of the value
 
 __all__ = ["OBJECT", "OBJECT_METADATA", "as_objects", "data_type", "from_objects", "group_value", "is_object",
-           "key_column", "key_columns", "marked", "number_rank", "object_field", "object_names",
+           "key_column", "key_columns", "key_of", "marked", "number_rank", "object_field", "object_names",
            "objects_where_any", "struct_field"]
 
 
@@ -73,10 +73,21 @@ def key_column(df: DataFrame, name: str) -> Column:
     For an untyped field, the tagged value with a float's or bool's type tag made ``INT``'s, so
     the canonical text decides (``1``, ``1.0`` and ``True`` are one key); otherwise the column.
     """
+    return _key(df[name], is_object(df.schema[name]))
+
+
+def key_of(schema: StructType, name: str) -> Column:
+    """:func:`key_column` unbound (``F.col(name)``): the same expression for every DataFrame
+    of ``schema``, so a query builds it once for all its batches."""
     from pyspark.sql import functions as F
 
-    column = df[name]
-    if not is_object(df.schema[name]):
+    return _key(F.col(name), is_object(schema[name]))
+
+
+def _key(column: Column, untyped: bool) -> Column:
+    from pyspark.sql import functions as F
+
+    if not untyped:
         return column
     other_number = F.substring(column, 1, 1).isin(F.lit(FLOAT), F.lit(BOOL))
     return F.when(other_number, F.concat(F.lit(INT), F.substring(column, 2, _TO_END))).otherwise(column)
@@ -87,8 +98,8 @@ def key_columns(df: DataFrame, names: Iterable[str]) -> list[Column]:
     return [key_column(df, name) for name in names]
 
 
-def number_rank(df: DataFrame, name: str) -> Column:
-    """An aggregate, for a group of untyped field ``name`` (grouped by :func:`key_column`),
+def number_rank(column: Column) -> Column:
+    """An aggregate, for a group of an untyped field's ``column`` (grouped by :func:`key_column`),
     of which number type its value shows: 1 int, 2 float, 3 bool, the smallest present
     (an int before an equal float or bool); null for a group of non-numbers.
 
@@ -97,7 +108,6 @@ def number_rank(df: DataFrame, name: str) -> Column:
     """
     from pyspark.sql import functions as F
 
-    column = df[name]
     tag = F.substring(column, 1, 1)
     return F.min(F.when(tag.isin(F.lit(INT), F.lit(FLOAT), F.lit(BOOL)), tag.cast("string").cast("int")))
 

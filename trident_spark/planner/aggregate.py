@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ from trident_spark.executor.object_columns import (
     group_value,
     is_object,
     key_columns,
+    key_of,
     number_rank,
     object_names,
     struct_field,
@@ -43,10 +45,12 @@ if TYPE_CHECKING:
 
 
 def aggregate(df: DataFrame, node: AggregateNode, txid: int, conf: dict[str, Any],
-              partitions: int | None, metrics: Any = None, scope: InstanceScope | None = None) -> DataFrame:
+              partitions: int | None, metrics: Any = None, scope: InstanceScope | None = None,
+              expressions: Expressions | None = None) -> DataFrame:
     """The DataFrame of ``node``'s output for one batch (``metrics``: where its Python stages
-    count their time; ``scope``: the run, whose instance hosts keep aggregators with a lifecycle)."""
-    result = _aggregate(df, node, txid, conf, partitions, metrics, scope)
+    count their time; ``scope``: the run, whose instance hosts keep aggregators with a lifecycle;
+    ``expressions``: the query's Spark SQL expressions, kept from batch to batch)."""
+    result = _aggregate(df, node, txid, conf, partitions, metrics, scope, expressions)
     if node.scope == AggregationScope.BATCH and not node.group_fields and partitions and partitions > 1:
         # A global aggregation emits in one task; with a hint, the stage still has n tasks
         # (the others empty), as Trident's global grouping does.
@@ -57,10 +61,11 @@ def aggregate(df: DataFrame, node: AggregateNode, txid: int, conf: dict[str, Any
 
 
 def _aggregate(df: DataFrame, node: AggregateNode, txid: int, conf: dict[str, Any],
-               partitions: int | None, metrics: Any, scope: InstanceScope | None = None) -> DataFrame:
+               partitions: int | None, metrics: Any, scope: InstanceScope | None = None,
+               expressions: Expressions | None = None) -> DataFrame:
     group = list(node.group_fields)
     if node.scope == AggregationScope.BATCH:
-        sql = _sql_aggregate(df, node, partitions)
+        sql = _sql_aggregate(df, node, partitions, expressions=expressions)
         if sql is not None:
             return sql
         if all(isinstance(s.aggregator, CombinerAggregator) for s in node.specs):
@@ -127,11 +132,26 @@ def _sql_columns(spec: AggSpec, untyped: frozenset[str]) -> list[Column] | None:
     return columns
 
 
-def _sql_aggregate(df: DataFrame, node: AggregateNode, partitions: int | None,
-                   merge: bool = False) -> DataFrame | None:
-    """``node`` as Spark SQL, or None when an aggregator has no Spark SQL form for these inputs.
-    With ``merge``, ``df`` holds partial values (``__partial<i>``, from a fused partial stage),
-    combined by each aggregator's ``spark_merge`` into its output type."""
+@dataclass(frozen=True)
+class SqlAggregation:
+    """An aggregation's Spark SQL expressions, unbound (``F.col``): built at a query's first
+    batch and reused by the next ones (:func:`_sql_aggregate`'s ``expressions``)."""
+
+    aliased: list[Column]  # the aggregates, named (and each ``having`` condition)
+    having: list[Column]  # conditions on the aggregated rows
+    outputs: list[Column]  # the output fields from the aggregated rows
+    keys: list[Column]  # the group fields' keys (untyped ones: executor.object_columns)
+    ranks: list[Column]  # untyped group fields: which number type each group shows
+    values: list[Column]  # the group fields' values, from their keys and ranks
+
+
+#: The cache of a query's aggregations, ``{(id(node), merge, schema): SqlAggregation | None}``.
+Expressions = dict[tuple[int, bool, str], "SqlAggregation | None"]
+
+
+def _sql_expressions(schema: StructType, node: AggregateNode, merge: bool) -> SqlAggregation | None:
+    """``node``'s Spark SQL expressions over input ``schema`` (None: an aggregator has no Spark
+    SQL form for these inputs)."""
     from pyspark.sql import functions as F
 
     if merge:
@@ -139,7 +159,7 @@ def _sql_aggregate(df: DataFrame, node: AggregateNode, partitions: int | None,
         forms: list[list[Column] | None] = [None if form is None else form([F.col(f"__partial{i}")])
                                             for i, form in enumerate(merges)]
     else:
-        forms = [_sql_columns(spec, object_names(df.schema)) for spec in node.specs]
+        forms = [_sql_columns(spec, object_names(schema)) for spec in node.specs]
     if any(form is None for form in forms):
         return None
     aliased: list[Column] = []
@@ -162,32 +182,55 @@ def _sql_aggregate(df: DataFrame, node: AggregateNode, partitions: int | None,
             if name in declared:
                 out = out.cast(declared[name])
             elif merge:  # the type the aggregator gives, which its partials have (sum widens decimals)
-                out = out.cast(df.schema[f"__partial{i}"].dataType)
+                out = out.cast(schema[f"__partial{i}"].dataType)
             outputs.append(out.alias(name))
     group = list(node.group_fields)
-    if group and object_names(df.schema, group):
+    untyped = object_names(schema, group)
+    keys = [key_of(schema, g) for g in group] if untyped else []
+    ranks = [number_rank(F.col(g)).alias(f"__rank{i}") for i, g in enumerate(group) if g in untyped]
+    values = [group_value(F.col(f"__key{i}"), F.col(f"__rank{i}"), g) if g in untyped
+              else F.col(f"__key{i}").alias(g) for i, g in enumerate(group)] if untyped else []
+    return SqlAggregation(aliased, having, outputs, keys, ranks, values)
+
+
+def _sql_aggregate(df: DataFrame, node: AggregateNode, partitions: int | None,
+                   merge: bool = False, expressions: Expressions | None = None) -> DataFrame | None:
+    """``node`` as Spark SQL, or None when an aggregator has no Spark SQL form for these inputs.
+    With ``merge``, ``df`` holds partial values (``__partial<i>``, from a fused partial stage),
+    combined by each aggregator's ``spark_merge`` into its output type. ``expressions``: the
+    query's cache of them (a batch builds only the DataFrames; the expressions are the same)."""
+    from pyspark.sql import functions as F
+
+    schema = df.schema
+    key = (id(node), merge, schema.json())
+    if expressions is not None and key in expressions:
+        sql = expressions[key]
+    else:
+        sql = _sql_expressions(schema, node, merge)
+        if expressions is not None:
+            expressions[key] = sql
+    if sql is None:
+        return None
+    group = list(node.group_fields)
+    if sql.keys:
         # untyped group fields: grouped by their keys (1, 1.0 and True one group), each group
         # showing one of its values (executor.object_columns)
-        keys = key_columns(df, group)
-        untyped = object_names(df.schema, group)
-        source = df.repartition(partitions, *keys) if partitions else df
-        named = [key.alias(f"__key{i}") for i, key in enumerate(key_columns(source, group))]
-        ranks = [number_rank(source, g).alias(f"__rank{i}") for i, g in enumerate(group) if g in untyped]
-        grouped = source.groupBy(*named).agg(*ranks, *aliased)
-        values = [group_value(F.col(f"__key{i}"), F.col(f"__rank{i}"), g) if g in untyped
-                  else F.col(f"__key{i}").alias(g) for i, g in enumerate(group)]
-        result = grouped.select(*values, *(F.col(c.name) for c in grouped.schema.fields
-                                           if not c.name.startswith(("__key", "__rank"))))
-    elif group:
+        source = df.repartition(partitions, *sql.keys) if partitions else df
+        grouped = source.groupBy(*(k.alias(f"__key{i}") for i, k in enumerate(sql.keys))).agg(
+            *sql.ranks, *sql.aliased)
+        for condition in sql.having:
+            grouped = grouped.where(condition)
+        return grouped.select(*sql.values, *sql.outputs)
+    if group:
         source = df.repartition(partitions, *group) if partitions else df
-        result = source.groupBy(*group).agg(*aliased)
+        result = source.groupBy(*group).agg(*sql.aliased)
     else:
-        result = df.agg(*aliased, F.count(F.lit(1)).alias("__rows"))
+        result = df.agg(*sql.aliased, F.count(F.lit(1)).alias("__rows"))
         if any(isinstance(s.aggregator, Aggregator) for s in node.specs):
             result = result.where(F.col("__rows") > 0)  # an empty batch: nothing to emit
-    for condition in having:
+    for condition in sql.having:
         result = result.where(condition)
-    return result.select(*group, *outputs)
+    return result.select(*group, *sql.outputs)
 
 
 # --- Python stages -----------------------------------------------------------------------
@@ -341,11 +384,12 @@ def _partial_type(spec: AggSpec, schema: StructType) -> str | None:
 
 def combine_partials(df: DataFrame, fused: FusedPartial, txid: int, conf: dict[str, Any],
                      partitions: int | None, metrics: Any = None,
-                     scope: InstanceScope | None = None) -> DataFrame:
+                     scope: InstanceScope | None = None, expressions: Expressions | None = None) -> DataFrame:
     """The aggregation's output from the partial rows a fused stage emitted (``df``): Spark SQL
     merges typed partials; pickled ones are shuffled by group to the ``final`` stage."""
     node, group = fused.node, list(fused.node.group_fields)
-    result = _sql_aggregate(df, node, partitions, merge=True) if fused.typed else None
+    result = (_sql_aggregate(df, node, partitions, merge=True, expressions=expressions) if fused.typed
+              else None)
     if result is None:
         shuffled = _shuffle(df, group, partitions)
         count = _count(shuffled, node, partitions, group)

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from pyspark import Accumulator
     from pyspark.sql import Column, DataFrame
 
-    from trident_spark.planner.aggregate import FusedPartial
+    from trident_spark.planner.aggregate import Expressions, FusedPartial
 
 
 class BatchFrames:
@@ -55,6 +55,9 @@ class BatchFrames:
         counters (store round trips, cache hits); see ``trident_spark.runtime.metrics``.
     run_id : str
         The topology run; states opened on executors keep their cache for one run.
+    expressions : dict, optional
+        The query's Spark SQL expressions that do not change from batch to batch (its
+        aggregations'), kept by the runtime across the run's batches; built here if not given.
 
     Attributes
     ----------
@@ -65,8 +68,9 @@ class BatchFrames:
 
     def __init__(self, query: QueryPlan, sources: dict[int, DataFrame], txid: int,
                  conf: dict[str, Any] | None = None, state_stats: Accumulator[dict[Any, float]] | None = None,
-                 run_id: str = "") -> None:
+                 run_id: str = "", expressions: Expressions | None = None) -> None:
         self.query = query
+        self.expressions: Expressions = {} if expressions is None else expressions
         self.run_id = run_id
         self.state_generations: dict[int, str] = {}
         self.state_stats = state_stats
@@ -144,9 +148,9 @@ class BatchFrames:
                 fused = FusedPartial(node)
                 partials = self._python_run(source, fused)
                 return combine_partials(partials, fused, self.txid, self.conf, n, self.state_stats,
-                                        self.scope(node))
+                                        self.scope(node), self.expressions)
             return aggregate(self.dataframe(node.inputs[0]), node, self.txid, self.conf, n, self.state_stats,
-                             self.scope(node))
+                             self.scope(node), self.expressions)
         if isinstance(node, MergeNode):
             from trident_spark.planner.join import merge
 

@@ -88,6 +88,8 @@ class BatchRunner:
     phases: list[list[Output]] = field(default_factory=list, init=False, repr=False)
     has_state: bool = field(default=False, init=False, repr=False)
     _checked_states: bool = field(default=False, init=False, repr=False)
+    #: The query's Spark SQL expressions, built at its first batch and kept for the next ones.
+    _expressions: dict[Any, Any] = field(default_factory=dict, init=False, repr=False)
     #: Re-base a state that lost data on the checkpoint instead of failing (``run(accept_state_loss=)``).
     accept_state_loss: bool = False
     commits: StateCommits | None = field(default=None, init=False, repr=False)
@@ -155,7 +157,7 @@ class BatchRunner:
             df = df.persist()  # read the spouts once for all of them
         stats = self._counters(df)
         sources = split_sources(df, self.query.spouts)
-        frames = BatchFrames(self.query, sources, batch_id, self.conf, stats, self.run_id)
+        frames = BatchFrames(self.query, sources, batch_id, self.conf, stats, self.run_id, self._expressions)
         try:
             if self.has_state:
                 replaying = self._began_writing() == batch_id
