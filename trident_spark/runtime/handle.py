@@ -308,7 +308,8 @@ class _ProgressListener(_listener_base()):  # type: ignore[misc]
         if not hasattr(self, "_jlistenerobj"):
             jvm = SparkContext._jvm
             assert jvm is not None
-            self._jlistenerobj = jvm.PythonStreamingQueryListenerWrapper(_JsonProgressBridge(self.handle))
+            wrapper = jvm.org.apache.spark.sql.streaming.PythonStreamingQueryListenerWrapper
+            self._jlistenerobj = wrapper(_JsonProgressBridge(self.handle))
         return self._jlistenerobj
 
     # The listener interface (not called: the bridge above calls the handle).
