@@ -20,8 +20,8 @@ from trident_spark.state import SqliteState
 pytestmark = pytest.mark.integration
 
 #: Round trips a warm batch of this word count may take, on every thread of the driver
-#: (measured: a median of ~220; ~600 before the aggregation's expressions were kept from batch
-#: to batch; ~1,330 before the progress JSON and the debugging setting).
+#: (measured: a mean of ~300; ~600 before the aggregation's expressions were kept from batch
+#: to batch; ~1,280 before the progress JSON and the debugging setting).
 MAX_ROUND_TRIPS_PER_BATCH = 500
 
 
@@ -58,6 +58,8 @@ def test_a_warm_batch_of_a_word_count_makes_few_py4j_round_trips(spark, tmp_path
     finally:
         handle.stop()
     assert len(seen) == 12
+    # Progress events come after their batch, so one batch's calls may land in the next one's
+    # count: the mean over the warm batches (first to last event) does not depend on that.
     warm = [after - before for before, after in itertools.pairwise(seen[3:])]
     print("py4j round trips per warm batch:", warm)
-    assert statistics.median(warm) <= MAX_ROUND_TRIPS_PER_BATCH, warm
+    assert statistics.mean(warm) <= MAX_ROUND_TRIPS_PER_BATCH, warm
