@@ -1,5 +1,5 @@
-"""The documentation's examples run: every ```python block of docs/api.md, port-guide.md, state.md
-and tuning.md.
+"""The documentation's examples run: every ```python block of docs/api.md, port-guide.md, state.md,
+tuning.md and spouts-and-states.md.
 
 A block is skipped only when an HTML comment ``<!-- not run: reason -->`` stands right
 before it (state operations that do not run yet, fragments next to Java). Every other
@@ -24,7 +24,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "docs" / "api.md", ROOT / "docs" / "port-guide.md", ROOT / "docs" / "state.md",
-        ROOT / "docs" / "tuning.md"]
+        ROOT / "docs" / "tuning.md", ROOT / "docs" / "spouts-and-states.md"]
 
 _FENCE = re.compile(r"^```(\S*)\s*$")
 _NOT_RUN = re.compile(r"^<!--\s*not run:\s*(?P<reason>.*?)\s*-->$")
