@@ -17,7 +17,9 @@ Modules, one idea each:
 * ``cache``       the LRU cache whose writes stay conditional on what was read
 * ``batching``    store round trips bounded by ``max_multi_*_batch_size``
 * ``stats``       counters for metrics
-* ``factory``     picklable settings that open a state on the executor
+* ``state_api``   Trident's ``StateFactory`` (``makeState``) and plain ``State``
+                  (``beginCommit``/``commit``): what a user's own state implements
+* ``factory``     the built-in stores' factories: picklable settings that open a state on the executor
 * ``memory``, ``sqlite``, ``redis``, ``elasticsearch``  the backends
 * ``url``         :func:`open_state`
 * ``redaction``   secrets out of reprs, messages and logs: the one redaction every module uses
@@ -34,7 +36,7 @@ Examples
 [['cat', 3]]
 """
 
-from .base import BackingMap, Versioned, VersionedBackingMap
+from .base import BackingMap, IBackingMap, UnversionedMap, Versioned, VersionedBackingMap
 from .batch_view import BatchState
 from .commit_record import CommitLog, CommitRecord
 from .elasticsearch import ElasticsearchState
@@ -51,7 +53,7 @@ from .errors import (
     UnreadableValueError,
     UnstorableValueError,
 )
-from .factory import StateFactory
+from .factory import StoreStateFactory
 from .keys import GLOBAL_KEY, decode_key, encode_key
 from .map import MapState, NonTransactionalMap, OpaqueMap, TransactionalMap, combiner_updater
 from .memory import MemoryState
@@ -63,8 +65,9 @@ from .serializers import (
     Serializer,
 )
 from .sqlite import SqliteState
+from .state_api import State, StateFactory
 from .stats import StateStats
-from .url import open_state, parse_state_url
+from .url import Scheme, open_state, parse_state_url, register_scheme
 from .values import OpaqueValue, StateType, TransactionalValue
 
 __all__ = [
@@ -74,6 +77,7 @@ __all__ = [
     "CommitLog",
     "CommitRecord",
     "ElasticsearchState",
+    "IBackingMap",
     "JSONNonTransactionalSerializer",
     "JSONOpaqueSerializer",
     "JSONTransactionalSerializer",
@@ -84,8 +88,10 @@ __all__ = [
     "OpaqueValue",
     "RedisState",
     "ScanUnsupportedError",
+    "Scheme",
     "Serializer",
     "SqliteState",
+    "State",
     "StateAdoptionError",
     "StateAheadError",
     "StateConfigError",
@@ -97,10 +103,12 @@ __all__ = [
     "StateType",
     "StateTypeMismatchError",
     "StateUnavailableError",
+    "StoreStateFactory",
     "TransactionalMap",
     "TransactionalValue",
     "UnreadableValueError",
     "UnstorableValueError",
+    "UnversionedMap",
     "Versioned",
     "VersionedBackingMap",
     "combiner_updater",
@@ -108,4 +116,5 @@ __all__ = [
     "encode_key",
     "open_state",
     "parse_state_url",
+    "register_scheme",
 ]

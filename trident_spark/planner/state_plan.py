@@ -17,7 +17,14 @@ from trident_spark.executor.column_types import arrow_type
 from trident_spark.executor.instances import InstanceScope, has_lifecycle, hosted
 from trident_spark.executor.metrics import StageName, timed
 from trident_spark.executor.object_columns import OBJECT, is_object, object_names, struct_field
-from trident_spark.executor.state_stage import StateStep, check_not_ahead, persist, query, with_metrics
+from trident_spark.executor.state_stage import (
+    StateStep,
+    check_not_ahead,
+    opens_one_state,
+    persist,
+    query,
+    with_metrics,
+)
 from trident_spark.graph import PersistNode, StateQueryNode
 from trident_spark.operation import overrides_prepare
 from trident_spark.planner.python_plan import named
@@ -108,7 +115,8 @@ def persist_dataframe(df: DataFrame, node: PersistNode, txid: int, conf: dict[st
                      {f.name: arrow_type(f.dataType) for f in struct}, stats=stats, run_id=run_id,
                      generation=generation, untyped_in=object_names(df.schema), untyped_out=_untyped(struct))
     n = partitions if partitions is not None else (
-        int(df.rdd.getNumPartitions()) if overrides_prepare(node.updater) else -1)
+        int(df.rdd.getNumPartitions()) if overrides_prepare(node.updater) or not opens_one_state(node.state)
+        else -1)
     task: Any = partial(persist, step, txid, conf, n)
     if scope is not None and (has_lifecycle(node.updater) or keeps_cache(node.state)):
         # In the partition's instance host: a kept updater, and a state whose cache the same
@@ -123,7 +131,13 @@ def keeps_cache(factory: Any) -> bool:
     """Whether ``factory``'s state keeps an LRU cache in the process that opens it
     (``cache_size`` > 0), so its writes go to the partition's instance host (one process per
     run, executor and partition slot) for the cache to see the keys of the partition again at
-    the next batch. A state served by the driver (MemoryState) keeps nothing in the task."""
+    the next batch. A state served by the driver (MemoryState) keeps nothing in the task.
+
+    A user's own ``StateFactory`` makes one state per partition, which may keep anything (a
+    cache before a store without conditional writes, a producer, an open transaction): it is
+    kept in the partition's instance host too, so a partition's state is one object for the run."""
+    if not opens_one_state(factory):
+        return True
     return bool(getattr(factory, "cache_size", 0)) and not getattr(factory, "process_local", False)
 
 
@@ -171,7 +185,8 @@ def query_dataframe(df: DataFrame, node: StateQueryNode, txid: int, conf: dict[s
                      reads_before_batch=same_query, stats=stats, untyped_in=object_names(df.schema),
                      untyped_out=_untyped(struct))
     n = partitions if partitions is not None else (
-        int(df.rdd.getNumPartitions()) if overrides_prepare(node.function) else -1)
+        int(df.rdd.getNumPartitions()) if overrides_prepare(node.function) or not opens_one_state(factory)
+        else -1)
     task: Any = partial(query, step, txid, conf, n)
     if scope is not None and has_lifecycle(node.function):  # kept in the partition's instance host
         task = hosted(scope, partial(with_metrics, query, step, txid, conf, n), stats)
