@@ -27,6 +27,9 @@ DSL_PACKAGES = ("trident_spark.builtin",)
 
 PLANNER, RUNTIME, EXECUTOR = "trident_spark.planner", "trident_spark.runtime", "trident_spark.executor"
 CLI, TUNING, SPOUT_ENGINE = "trident_spark.cli", "trident_spark.tuning", "trident_spark.spout"
+#: The Kafka output: state factories users build beside the DSL (on the state API), run by the
+#: state stage; it imports no layer that plans or runs a topology, and no pyspark.
+KAFKA_OUTPUT = "trident_spark.kafka"
 
 #: layer (package prefix) -> the packages it must not import: cli -> tuning -> runtime -> planner
 #: -> executor -> (spout, state).
@@ -36,6 +39,7 @@ FORBIDDEN = {
     PLANNER: (RUNTIME, TUNING, CLI),
     RUNTIME: (TUNING, CLI),
     TUNING: (CLI,),
+    KAFKA_OUTPUT: (SPOUT_ENGINE, EXECUTOR, PLANNER, RUNTIME, TUNING, CLI),
 }
 
 
@@ -193,3 +197,10 @@ def test_the_graph_sees_imports_inside_functions_and_under_type_checking(tmp_pat
                       "def f():\n    import c.d\n", encoding="utf-8")
     found = {target for target, _, _ in imports("x.probe", source, {})}
     assert {"a", "c.d"} <= found
+
+
+def test_the_kafka_output_imports_no_pyspark():
+    offending = [f"{name}:{line}: {written}" for name, found in graph().items() if _in(name, KAFKA_OUTPUT)
+                 for target, written, line in found if _in(target, "pyspark")]
+    assert any(_in(name, KAFKA_OUTPUT) for name in graph()), "trident_spark.kafka not found"
+    assert not offending, "the Kafka output imports pyspark:\n" + "\n".join(offending)
