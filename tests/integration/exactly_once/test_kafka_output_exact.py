@@ -1,0 +1,295 @@
+"""The Kafka output (trident_spark.kafka) exactly once on Spark: what a read_committed consumer reads
+equals one clean run, after driver SIGKILLs and Spark task retries.
+
+The topology: sentences from Kafka, split, counted per word into a transactional SQLite state,
+and the state's ``newValuesStream()`` (each batch's updated words with their new counts)
+``partitionPersist``-ed into an output topic by ``TridentKafkaStateFactory(exactly_once=True)``.
+One clean run writes, for every batch, one record ``word -> count after the batch`` per word
+the batch touched: the truth is computed from the sentences and Spark's offsets log
+(``exactly_once_support``). The output topic, read to its end with ``isolation.level =
+read_committed``, must hold exactly that multiset of records: no duplicate, no gap.
+
+(a) One run in this process: exactly once and at least once side by side, the markers of every
+    partition at the last batch, and an unknown output topic failing the run by its name.
+(b) Driver SIGKILLs (``kafka_output_driver.py``, one driver per start): inside a partition's
+    ``updateState`` (records made, none sent), right after one partition committed its
+    transaction (the other may not have), right after every partition of a batch committed
+    (Spark has not logged the batch as committed). Each killed batch is replayed; the
+    partitions that had committed it skip it (their marker says so).
+(c) Spark task retries (``local[2,3]``): a task that fails right after its partition committed
+    is retried and sends nothing again; one that fails after making its records (before the
+    transaction) is retried and sends them once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from exactly_once_support import Expected, batch_sentences, committed, load_topic, make_sentences, unique_tag
+
+from trident_spark import TridentTopology
+from trident_spark.builtin import Count, Split
+from trident_spark.errors import StateConfigError
+from trident_spark.kafka import (
+    DefaultTopicSelector,
+    FieldNameBasedTupleToKafkaMapper,
+    TridentKafkaStateFactory,
+    TridentKafkaStateUpdater,
+)
+from trident_spark.local.kafka import create_topic
+from trident_spark.spout import KafkaSpout
+from trident_spark.state import SqliteState
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[3]
+DRIVER = Path(__file__).with_name("kafka_output_driver.py")
+SENTENCES = 600
+PER_TRIGGER = 150            # 4 batches (5 when the spout's per-partition shares round up)
+BATCHES = SENTENCES // PER_TRIGGER
+OUT_PARTITIONS = 2
+RUN_TIMEOUT = 240.0
+SENTINEL = b"__end_of_test__"
+
+
+# -- what the output topic holds -------------------------------------------------------------------
+
+def read_committed(bootstrap: str, topic: str, partitions: int = OUT_PARTITIONS,
+                   timeout: float = 60.0) -> Counter[tuple[bytes | None, bytes | None]]:
+    """Every record of ``topic`` as a read_committed consumer reads it, to the end.
+
+    The end is found without trusting the watermark: a plain producer appends a sentinel to
+    each partition, and each partition is read until its sentinel.
+    """
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for partition in range(partitions):
+        producer.produce(topic, value=SENTINEL, partition=partition)
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4().hex}",
+                         "isolation.level": "read_committed", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    found: Counter[tuple[bytes | None, bytes | None]] = Counter()
+    open_partitions = set(range(partitions))
+    deadline = time.monotonic() + timeout
+    try:
+        while open_partitions:
+            assert time.monotonic() < deadline, f"no sentinel in partitions {open_partitions} of {topic}"
+            for message in consumer.consume(500, timeout=0.5):
+                assert message.error() is None, message.error()
+                if message.value() == SENTINEL:
+                    open_partitions.discard(message.partition())
+                elif message.partition() in open_partitions:
+                    found[(message.key(), message.value())] += 1
+    finally:
+        consumer.close()
+    return found
+
+
+def expected_records(batches: dict[int, list[str]]) -> Counter[tuple[bytes | None, bytes | None]]:
+    """One clean run's records: per batch, each word it touched with its count after the batch."""
+    expected = Expected.from_batches(batches)
+    return Counter((word.encode(), str(count).encode())
+                   for batch in sorted(batches) for word, count in expected.values_after(batch).items())
+
+
+def marker_txids(bootstrap: str, transactional_id: str, partitions: int) -> dict[int, int | None]:
+    """The txid each output partition's marker group says it last committed."""
+    found = {}
+    for partition in range(partitions):
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{transactional_id}-{partition}",
+                             "isolation.level": "read_committed", "enable.auto.commit": False})
+        (tp,) = consumer.committed([TopicPartition("trident-spark-txids", 0)], timeout=10)
+        consumer.close()
+        found[partition] = tp.offset - 1 if tp.offset >= 0 else None
+    return found
+
+
+def output(bootstrap: str, topic: str, **settings: Any) -> TridentKafkaStateFactory:
+    return (TridentKafkaStateFactory(bootstrap, **settings)
+            .withKafkaTopicSelector(DefaultTopicSelector(topic))
+            .withTridentTupleToKafkaMapper(FieldNameBasedTupleToKafkaMapper("word", "count")))
+
+
+# -- (a) one run in this process -------------------------------------------------------------------
+
+def test_one_run_writes_every_new_value_once_in_both_modes(spark, kafka_bootstrap, tmp_path):
+    tag = unique_tag()
+    topic, exact_topic, plain_topic = f"ko-in-{tag}", f"ko-exact-{tag}", f"ko-plain-{tag}"
+    records = load_topic(kafka_bootstrap, topic, make_sentences(SENTENCES, seed=11), partitions=2)
+    create_topic(kafka_bootstrap, exact_topic, OUT_PARTITIONS)
+    create_topic(kafka_bootstrap, plain_topic, OUT_PARTITIONS)
+    exact = output(kafka_bootstrap, exact_topic, exactly_once=True)
+    plain = output(kafka_bootstrap, plain_topic)
+
+    topology = TridentTopology()
+    spout = KafkaSpout(kafka_bootstrap, [topic], starting_offsets="earliest",
+                       max_offsets_per_trigger=PER_TRIGGER)
+    new_values = (topology.newStream("sentences", spout)
+                  .each(["value"], Split(), ["word"])
+                  .groupBy(["word"])
+                  .persistentAggregate(SqliteState.opaque(path=str(tmp_path / "wc.db"), table="wc"), Count(),
+                                       ["count"])
+                  .newValuesStream())
+    new_values.partitionPersist(exact, ["word", "count"], TridentKafkaStateUpdater(), [])
+    new_values.partitionPersist(plain, ["word", "count"], TridentKafkaStateUpdater(), [])
+    checkpoint = tmp_path / "checkpoint"
+    handle = topology.run(checkpoint_location=checkpoint, trigger="available_now", spark=spark)
+    try:
+        handle.awaitTermination()
+        assert handle.exception() is None
+    finally:
+        handle.stop()
+
+    batches = batch_sentences(checkpoint / "sentences", records)
+    assert sorted(batches) == list(range(BATCHES))
+    want = expected_records(batches)
+    assert read_committed(kafka_bootstrap, exact_topic) == want
+    assert read_committed(kafka_bootstrap, plain_topic) == want      # nothing failed: once as well
+    # Each state partition's marker: the last batch (every batch touches words of both partitions).
+    assert marker_txids(kafka_bootstrap, exact.transactionalId(), 2) == {0: BATCHES - 1, 1: BATCHES - 1}
+
+
+def test_an_unknown_output_topic_fails_the_run_naming_topic_and_broker(spark, kafka_bootstrap, tmp_path):
+    tag = unique_tag()
+    topic = f"ko-in-{tag}"
+    load_topic(kafka_bootstrap, topic, ["a b", "c d"], partitions=1)
+    topology = TridentTopology()
+    (topology.newStream("sentences", KafkaSpout(kafka_bootstrap, [topic], starting_offsets="earliest"))
+     .each(["value"], Split(), ["word"])
+     .partitionPersist(output(kafka_bootstrap, f"ko-missing-{tag}", exactly_once=True, transactional_id=tag)
+                       .withTridentTupleToKafkaMapper(FieldNameBasedTupleToKafkaMapper(None, "word")),
+                       ["word"], TridentKafkaStateUpdater(), []))
+    handle = topology.run(checkpoint_location=tmp_path / "checkpoint", trigger="available_now", spark=spark)
+    try:
+        with pytest.raises(StateConfigError) as caught:
+            handle.awaitTermination(120)
+    finally:
+        handle.stop()
+    assert f"topic 'ko-missing-{tag}' does not exist on {kafka_bootstrap}" in str(caught.value)
+
+
+# -- (b), (c): driver programs ---------------------------------------------------------------------
+
+def token_processes(token: str) -> list[int]:
+    """Live processes whose environment carries ``KO_TOKEN=token`` (a driver, its JVM and workers)."""
+    needle = f"KO_TOKEN={token}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state not in ("Z", "X"):
+            found.append(int(entry.name))
+    return found
+
+
+def kill_everything(token: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while alive := token_processes(token):
+        assert time.monotonic() < deadline, f"processes {alive} of the killed driver do not go away"
+        for pid in alive:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.2)
+
+
+class Driver:
+    """Starts of the driver program on one topic, checkpoint and output."""
+
+    def __init__(self, tmp_path: Path, bootstrap: str, master: str = "local[2]") -> None:
+        self.tag = unique_tag()
+        self.bootstrap, self.master = bootstrap, master
+        self.topic, self.out_topic = f"ko-in-{self.tag}", f"ko-out-{self.tag}"
+        self.records = load_topic(bootstrap, self.topic, make_sentences(SENTENCES, seed=5), partitions=4)
+        create_topic(bootstrap, self.out_topic, OUT_PARTITIONS)
+        self.out = tmp_path / "out"
+        self.out.mkdir()
+        self.checkpoint = tmp_path / "checkpoint"
+        self.state_path = tmp_path / "counts.db"
+        self.runs = 0
+
+    def start(self, plans: list[dict[str, Any]]) -> int:
+        run, self.runs = self.runs, self.runs + 1
+        config = self.out / f"config-{run}.json"
+        config.write_text(json.dumps({
+            "bootstrap": self.bootstrap, "topic": self.topic, "out_topic": self.out_topic,
+            "state_path": str(self.state_path), "checkpoint": str(self.checkpoint), "out": str(self.out),
+            "run": run, "master": self.master, "max_offsets_per_trigger": PER_TRIGGER, "plans": plans}))
+        token = uuid.uuid4().hex
+        with (self.out / f"stderr-{run}.txt").open("w+") as log:
+            driver = subprocess.Popen([sys.executable, str(DRIVER), str(config)], cwd=REPO,
+                                      env={**os.environ, "KO_TOKEN": token}, stdout=subprocess.DEVNULL,
+                                      stderr=log, start_new_session=True)
+            try:
+                code = driver.wait(timeout=RUN_TIMEOUT)
+            finally:
+                if driver.poll() is None:
+                    os.killpg(driver.pid, signal.SIGKILL)
+                    driver.wait()
+                kill_everything(token)
+            log.seek(0)
+            self.stderr = log.read()
+        return code
+
+    def query_dir(self) -> Path:
+        return self.checkpoint / "sentences"
+
+    def check_output(self) -> None:
+        batches = batch_sentences(self.query_dir(), self.records)
+        assert len(batches) >= BATCHES and committed(self.query_dir()) == sorted(batches)
+        got, want = read_committed(self.bootstrap, self.out_topic), expected_records(batches)
+        assert got == want, (f"duplicates {dict(got - want)}, missing {dict(want - got)}")
+
+    def skipped(self, txid: int, partition: int, run: int) -> bool:
+        return (self.out / f"skipped-{txid}-{partition}-{run}").exists()
+
+
+def test_driver_sigkills_around_the_kafka_transactions_leave_the_output_exact(kafka_bootstrap, tmp_path):
+    driver = Driver(tmp_path, kafka_bootstrap)
+    kills = [{"mode": "update", "batch": 0, "partition": 1},    # nothing of batch 0 sent
+             {"mode": "commit", "batch": 1, "partition": 0},    # batch 1: partition 0 committed
+             {"mode": "all", "batch": 2}]                        # batch 2: both committed
+    for run, plan in enumerate(kills):
+        code = driver.start([plan])
+        assert code == -signal.SIGKILL, f"start {run} {plan}: rc {code}\n{driver.stderr[-3000:]}"
+        assert (driver.out / "done-0").exists()
+        assert committed(driver.query_dir()) == list(range(plan["batch"])), plan   # killed inside it
+        (driver.out / "done-0").unlink()
+    code = driver.start([])
+    assert code == 0, driver.stderr[-5000:]
+    driver.check_output()
+    # The replays skipped what had been committed: batch 1 in partition 0 (start 2), batch 2 in
+    # both partitions (start 3); batch 0's partition 1, killed before sending, was sent by the
+    # replay (its partition 0 may have committed before the kill, side by side).
+    assert driver.skipped(1, 0, 2) and not driver.skipped(1, 1, 2)
+    assert driver.skipped(2, 0, 3) and driver.skipped(2, 1, 3)
+    assert not driver.skipped(0, 1, 1)
+
+
+def test_task_retries_after_and_before_the_transaction_leave_the_output_exact(kafka_bootstrap, tmp_path):
+    driver = Driver(tmp_path, kafka_bootstrap, master="local[2,3]")
+    plans = [{"mode": "fail-after-commit", "batch": 1, "partition": 0},
+             {"mode": "fail-in-update", "batch": 2, "partition": 1}]
+    code = driver.start(plans)
+    assert code == 0, driver.stderr[-5000:]
+    assert (driver.out / "done-0").exists() and (driver.out / "done-1").exists()   # both failed once
+    driver.check_output()
+    assert driver.skipped(1, 0, 0)              # the retry found batch 1 committed in partition 0
+    assert not driver.skipped(2, 1, 0)          # batch 2's retry in partition 1 sent it
