@@ -19,7 +19,9 @@ number), ``master`` (``local[2]``, or ``local[2,3]`` for task retries),
 * ``{"mode": "fail-in-update", "batch": k, "partition": i}``: raise once in partition i's
   ``updateState`` of batch k, after its records were made.
 
-A marker file ``done-<plan index>`` (created exclusively) makes each plan happen once. Every
+Each kill also SIGKILLs the executor process that makes it, so that partition goes no further;
+the other partitions' tasks run on until the test kills every process of the driver. A marker
+file ``done-<plan index>`` (created exclusively) makes each plan happen once. Every
 ``beginCommit`` that finds its batch already committed writes ``skipped-<txid>-<partition>-<run>``.
 """
 
@@ -81,6 +83,7 @@ class PlannedState(TridentKafkaState):
             if plan["mode"].startswith("fail"):
                 raise RuntimeError(f"injected failure: {plan}")
             os.kill(int(os.environ["KO_DRIVER_PID"]), signal.SIGKILL)
+            os.kill(os.getpid(), signal.SIGKILL)   # and this executor process: it goes no further
 
     def beginCommit(self, txid: int) -> None:
         super().beginCommit(txid)

@@ -6,6 +6,8 @@ and messages. The broker side is in tests/integration/exactly_once/test_kafka_ou
 
 from __future__ import annotations
 
+import doctest
+import importlib
 import logging
 import pickle
 
@@ -262,3 +264,11 @@ def test_the_marker_consumer_shares_only_connection_and_security_settings():
     assert config["security.protocol"] == "SASL_SSL" and config["sasl.password"] == "p"
     assert "acks" not in config and "linger.ms" not in config
     assert config["isolation.level"] == "read_committed" and config["allow.auto.create.topics"] is False
+
+
+@pytest.mark.parametrize("name", ["trident_spark.kafka", "trident_spark.kafka.mapper",
+                                  "trident_spark.kafka.selector", "trident_spark.kafka.state",
+                                  "trident_spark.kafka.factory", "trident_spark.kafka.broker"])
+def test_docstring_examples(name):
+    failures, attempted = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert failures == 0 and attempted > 0
