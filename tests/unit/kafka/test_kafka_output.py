@@ -272,3 +272,149 @@ def test_the_marker_consumer_shares_only_connection_and_security_settings():
 def test_docstring_examples(name):
     failures, attempted = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert failures == 0 and attempted > 0
+
+
+# -- the state's order of calls, against a stand-in client (the real broker: the integration tests) --
+
+class FakeProducer:
+    """Records what the state asks of a producer; ``fail`` names a call that raises."""
+
+    def __init__(self, fail: str = "", undelivered: int = 0) -> None:
+        self.calls: list[str] = []
+        self.sent: list[tuple[str, bytes | None, bytes | None]] = []
+        self.fail, self.undelivered = fail, undelivered
+
+    def _call(self, name: str) -> None:
+        from confluent_kafka import KafkaError, KafkaException
+
+        self.calls.append(name)
+        if name == self.fail:
+            raise KafkaException(KafkaError(KafkaError._FENCED, "fenced (sasl.password=hunter2)"))
+
+    def begin_transaction(self) -> None:
+        self._call("begin")
+
+    def produce(self, topic, value=None, key=None, headers=None, on_delivery=None):
+        self.sent.append((topic, key, value))
+
+    def send_offsets_to_transaction(self, offsets, metadata, timeout):
+        self.calls.append(f"marker {offsets[0].topic}:{offsets[0].offset}")
+
+    def commit_transaction(self, timeout: float) -> None:
+        self._call("commit")
+
+    def abort_transaction(self, timeout: float) -> None:
+        self._call("abort")
+
+    def flush(self, timeout: float) -> int:
+        self.calls.append("flush")
+        return self.undelivered
+
+    def poll(self, timeout: float) -> int:
+        return 0
+
+
+class FakeConsumer:
+    """Answers the marker (``committed``) and topic checks (``list_topics``)."""
+
+    def __init__(self, committed: int | None, topics: tuple[str, ...] = ("counts",)) -> None:
+        self.committed_txid, self.topics = committed, topics
+
+    def committed(self, partitions, timeout):
+        from confluent_kafka import TopicPartition
+
+        offset = -1001 if self.committed_txid is None else self.committed_txid + 1
+        return [TopicPartition(partitions[0].topic, 0, offset)]
+
+    def list_topics(self, topic=None, timeout=None):
+        class Topic:
+            error = None
+
+        class Metadata:
+            topics = {name: Topic() for name in self.topics}
+
+        return Metadata()
+
+    def consumer_group_metadata(self) -> str:
+        return "group"
+
+    def close(self) -> None:
+        pass
+
+
+def wired(producer: FakeProducer, consumer: FakeConsumer, **settings: object):
+    state = factory(**settings).makeState({}, 0, 1)
+    state._producer, state._consumer, state._marker_ready = producer, consumer, True
+    return state
+
+
+def test_exactly_once_sends_a_batch_in_one_transaction_with_its_marker():
+    producer = FakeProducer()
+    state = wired(producer, FakeConsumer(committed=6), exactly_once=True)
+    state.beginCommit(7)
+    state.updateState([tup("cat", 3), tup("dog", 1)])
+    assert producer.sent == []                        # records wait for the transaction
+    state.commit(7)
+    assert producer.calls == ["begin", "marker trident-spark-txids:8", "commit"]
+    assert producer.sent == [("counts", b"cat", b"3"), ("counts", b"dog", b"1")]
+
+
+def test_exactly_once_skips_a_batch_its_partition_already_committed():
+    producer = FakeProducer()
+    state = wired(producer, FakeConsumer(committed=7), exactly_once=True)
+    state.beginCommit(7)
+    state.updateState([tup("cat", 3)])
+    state.commit(7)
+    assert producer.calls == [] and producer.sent == [] and state.batches_skipped == 1
+
+
+def test_a_marker_ahead_of_the_batch_is_refused():
+    from trident_spark.errors import StateAheadError
+
+    state = wired(FakeProducer(), FakeConsumer(committed=9), exactly_once=True)
+    with pytest.raises(StateAheadError, match=r"partition 0.*stored txid 9 > batch txid 7"):
+        state.beginCommit(7)
+    state = wired(FakeProducer(), FakeConsumer(committed=9), exactly_once=True, txid_offset=10)
+    state.beginCommit(7)                              # batch 7 + offset 10 = txid 17: after the marker
+
+
+def test_a_failed_commit_aborts_drops_the_producer_and_replays_the_batch_without_secrets():
+    from trident_spark.errors import FailedException
+
+    producer = FakeProducer(fail="commit")
+    state = wired(producer, FakeConsumer(committed=None), exactly_once=True)
+    state.beginCommit(0)
+    state.updateState([tup("cat", 3)])
+    with pytest.raises(FailedException) as caught:
+        state.commit(0)
+    assert producer.calls[-1] == "abort" and state._producer is None   # the replay starts afresh
+    message = str(caught.value)
+    assert "txid 0 failed in commit_transaction" in message and "the batch is replayed" in message
+    assert "hunter2" not in message
+
+
+def test_at_least_once_sends_as_it_goes_and_replays_a_batch_not_all_delivered():
+    from trident_spark.errors import FailedException
+
+    producer = FakeProducer()
+    state = wired(producer, FakeConsumer(committed=None))
+    state.beginCommit(3)
+    state.updateState([tup("cat", 3)])
+    assert producer.sent == [("counts", b"cat", b"3")]                # sent before commit
+    state.commit(3)
+    assert producer.calls == ["flush"]
+    producer = FakeProducer(undelivered=2)
+    state = wired(producer, FakeConsumer(committed=None))
+    state.beginCommit(4)
+    state.updateState([tup("cat", 3)])
+    with pytest.raises(FailedException, match=r"partition 0, txid 4: records were not delivered "
+                                              r"\(2 not delivered within 30 s\)"):
+        state.commit(4)
+
+
+def test_a_missing_output_topic_names_topic_and_broker():
+    state = wired(FakeProducer(), FakeConsumer(committed=None, topics=()))
+    state.beginCommit(0)
+    with pytest.raises(StateConfigError,
+                       match=r"topic 'counts' does not exist on 127\.0\.0\.1:9092; create it"):
+        state.updateState([tup("cat", 3)])
