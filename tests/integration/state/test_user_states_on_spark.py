@@ -6,6 +6,9 @@
 * a plain ``State`` (``beginCommit``/``commit``) for ``partitionPersist``: each partition of each
   batch is one begin/updates/commit, and a replayed txid is redone, not doubled;
 * ``open_state`` reading the user's state through a URL scheme the user registered.
+
+The user's connections are plain ``sqlite3`` ones, which refuse to be used from another thread
+than the one that made them: a partition's state is used from one thread of its host.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ class SqliteBlobMap(IBackingMap):
     """A user's store: each key's value pickled into a SQLite row (no versions: plain writes)."""
 
     def __init__(self, path: str, table: str) -> None:
-        self.db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+        self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
         self.table = table
         self.db.execute(f"CREATE TABLE IF NOT EXISTS {table} (k TEXT PRIMARY KEY, v BLOB)")
 
@@ -82,7 +85,7 @@ class JournalState(State):
     (txid, partition); a replayed txid replaces what its earlier attempt wrote."""
 
     def __init__(self, path: str, partition: int) -> None:
-        self.db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+        self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
         self.partition = partition
         self.db.execute("CREATE TABLE IF NOT EXISTS journal (txid INT, part INT, word TEXT)")
         self.db.execute("CREATE TABLE IF NOT EXISTS calls (pid INT, part INT, call TEXT, txid INT)")
