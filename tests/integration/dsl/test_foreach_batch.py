@@ -133,7 +133,8 @@ def test_a_failing_function_fails_the_batch_naming_itself(spark, tmp_path):
     topology.newStream("words", spout).foreachBatch(broken)
     spout.feed([["cat"]])
     handle = topology.run(checkpoint_location=tmp_path / "ckpt", trigger="available_now", spark=spark)
-    with pytest.raises(OperatorError, match=r"foreachBatch\(broken\) failed for batch 0: ValueError: no such bucket"):
+    with pytest.raises(OperatorError,
+                       match=r"foreachBatch\(broken\) failed for batch 0: ValueError: no such bucket"):
         handle.processAllAvailable()
     handle.stop()
 
