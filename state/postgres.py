@@ -68,9 +68,10 @@ DEFAULT_STATEMENT_TIMEOUT = 60.0
 #: The schemes of a PostgreSQL URL (libpq accepts both).
 SCHEMES = ("postgresql", "postgres")
 
-#: libpq connection parameters a DSN (and so a state URL) may carry in its query string.
+#: libpq connection parameters a DSN (and so a state URL) may carry in its query string
+#: (``password`` shows as ``***`` in messages; ``sslpassword``, which would not, is left out).
 LIBPQ_PARAMS = (
-    "sslmode", "sslrootcert", "sslcert", "sslkey", "sslcrl", "sslpassword", "sslcompression",
+    "sslmode", "sslrootcert", "sslcert", "sslkey", "sslcrl", "sslcompression",
     "application_name", "target_session_attrs", "options", "keepalives", "keepalives_idle",
     "keepalives_interval", "keepalives_count", "tcp_user_timeout", "gssencmode", "channel_binding",
     "user", "password", "host", "hostaddr", "port", "dbname", "passfile", "service", "client_encoding",
@@ -182,7 +183,7 @@ class PostgresBackingMap(VersionedBackingMap):
             return StateError(
                 f"{self.address}: {message} ({doing}); the statement ran longer than statement_timeout="
                 f"{self.spec.statement_timeout}s: another program may hold locks on the table's rows")
-        if sqlstate == "3D000":
+        if sqlstate == "3D000" or re.search(r'database "[^"]*" does not exist', text):
             return StateUnavailableError(self.address, f"{message} ({doing}); create the database or name "
                                                        f"another one in the DSN")
         if isinstance(exc, pg.OperationalError | OSError):
