@@ -381,6 +381,7 @@ def _server_account() -> tuple[int, int] | None:
 
 def start_local_postgres(
     *, timeout: float = 30.0, log_dir: Path | None = None, keep_logs: bool = False, durable: bool = False,
+    password: str | None = None,
 ) -> ServiceHandle:
     """Start a throwaway PostgreSQL on a free port of 127.0.0.1, its data in a temporary directory.
 
@@ -391,7 +392,10 @@ def start_local_postgres(
     shutdown) and removes the data. ``durable=False`` (the default, for tests) turns
     ``fsync``, ``synchronous_commit`` and ``full_page_writes`` off: a crash of the
     server (never of a client) could lose the last commits; ``durable=True`` keeps
-    PostgreSQL's defaults (for benchmarks).
+    PostgreSQL's defaults (for benchmarks). With ``password``, clients must give it
+    (SCRAM authentication instead of trust; given to ``initdb`` in a file readable only by
+    the server's account, not on a command line); the handle's address then carries it:
+    ``postgresql://postgres:PASSWORD@127.0.0.1:PORT/postgres``.
 
     Examples
     --------
@@ -407,11 +411,20 @@ def start_local_postgres(
     try:
         if account is not None:
             os.chown(workdir, *account)
-        initdb = [str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "-E", "UTF8",
+        auth = ["-A", "trust"]
+        if password is not None:
+            pwfile = workdir / "pwfile"
+            pwfile.touch(mode=0o600)
+            pwfile.write_text(password + "\n", encoding="utf-8")
+            if account is not None:
+                os.chown(pwfile, *account)
+            auth = ["-A", "scram-sha-256", f"--pwfile={pwfile}"]
+        initdb = [str(bindir / "initdb"), "-D", str(data), *auth, "-U", "postgres", "-E", "UTF8",
                   "--locale=C", *([] if durable else ["--no-sync"])]
         done = subprocess.run(initdb, user=user, group=group, extra_groups=None if user is None else [],
                               cwd=workdir, capture_output=True, text=True, timeout=max(timeout, 60.0),
                               check=False)
+        (workdir / "pwfile").unlink(missing_ok=True)
         if done.returncode != 0:
             raise ServiceStartError(
                 f"postgres: initdb failed with status {done.returncode} in {data}:\n"
@@ -419,6 +432,7 @@ def start_local_postgres(
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
+    userinfo = "" if password is None else f":{urllib.parse.quote(password, safe='')}"
     fast = [] if durable else ["-c", "fsync=off", "-c", "synchronous_commit=off",
                                "-c", "full_page_writes=off"]
 
@@ -430,7 +444,7 @@ def start_local_postgres(
     return _launch(
         "postgres",
         argv_for=argv,
-        address_for=lambda port: f"postgresql://postgres@127.0.0.1:{port}/postgres",
+        address_for=lambda port: f"postgresql://postgres{userinfo}@127.0.0.1:{port}/postgres",
         ready=lambda address: postgres_answers(address),
         timeout=timeout,
         log_dir=log_dir,

@@ -340,6 +340,31 @@ def test_the_password_is_kept_for_connecting_but_never_shown(postgres_dsn, backe
     assert "s3cret-pw" not in str(caught.value)
 
 
+@pytest.fixture(scope="module")
+def protected_postgres():
+    """A PostgreSQL of its own that requires a password (SCRAM)."""
+    from trident_spark.local.launchers import ServiceNotInstalledError, start_local_postgres
+
+    try:
+        server = start_local_postgres(password="s3cret-pw")
+    except ServiceNotInstalledError as missing:
+        pytest.skip(str(missing))
+    with server:
+        yield server.address
+
+
+def test_a_wrong_password_is_explained_and_never_shown(protected_postgres):
+    assert "postgres:s3cret-pw@" in protected_postgres
+    PostgresState.opaque(dsn=protected_postgres, table="t").open().multiPut(0, [["cat"]], [1])   # it works
+    wrong, missing = protected_postgres.replace("s3cret-pw", "wrong-pw"), protected_postgres.replace(":s3cret-pw", "")
+    for dsn in (wrong, missing):
+        with pytest.raises(StateUnavailableError) as caught:
+            PostgresState.opaque(dsn=dsn, table="t").open().multiGet([["cat"]])
+        message = str(caught.value)
+        assert "give the user and password in the DSN" in message, message
+        assert "wrong-pw" not in message and "s3cret-pw" not in message
+
+
 def test_the_backing_map_is_lazy_and_closes(backend):
     backing = backend.spec().open_backing_map()
     assert isinstance(backing, PostgresBackingMap) and backing._connection is None
