@@ -356,8 +356,8 @@ def protected_postgres():
 def test_a_wrong_password_is_explained_and_never_shown(protected_postgres):
     assert "postgres:s3cret-pw@" in protected_postgres
     PostgresState.opaque(dsn=protected_postgres, table="t").open().multiPut(0, [["cat"]], [1])   # it works
-    wrong, missing = protected_postgres.replace("s3cret-pw", "wrong-pw"), protected_postgres.replace(":s3cret-pw", "")
-    for dsn in (wrong, missing):
+    wrong = protected_postgres.replace("s3cret-pw", "wrong-pw")
+    for dsn in (wrong, protected_postgres.replace(":s3cret-pw", "")):
         with pytest.raises(StateUnavailableError) as caught:
             PostgresState.opaque(dsn=dsn, table="t").open().multiGet([["cat"]])
         message = str(caught.value)
