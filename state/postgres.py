@@ -69,9 +69,9 @@ DEFAULT_STATEMENT_TIMEOUT = 60.0
 SCHEMES = ("postgresql", "postgres")
 
 #: libpq connection parameters a DSN (and so a state URL) may carry in its query string
-#: (``password`` shows as ``***`` in messages; ``sslpassword``, which would not, is left out).
+#: (``password`` and ``sslpassword`` show as ``***`` in messages).
 LIBPQ_PARAMS = (
-    "sslmode", "sslrootcert", "sslcert", "sslkey", "sslcrl", "sslcompression",
+    "sslmode", "sslrootcert", "sslcert", "sslkey", "sslpassword", "sslcrl", "sslcompression",
     "application_name", "target_session_attrs", "options", "keepalives", "keepalives_idle",
     "keepalives_interval", "keepalives_count", "tcp_user_timeout", "gssencmode", "channel_binding",
     "user", "password", "host", "hostaddr", "port", "dbname", "passfile", "service", "client_encoding",
