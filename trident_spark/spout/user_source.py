@@ -1,0 +1,181 @@
+"""A spout of your own as a Spark Python streaming data source (``trident_user_spout``).
+
+Where each call runs. The stream reader's ``latestOffset``, ``partitions`` and ``commit`` run
+on the driver, in the one Python process Spark starts for the source, which keeps the user's
+spout (unpickled from the ``spout`` option) and its :class:`BatchMaker` for the whole query:
+
+* ``latestOffset(start)`` makes the next batch (the spout emits it now) and returns its end
+  offset, which Spark logs before the batch runs; the batch is kept in memory;
+* ``partitions(start, end)`` serves the kept batch: one input partition per spout partition,
+  carrying its tuples. Without a kept batch (a batch in the offset log, replayed after a
+  restart) the maker emits it again: an IBatchSpout's or opaque spout's on the driver, a
+  transactional spout's in the tasks (the partition carries the logged metadata);
+* ``commit(end)``: the batch is done (``ack``, forgetting metadata);
+* ``read(partition)`` runs in a Spark task: the partition's tuples (or, for a replayed
+  transactional batch, ``emitPartitionBatch`` with the logged metadata) as Arrow rows.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, SupportsTriggerAvailableNow
+from pyspark.sql.types import StructType
+
+from trident_spark.fields import Fields
+from trident_spark.spout.tuple_rows import TupleRows
+from trident_spark.spout.user_batches import (
+    Batch,
+    BatchMaker,
+    PartitionBatch,
+    ReplayedMetadata,
+    batch_maker,
+    emit_again,
+    spout_label,
+)
+
+FORMAT_NAME = "trident_user_spout"
+
+
+def encode_spout(spout: Any) -> str:
+    """The spout pickled (cloudpickle) as text for a data source option."""
+    from pyspark import cloudpickle
+
+    return base64.b64encode(cloudpickle.dumps(spout)).decode("ascii")  # type: ignore[no-untyped-call]
+
+
+def decode_spout(text: str) -> Any:
+    """The spout :func:`encode_spout` made ``text`` from."""
+    import pickle
+
+    return pickle.loads(base64.b64decode(text))
+
+
+class UserSpoutDataSource(DataSource):
+    """Spark data source ``trident_user_spout``; options ``spout`` (pickled), ``kind``, ``stream``,
+    ``fields`` (JSON list of ``name[:type]``), ``schema`` (DDL), ``metadata_dir`` (may be empty)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT_NAME
+
+    def schema(self) -> str:
+        return str(self.options["schema"])
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return UserSpoutStreamReader(dict(self.options), schema)
+
+
+class UserSpoutInputPartition(InputPartition):
+    """One spout partition's part of batch ``txid``: its tuples, or its logged metadata to emit again."""
+
+    def __init__(self, txid: int, part: PartitionBatch) -> None:
+        super().__init__((txid, part.pid))
+        self.txid = txid
+        self.part = part
+
+
+class UserSpoutStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """One spout batch per micro-batch (see the module's docstring for where each call runs)."""
+
+    def __init__(self, options: dict[str, str], schema: StructType) -> None:
+        self.options = options
+        self.schema = schema
+        self.kind = options["kind"]
+        self.stream = options["stream"]
+        self.field_specs: list[str] = json.loads(options["fields"])
+        self._spout: Any = None
+        self._maker: BatchMaker | None = None
+        self._kept: tuple[str, Batch] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What a task gets: the options, not the driver's spout, maker or kept batch."""
+        state = dict(self.__dict__)
+        state.update(_spout=None, _maker=None, _kept=None)
+        return state
+
+    @property
+    def spout(self) -> Any:
+        """The user's spout, unpickled once per process."""
+        if self._spout is None:
+            self._spout = decode_spout(self.options["spout"])
+        return self._spout
+
+    @property
+    def maker(self) -> BatchMaker:
+        """The spout's batch maker (driver), made once per query start."""
+        if self._maker is None:
+            directory = self.options.get("metadata_dir") or None
+            self._maker = batch_maker(self.kind, self.spout, self.stream, self._names(),
+                                      ReplayedMetadata(directory))
+        return self._maker
+
+    def _names(self) -> list[str]:
+        return list(Fields(*self.field_specs))
+
+    def initialOffset(self) -> dict[str, Any]:
+        return self.maker.initial_offset()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """An ``available_now`` run ends when the spout has nothing more (see the spout kinds)."""
+        self.maker.available_now = True
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        return ReadAllAvailable()
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        """The next batch, emitted now and kept for :meth:`partitions`: its end offset; or ``start``
+        when there is none (no micro-batch this trigger)."""
+        batch = self.maker.next_batch(start)
+        if batch is None:
+            return start
+        self._kept = (_key(batch.end), batch)
+        return batch.end
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        """The batch ending at ``end``: kept since ``latestOffset``, else emitted again (a replay)."""
+        if self._kept is not None and self._kept[0] == _key(end):
+            batch = self._kept[1]
+        else:
+            batch = self.maker.replay(start, end)
+            self._kept = (_key(end), batch)
+        return [UserSpoutInputPartition(batch.txid, part) for part in batch.parts]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        """Runs in a Spark task: the partition's tuples as Arrow record batches of the stream's schema."""
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        from trident_spark.worker_gc import settle_imports
+
+        settle_imports()
+        assert isinstance(partition, UserSpoutInputPartition)
+        part = partition.part
+        tuples = part.tuples
+        if tuples is None:
+            tuples = emit_again(self.spout, self.stream, self._names(), partition.txid, part)
+        if not tuples:
+            return iter(())
+        where = f"{spout_label(self.spout, self.stream)}, partition {part.pid!r}, batch {partition.txid}"
+        rows = TupleRows(Fields(*self.field_specs))
+        table = rows.table(tuples, where).cast(to_arrow_schema(self.schema, timezone="UTC"))
+        return iter([b for b in table.to_batches() if b.num_rows])
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """The batch ending at ``end`` is done: ``ack`` it, forget metadata no batch starts from."""
+        self.maker.committed(end)
+
+    def stop(self) -> None:
+        """The query stops: close the spout (``close``, or the emitter's and coordinator's)."""
+        if self._maker is not None:
+            self._maker.close()
+
+
+def _key(offset: dict[str, Any]) -> str:
+    return json.dumps(offset, sort_keys=True)
+
+
+__all__ = ["FORMAT_NAME", "UserSpoutDataSource", "UserSpoutStreamReader", "decode_spout", "encode_spout"]
