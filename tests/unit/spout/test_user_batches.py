@@ -379,3 +379,15 @@ def test_a_declared_type_is_checked_naming_the_tuple_and_field():
     rows = TupleRows(Fields("word", "n:bigint"))
     with pytest.raises(SpoutError, match=r"spout S, batch 0: tuple 1, field 'n' \(declared bigint\): "):
         rows.table([["a", 1], ["b", "two"]], "spout S, batch 0")
+
+
+@pytest.mark.parametrize("name", ["trident_spark.spout.batch_spout", "trident_spark.spout.partitioned",
+                                  "trident_spark.spout.opaque", "trident_spark.spout.collector",
+                                  "trident_spark.spout.transaction", "trident_spark.spout.user_batches",
+                                  "trident_spark.spout.user_spout", "trident_spark.spout.tuple_rows"])
+def test_docstring_examples(name: str):
+    import doctest
+    import importlib
+
+    failures, attempted = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert failures == 0 and attempted > 0
