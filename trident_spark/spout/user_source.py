@@ -2,14 +2,16 @@
 
 Where each call runs. The stream reader's ``latestOffset``, ``partitions`` and ``commit`` run
 on the driver, in the one Python process Spark starts for the source, which keeps the user's
-spout (unpickled from the ``spout`` option) and its :class:`BatchMaker` for the whole query:
+spout (unpickled from the file the ``spout_file`` option names: a spout may hold a password,
+and options show in Spark's plans) and its :class:`BatchMaker` for the whole query:
 
 * ``latestOffset(start)`` makes the next batch (the spout emits it now) and returns its end
   offset, which Spark logs before the batch runs; the batch is kept in memory;
 * ``partitions(start, end)`` serves the kept batch: one input partition per spout partition,
   carrying its tuples. Without a kept batch (a batch in the offset log, replayed after a
   restart) the maker emits it again: an IBatchSpout's or opaque spout's on the driver, a
-  transactional spout's in the tasks (the partition carries the logged metadata);
+  transactional spout's in the tasks (the partition carries the logged metadata and the
+  pickled spout);
 * ``commit(end)``: the batch is done (``ack``, forgetting metadata);
 * ``read(partition)`` runs in a Spark task: the partition's tuples (or, for a replayed
   transactional batch, ``emitPartitionBatch`` with the logged metadata) as Arrow rows.
@@ -17,8 +19,12 @@ spout (unpickled from the ``spout`` option) and its :class:`BatchMaker` for the 
 
 from __future__ import annotations
 
-import base64
+import atexit
+import contextlib
 import json
+import os
+import pickle
+import tempfile
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -35,29 +41,44 @@ from trident_spark.spout.user_batches import (
     ReplayedMetadata,
     batch_maker,
     emit_again,
-    spout_label,
 )
 
 FORMAT_NAME = "trident_user_spout"
 
 
-def encode_spout(spout: Any) -> str:
-    """The spout pickled (cloudpickle) as text for a data source option."""
+def pickle_spout(spout: Any) -> bytes:
+    """The spout pickled with cloudpickle (its classes by value where the runtime asked for it)."""
     from pyspark import cloudpickle
 
-    return base64.b64encode(cloudpickle.dumps(spout)).decode("ascii")  # type: ignore[no-untyped-call]
+    return bytes(cloudpickle.dumps(spout))  # type: ignore[no-untyped-call]
 
 
-def decode_spout(text: str) -> Any:
-    """The spout :func:`encode_spout` made ``text`` from."""
-    import pickle
+def write_spout(pickled: bytes, directory: str | None) -> str:
+    """Store a pickled spout for the data source's process: in ``directory`` (the query's
+    checkpoint), readable by the owner only; without one, in a new temporary file. Returns its path."""
+    if directory is None:
+        descriptor, path = tempfile.mkstemp(prefix="trident-user-spout-", suffix=".pickle")
+        os.close(descriptor)
+        atexit.register(_remove, path)
+    else:
+        os.makedirs(directory, exist_ok=True)
+        path = os.path.join(directory, "spout.pickle")
+    temporary = path + ".tmp"
+    with open(os.open(temporary, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600), "wb") as out:
+        out.write(pickled)
+    os.replace(temporary, path)
+    return path
 
-    return pickle.loads(base64.b64decode(text))
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(path)
 
 
 class UserSpoutDataSource(DataSource):
-    """Spark data source ``trident_user_spout``; options ``spout`` (pickled), ``kind``, ``stream``,
-    ``fields`` (JSON list of ``name[:type]``), ``schema`` (DDL), ``metadata_dir`` (may be empty)."""
+    """Spark data source ``trident_user_spout``; options ``spout_file`` (the pickled spout),
+    ``spout_class``, ``kind``, ``stream``, ``fields`` (JSON list of ``name[:type]``), ``schema``
+    (DDL), ``metadata_dir`` (may be empty)."""
 
     @classmethod
     def name(cls) -> str:
@@ -73,10 +94,11 @@ class UserSpoutDataSource(DataSource):
 class UserSpoutInputPartition(InputPartition):
     """One spout partition's part of batch ``txid``: its tuples, or its logged metadata to emit again."""
 
-    def __init__(self, txid: int, part: PartitionBatch) -> None:
+    def __init__(self, txid: int, part: PartitionBatch, spout: bytes | None = None) -> None:
         super().__init__((txid, part.pid))
         self.txid = txid
         self.part = part
+        self.spout = spout  # the pickled spout, for a task that emits the part again
 
 
 class UserSpoutStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -89,20 +111,28 @@ class UserSpoutStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self.stream = options["stream"]
         self.field_specs: list[str] = json.loads(options["fields"])
         self._spout: Any = None
+        self._pickled: bytes | None = None
         self._maker: BatchMaker | None = None
         self._kept: tuple[str, Batch] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         """What a task gets: the options, not the driver's spout, maker or kept batch."""
         state = dict(self.__dict__)
-        state.update(_spout=None, _maker=None, _kept=None)
+        state.update(_spout=None, _pickled=None, _maker=None, _kept=None)
         return state
+
+    def _pickled_spout(self) -> bytes:
+        """The pickled spout (driver), read once per process from the ``spout_file``."""
+        if self._pickled is None:
+            with open(self.options["spout_file"], "rb") as source:
+                self._pickled = source.read()
+        return self._pickled
 
     @property
     def spout(self) -> Any:
-        """The user's spout, unpickled once per process."""
+        """The user's spout (driver), unpickled once per process."""
         if self._spout is None:
-            self._spout = decode_spout(self.options["spout"])
+            self._spout = pickle.loads(self._pickled_spout())
         return self._spout
 
     @property
@@ -143,7 +173,9 @@ class UserSpoutStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         else:
             batch = self.maker.replay(start, end)
             self._kept = (_key(end), batch)
-        return [UserSpoutInputPartition(batch.txid, part) for part in batch.parts]
+        return [UserSpoutInputPartition(batch.txid, part,
+                                        self._pickled_spout() if part.tuples is None else None)
+                for part in batch.parts]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """Runs in a Spark task: the partition's tuples as Arrow record batches of the stream's schema."""
@@ -156,10 +188,13 @@ class UserSpoutStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         part = partition.part
         tuples = part.tuples
         if tuples is None:
-            tuples = emit_again(self.spout, self.stream, self._names(), partition.txid, part)
+            assert partition.spout is not None
+            spout = pickle.loads(partition.spout)
+            tuples = emit_again(spout, self.stream, self._names(), partition.txid, part)
         if not tuples:
             return iter(())
-        where = f"{spout_label(self.spout, self.stream)}, partition {part.pid!r}, batch {partition.txid}"
+        where = f"spout {self.options['spout_class']} (stream {self.stream!r}), partition {part.pid!r}, " \
+                f"batch {partition.txid}"
         rows = TupleRows(Fields(*self.field_specs))
         table = rows.table(tuples, where).cast(to_arrow_schema(self.schema, timezone="UTC"))
         return iter([b for b in table.to_batches() if b.num_rows])
@@ -178,4 +213,4 @@ def _key(offset: dict[str, Any]) -> str:
     return json.dumps(offset, sort_keys=True)
 
 
-__all__ = ["FORMAT_NAME", "UserSpoutDataSource", "UserSpoutStreamReader", "decode_spout", "encode_spout"]
+__all__ = ["FORMAT_NAME", "UserSpoutDataSource", "UserSpoutStreamReader", "pickle_spout", "write_spout"]

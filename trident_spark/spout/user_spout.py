@@ -90,13 +90,13 @@ class UserSpout(Spout):
 
     def check(self) -> None:
         """Fail fast if the spout does not pickle (it is sent to the data source's process)."""
-        self._encoded()
+        self._pickled()
 
-    def _encoded(self) -> str:
-        from trident_spark.spout.user_source import encode_spout
+    def _pickled(self) -> bytes:
+        from trident_spark.spout.user_source import pickle_spout
 
         try:
-            return encode_spout(self.spout)
+            return pickle_spout(self.spout)
         except Exception as exc:
             raise SpoutError(
                 f"{spout_label(self.spout, self.stream)}: the spout does not pickle "
@@ -108,14 +108,15 @@ class UserSpout(Spout):
         from pyspark.sql import functions as F
 
         from trident_spark.spout.feeder_types import quote_name
-        from trident_spark.spout.user_source import FORMAT_NAME, UserSpoutDataSource
+        from trident_spark.spout.user_source import FORMAT_NAME, UserSpoutDataSource, write_spout
 
         if not getattr(spark, "_trident_user_spout_registered", False):
             spark.dataSource.register(UserSpoutDataSource)
             spark._trident_user_spout_registered = True  # type: ignore[attr-defined]
         specs = [f"{n}:{self._rows.declared[n].ddl}" if n in self._rows.declared else n for n in self._fields]
         df = (spark.readStream.format(FORMAT_NAME)
-              .option("spout", self._encoded())
+              .option("spout_file", write_spout(self._pickled(), self.metadata_dir))
+              .option("spout_class", type(self.spout).__name__)
               .option("kind", self.kind)
               .option("stream", self.stream)
               .option("fields", json.dumps(specs))
