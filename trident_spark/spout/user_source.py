@@ -8,8 +8,9 @@ and options show in Spark's plans) and its :class:`BatchMaker` for the whole que
 * ``latestOffset(start)`` makes the next batch (the spout emits it now) and returns its end
   offset, which Spark logs before the batch runs; the batch is kept in memory;
 * ``partitions(start, end)`` serves the kept batch: one input partition per spout partition,
-  carrying its tuples. Without a kept batch (a batch in the offset log, replayed after a
-  restart) the maker emits it again: an IBatchSpout's or opaque spout's on the driver, a
+  carrying its tuples as Arrow rows (a value that does not fit its field fails here).
+  Without a kept batch (a batch in the offset log, replayed after a restart) the maker
+  emits it again: an IBatchSpout's or opaque spout's on the driver, a
   transactional spout's in the tasks (the partition carries the logged metadata and the
   pickled spout);
 * ``commit(end)``: the batch is done (``ack``, forgetting metadata);
@@ -28,6 +29,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
@@ -92,13 +94,15 @@ class UserSpoutDataSource(DataSource):
 
 
 class UserSpoutInputPartition(InputPartition):
-    """One spout partition's part of batch ``txid``: its tuples, or its logged metadata to emit again."""
+    """One spout partition's part of batch ``txid``: its rows (Arrow IPC, made on the driver), or
+    its logged metadata and the pickled spout, for the task to emit it again."""
 
-    def __init__(self, txid: int, part: PartitionBatch, spout: bytes | None = None) -> None:
+    def __init__(self, txid: int, part: PartitionBatch, rows: bytes | None, spout: bytes | None) -> None:
         super().__init__((txid, part.pid))
         self.txid = txid
-        self.part = part
-        self.spout = spout  # the pickled spout, for a task that emits the part again
+        self.part = PartitionBatch(part.pid, None, part.partition, part.meta) if rows is not None else part
+        self.rows = rows
+        self.spout = spout
 
 
 class UserSpoutStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -173,9 +177,25 @@ class UserSpoutStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         else:
             batch = self.maker.replay(start, end)
             self._kept = (_key(end), batch)
-        return [UserSpoutInputPartition(batch.txid, part,
-                                        self._pickled_spout() if part.tuples is None else None)
-                for part in batch.parts]
+        return [self._input_partition(batch.txid, part) for part in batch.parts]
+
+    def _input_partition(self, txid: int, part: PartitionBatch) -> UserSpoutInputPartition:
+        """The part as a task reads it: emitted tuples become Arrow rows here, on the driver, so a
+        value that does not fit its field fails here, naming the spout, partition and batch."""
+        if part.tuples is None:
+            return UserSpoutInputPartition(txid, part, None, self._pickled_spout())
+        table = self._rows().table(part.tuples, self._where(txid, part.pid))
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+        return UserSpoutInputPartition(txid, part, sink.getvalue().to_pybytes(), None)
+
+    def _rows(self) -> TupleRows:
+        return TupleRows(Fields(*self.field_specs))
+
+    def _where(self, txid: int, pid: str) -> str:
+        spout = self.options["spout_class"]
+        return f"spout {spout} (stream {self.stream!r}), partition {pid!r}, batch {txid}"
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """Runs in a Spark task: the partition's tuples as Arrow record batches of the stream's schema."""
@@ -185,18 +205,14 @@ class UserSpoutStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
         settle_imports()
         assert isinstance(partition, UserSpoutInputPartition)
-        part = partition.part
-        tuples = part.tuples
-        if tuples is None:
+        if partition.rows is not None:
+            table = pa.ipc.open_stream(partition.rows).read_all()
+        else:
             assert partition.spout is not None
             spout = pickle.loads(partition.spout)
-            tuples = emit_again(spout, self.stream, self._names(), partition.txid, part)
-        if not tuples:
-            return iter(())
-        where = f"spout {self.options['spout_class']} (stream {self.stream!r}), partition {part.pid!r}, " \
-                f"batch {partition.txid}"
-        rows = TupleRows(Fields(*self.field_specs))
-        table = rows.table(tuples, where).cast(to_arrow_schema(self.schema, timezone="UTC"))
+            tuples = emit_again(spout, self.stream, self._names(), partition.txid, partition.part)
+            table = self._rows().table(tuples, self._where(partition.txid, partition.part.pid))
+        table = table.cast(to_arrow_schema(self.schema, timezone="UTC"))
         return iter([b for b in table.to_batches() if b.num_rows])
 
     def commit(self, end: dict[str, Any]) -> None:
