@@ -61,6 +61,9 @@ class TridentTopology:
             raise TopologyError(f"newStream({name!r}): use letters, digits, '_', '-' or '.' in stream names")
         if name in self._spouts:
             raise TopologyError(f"newStream({name!r}): a stream with this name already exists")
+        as_spout = getattr(spout, "__trident_spout__", None)
+        if callable(as_spout):  # a spout of the user's own (IBatchSpout, ...), wrapped as a Spout
+            spout = as_spout(name)
         fields = getattr(spout, "fields", None)
         if not fields:
             raise TopologyError(f"newStream({name!r}): {spout!r} is not a spout (it has no fields)")
