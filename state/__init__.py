@@ -20,7 +20,7 @@ Modules, one idea each:
 * ``state_api``   Trident's ``StateFactory`` (``makeState``) and plain ``State``
                   (``beginCommit``/``commit``): what a user's own state implements
 * ``factory``     the built-in stores' factories: picklable settings that open a state on the executor
-* ``memory``, ``sqlite``, ``redis``, ``elasticsearch``  the backends
+* ``memory``, ``sqlite``, ``redis``, ``elasticsearch``, ``postgres``  the backends
 * ``url``         :func:`open_state`
 * ``redaction``   secrets out of reprs, messages and logs: the one redaction every module uses
 
@@ -57,6 +57,7 @@ from .factory import StoreStateFactory
 from .keys import GLOBAL_KEY, decode_key, encode_key
 from .map import MapState, NonTransactionalMap, OpaqueMap, TransactionalMap, combiner_updater
 from .memory import MemoryState
+from .postgres import PostgresState
 from .redis import RedisState
 from .serializers import (
     JSONNonTransactionalSerializer,
@@ -86,6 +87,7 @@ __all__ = [
     "NonTransactionalMap",
     "OpaqueMap",
     "OpaqueValue",
+    "PostgresState",
     "RedisState",
     "ScanUnsupportedError",
     "Scheme",

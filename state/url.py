@@ -14,9 +14,13 @@ default opaque, and the common settings as query parameters: ``cache_size``,
     es://HOST:9200[,HOST2:9200]/INDEX     (also http://..., https://USER:PASS@HOST:9200/INDEX;
                                           fields=word,lang, api_key=, ca_certs=, verify_certs=,
                                           request_timeout=, connect_timeout=)
+    postgresql://[USER[:PASSWORD]@]HOST:5432/DB?table=T
+                                          (also postgres://; connect_timeout=SECONDS,
+                                          statement_timeout=SECONDS, and libpq parameters:
+                                          sslmode=, sslrootcert=, application_name=, ...)
 
-Backends add their scheme with :func:`register_scheme` (``redis.py`` and
-``elasticsearch.py`` do when ``trident_spark.state`` is imported).
+Backends add their scheme with :func:`register_scheme` (``redis.py``, ``elasticsearch.py``
+and ``postgres.py`` do when ``trident_spark.state`` is imported).
 """
 
 from __future__ import annotations

@@ -245,7 +245,8 @@ def _emitted(step: StateStep, emitted: list[list[Any]]) -> pa.RecordBatch:
 
 
 def check_not_ahead(step: StateStep, txid: int, written_before: bool, batches: Iterator[pa.RecordBatch],
-                    *, largest_txid: int | None = None) -> Iterator[pa.RecordBatch]:
+                    *, largest_txid: int | None = None, conf: dict[str, Any] | None = None,
+                    num_partitions: int = 1) -> Iterator[pa.RecordBatch]:
     """Raise StateAheadError if a key of the partition is stored with a txid after ``txid``, or
     equal to it when this checkpoint never started writing batch ``txid`` (``written_before``
     False): then the key belongs to another history, not to an earlier attempt of the batch.
@@ -261,7 +262,8 @@ def check_not_ahead(step: StateStep, txid: int, written_before: bool, batches: I
     table = _gather(batches)
     if table is None:
         return
-    state = opened_state(step.factory, step.run_id, partition=partition_index())
+    state = opened_state(step.factory, step.run_id, conf=conf, partition=partition_index(),
+                         num_partitions=num_partitions)
     if not isinstance(state, MapState) or state.state_type is StateType.NON_TRANSACTIONAL:
         return
     group = list(step.input_fields)

@@ -142,7 +142,8 @@ def keeps_cache(factory: Any) -> bool:
 
 
 def check_not_ahead_job(df: DataFrame, node: PersistNode, txid: int, written_before: bool,
-                        run_id: str = "", largest_txid: int | None = None) -> None:
+                        run_id: str = "", largest_txid: int | None = None,
+                        conf: dict[str, Any] | None = None) -> None:
     """Before the first writes after a start: fail if the state holds any of the batch's keys
     with a later txid (a reset checkpoint or another writer), or with this txid when the
     checkpoint never began writing this batch, while nothing is written yet."""
@@ -153,7 +154,10 @@ def check_not_ahead_job(df: DataFrame, node: PersistNode, txid: int, written_bef
     keys = df.select(*node.group_fields) if node.group_fields else df.select()
     step = StateStep(node.label, node.state, node.updater, node.group_fields, [], {}, run_id=run_id,
                      untyped_in=object_names(keys.schema))
-    fn = partial(check_not_ahead, step, txid, written_before, largest_txid=largest_txid)
+    # A user's StateFactory makes each partition's state with the run's conf and the stage's size.
+    n = 1 if opens_one_state(node.state) else int(df.rdd.getNumPartitions())
+    fn = partial(check_not_ahead, step, txid, written_before, largest_txid=largest_txid, conf=conf,
+                 num_partitions=n)
     schema = StructType([StructField("keys", LongType())])
     checked = shipped(lambda: keys.mapInArrow(named(fn, f"check_{node.label}"), schema),
                       [(node.label, node.updater), (node.label, node.state)])

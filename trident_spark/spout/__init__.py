@@ -1,8 +1,15 @@
 """Spouts: where a stream's batches come from."""
 
 from trident_spark.spout.base import Spout, SpoutRun
+from trident_spark.spout.batch_spout import IBatchSpout
+from trident_spark.spout.collector import SpoutCollector
 from trident_spark.spout.feeder import FeederBatchSpout
 from trident_spark.spout.fixed import FixedBatchSpout
 from trident_spark.spout.kafka import KafkaSpout
+from trident_spark.spout.opaque import IOpaquePartitionedTridentSpout
+from trident_spark.spout.partitioned import IPartitionedTridentSpout, ISpoutPartition
+from trident_spark.spout.transaction import SpoutContext, TransactionAttempt
 
-__all__ = ["FeederBatchSpout", "FixedBatchSpout", "KafkaSpout", "Spout", "SpoutRun"]
+__all__ = ["FeederBatchSpout", "FixedBatchSpout", "IBatchSpout", "IOpaquePartitionedTridentSpout",
+           "IPartitionedTridentSpout", "ISpoutPartition", "KafkaSpout", "Spout", "SpoutCollector",
+           "SpoutContext", "SpoutRun", "TransactionAttempt"]

@@ -3,8 +3,8 @@
 A spout describes where a stream's batches come from. The runtime turns it into one
 streaming DataFrame per query; Spark's micro-batches are Trident's batches (batch id =
 txid). :class:`KafkaSpout`, :class:`FeederBatchSpout` and :class:`FixedBatchSpout`
-implement it; the runtime calls only what is declared here, so it never asks which class a
-spout is.
+implement it, and so does ``UserSpout``, which wraps a user's ``IBatchSpout`` or partitioned
+spout; the runtime calls only what is declared here, so it never asks which class a spout is.
 """
 
 from __future__ import annotations
