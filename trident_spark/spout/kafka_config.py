@@ -18,9 +18,11 @@ from trident_spark.errors import InvalidArgumentError, check_int
 from trident_spark.spout import base as spout_base
 from trident_spark.state.redaction import redact_options, redact_text
 
-ValueFormat = Literal["str", "bytes", "json"]
+ValueFormat = Literal["str", "bytes", "json", "avro"]
 KeyFormat = Literal["str", "bytes"]
-MalformedPolicy = Literal["fail", "skip"]
+MalformedPolicy = Literal["fail", "skip", "dead_letter"]
+VALUE_FORMATS = ("str", "bytes", "json", "avro")
+MALFORMED_POLICIES = ("fail", "skip", "dead_letter")
 
 # librdkafka settings the spout relies on; a user value would break offset tracking.
 RESERVED_KAFKA_OPTIONS = {
@@ -73,6 +75,13 @@ class KafkaSpoutConfig:
     include_headers: bool = False
     fail_on_data_loss: bool = True
     on_malformed: MalformedPolicy = "fail"
+    #: Avro values in Confluent's wire format, their schemas read from this registry.
+    schema_registry_url: str | None = None
+    #: on_malformed="dead_letter": where records that cannot be decoded are sent.
+    dead_letter_topic: str | None = None
+    #: Set by the runtime: the query's checkpoint directory, which names the stream's dead
+    #: letters (spout/dead_letters.py).
+    dead_letter_writer: str | None = None
     kafka_options: dict[str, Any] = field(default_factory=dict)
     size_sample_bytes: int = 256 * 1024
     timeout_s: float = 20.0
@@ -175,9 +184,9 @@ class KafkaSpoutConfig:
             )
 
     def _check_formats(self) -> None:
-        if self.value_format not in ("str", "bytes", "json"):
+        if self.value_format not in VALUE_FORMATS:
             raise InvalidArgumentError(
-                f"KafkaSpout(value_format={self.value_format!r}): use 'str', 'bytes' or 'json'")
+                f"KafkaSpout(value_format={self.value_format!r}): use 'str', 'bytes', 'json' or 'avro'")
         if self.key_format not in ("str", "bytes"):
             raise InvalidArgumentError(f"KafkaSpout(key_format={self.key_format!r}): use 'str' or 'bytes'")
         if self.value_format == "json" and not self.value_schema:
@@ -185,22 +194,68 @@ class KafkaSpoutConfig:
                 "KafkaSpout(value_format='json') needs value_schema=, a Spark DDL string such as "
                 "'user STRING, clicks INT'"
             )
-        if self.value_schema is not None:
+        if self.value_format == "avro":
+            self._check_avro()
+        elif self.schema_registry_url is not None:
+            raise InvalidArgumentError(
+                f"KafkaSpout(schema_registry_url=...) is read only with value_format='avro' (values are "
+                f"{self.value_format!r} here): add value_format='avro', or drop schema_registry_url=")
+        elif self.value_schema is not None:
             if not isinstance(self.value_schema, str):
                 raise value_schema_error(self.value_schema, "it is not a string")  # type: ignore[unreachable]
             if self.value_format != "json":
                 raise InvalidArgumentError(
-                    f"KafkaSpout(value_schema=...) is read only with value_format='json' (values are "
-                    f"{self.value_format!r} here): add value_format='json', or drop value_schema=")
+                    f"KafkaSpout(value_schema=...) is read only with value_format='json' or 'avro' (values "
+                    f"are {self.value_format!r} here): add value_format='json', or drop value_schema=")
             value_schema_fields(self.value_schema)
-        if self.on_malformed not in ("fail", "skip"):
+        self._check_malformed_policy()
+
+    def _check_avro(self) -> None:
+        from trident_spark.spout.avro_decode import avro_spark_type
+
+        if self.value_schema is None and self.schema_registry_url is None:
             raise InvalidArgumentError(
-                f"KafkaSpout(on_malformed={self.on_malformed!r}): use 'fail' or 'skip'")
+                "KafkaSpout(value_format='avro') needs value_schema= (the Avro schema, a dict or JSON text) "
+                "or schema_registry_url= (records in Confluent's wire format, read as the latest schema "
+                "of the topic's subject '<topic>-value')")
+        if self.value_schema is None and len(self.topics) != 1:
+            raise InvalidArgumentError(
+                "KafkaSpout(value_format='avro', schema_registry_url=...) without value_schema= reads the "
+                "latest schema of subject '<topic>-value', so it needs exactly one topic in topics=[...]; "
+                "give value_schema= (the schema records are read as) to read several")
+        if self.value_schema is not None:
+            avro_spark_type(self.value_schema)  # fails naming the schema and the reason
+        if self.schema_registry_url is not None:
+            from trident_spark.spout.schema_registry import SchemaRegistryClient
+
+            SchemaRegistryClient(self.schema_registry_url)  # an http(s) URL, or a clear error
+
+    def _check_malformed_policy(self) -> None:
+        if self.on_malformed not in MALFORMED_POLICIES:
+            raise InvalidArgumentError(
+                f"KafkaSpout(on_malformed={self.on_malformed!r}): use 'fail', 'skip' or 'dead_letter'")
+        if self.on_malformed == "dead_letter":
+            if not self.dead_letter_topic or not isinstance(self.dead_letter_topic, str):
+                raise InvalidArgumentError(
+                    "KafkaSpout(on_malformed='dead_letter') needs dead_letter_topic=, the topic malformed "
+                    "records are sent to, e.g. dead_letter_topic='clicks-dead-letters'")
+            reads = (self.dead_letter_topic in self.topics if self.topics
+                     else re.fullmatch(self.pattern or "", self.dead_letter_topic) is not None)
+            if reads:
+                raise InvalidArgumentError(
+                    f"KafkaSpout(dead_letter_topic={self.dead_letter_topic!r}) is a topic the spout reads: "
+                    "its dead letters would be read again; give another topic")
+        elif self.dead_letter_topic is not None:
+            raise InvalidArgumentError(
+                f"KafkaSpout(dead_letter_topic=...) is used only with on_malformed='dead_letter' (it is "
+                f"{self.on_malformed!r} here): add on_malformed='dead_letter', or drop dead_letter_topic=")
 
     def __repr__(self) -> str:
         # kafka_options may hold sasl.password, ssl.key.password, ...: shown as ***.
         shown = {**asdict(self), "bootstrap_servers": self.address,
                  "kafka_options": redact_options(self.kafka_options)}
+        if self.schema_registry_url is not None:
+            shown["schema_registry_url"] = redact_text(self.schema_registry_url)
         return f"KafkaSpoutConfig({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
     # --- derived -----------------------------------------------------------------
@@ -228,6 +283,14 @@ class KafkaSpoutConfig:
         key = "key STRING" if self.key_format == "str" else "key BINARY"
         if self.value_format == "json":
             value = f"value STRUCT<{_struct_body(self.value_schema or '')}>"
+        elif self.value_format == "avro":
+            from trident_spark.spout.avro_decode import avro_spark_type
+
+            if self.value_schema is None:
+                raise InvalidArgumentError(
+                    "KafkaSpout(value_format='avro'): the value schema was not read from the registry yet "
+                    "(the spout's DataFrame reads it); give value_schema=")
+            value = f"value {avro_spark_type(self.value_schema)}"
         else:
             value = "value STRING" if self.value_format == "str" else "value BINARY"
         columns = [key, value, "topic STRING", "partition INT", "offset BIGINT", "timestamp TIMESTAMP"]

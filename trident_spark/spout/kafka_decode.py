@@ -1,4 +1,4 @@
-"""Decoding record keys and values into Arrow columns: bytes, UTF-8 text or JSON.
+"""Decoding record keys and values into Arrow columns: bytes, UTF-8 text, JSON or Avro.
 
 The whole column is decoded in Arrow's C++ code at once; only when that fails
 does a per-record pass find which records are malformed, so good data stays
@@ -9,10 +9,33 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.json as pa_json
+
+if TYPE_CHECKING:
+    from trident_spark.spout.avro_decode import AvroDecoder
+
+# Avro decoders by (reader schema, registry URL), kept by the worker process: each keeps the
+# writer schemas it parsed.
+_avro_decoders: dict[tuple[str, str | None], AvroDecoder] = {}
+_avro_lock = threading.Lock()
+
+
+def avro_decoder(reader_schema: str, registry_url: str | None, timeout_s: float) -> AvroDecoder:
+    """The worker process's decoder of Avro values read as ``reader_schema`` (one per schema
+    and registry, so writer schemas are fetched and parsed once per process)."""
+    from trident_spark.spout.avro_decode import AvroDecoder
+
+    key = (reader_schema, registry_url)
+    with _avro_lock:
+        decoder = _avro_decoders.get(key)
+        if decoder is None:
+            decoder = _avro_decoders[key] = AvroDecoder(reader_schema, registry_url, timeout_s)
+    return decoder
 
 
 def decode_column(raw: Sequence[bytes | None], arrow_type: pa.DataType, what: str,

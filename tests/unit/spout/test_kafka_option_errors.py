@@ -153,7 +153,7 @@ def test_a_value_schema_of_the_wrong_shape_is_named_with_an_example(schema, reas
 
 def test_a_value_schema_without_value_format_json_would_be_ignored():
     assert spout_error(value_schema="n INT") == (
-        "KafkaSpout(value_schema=...) is read only with value_format='json' (values are 'str' here): add "
+        "KafkaSpout(value_schema=...) is read only with value_format='json' or 'avro' (values are 'str' here): add "
         "value_format='json', or drop value_schema=")
 
 
