@@ -80,7 +80,7 @@ class RegistryServer:
                 self._answer(401, {"error_code": 401, "message": "Unauthorized"})
                 return False
 
-            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            def do_GET(self) -> None:
                 registry.requests[self.path] += 1
                 if not self._authorized():
                     return
@@ -97,17 +97,19 @@ class RegistryServer:
                 elif len(parts) == 4 and parts[0] == "subjects" and parts[2:] == ["versions", "latest"]:
                     versions = registry.subjects.get(parts[1])
                     if not versions:
-                        self._answer(404, {"error_code": 40401, "message": f"Subject '{parts[1]}' not found."})
+                        missing = {"error_code": 40401, "message": f"Subject '{parts[1]}' not found."}
+                        self._answer(404, missing)
                         return
                     schema, schema_type = registry.schemas[versions[-1]]
-                    body = {"subject": parts[1], "version": len(versions), "id": versions[-1], "schema": schema}
+                    body = {"subject": parts[1], "version": len(versions), "id": versions[-1],
+                            "schema": schema}
                     if schema_type != "AVRO":
                         body["schemaType"] = schema_type
                     self._answer(200, body)
                 else:
                     self._answer(404, {"error_code": 404, "message": "HTTP 404 Not Found"})
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 registry.requests[self.path] += 1
                 if not self._authorized():
                     return

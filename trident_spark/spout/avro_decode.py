@@ -202,10 +202,10 @@ class AvroDecoder:
     >>> body = io.BytesIO(); fastavro.schemaless_writer(body, schema, {"n": 7})
     >>> errors = [None, None]
     >>> decoder = AvroDecoder(json.dumps(schema))
-    >>> decoder.decode([body.getvalue(), b"\\x01"], pa.struct([("n", pa.int32())]), errors).to_pylist()
+    >>> decoder.decode([body.getvalue(), b"\\x80"], pa.struct([("n", pa.int32())]), errors).to_pylist()
     [{'n': 7}, None]
     >>> errors[1]
-    'value is not Avro of value_schema (EOFError: ...)'
+    'value is not Avro of value_schema (IndexError: string index out of range)'
     """
 
     def __init__(self, reader_schema: str, registry_url: str | None = None,

@@ -16,7 +16,8 @@ from trident_spark.spout.kafka_read import read_conf
 pytestmark = pytest.mark.integration
 
 
-def dead_letters(bootstrap: str, topic: str, partitions: int = 1) -> list[tuple[tuple, bytes | None, bytes | None]]:
+def dead_letters(bootstrap: str, topic: str,
+                 partitions: int = 1) -> list[tuple[tuple, bytes | None, bytes | None]]:
     """Every record of ``topic``: (its source from the headers, key, value), in partition order."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "dl-test", "enable.partition.eof": True,
                          "enable.auto.commit": False})
@@ -65,7 +66,8 @@ def test_each_dead_letter_once_across_attempts_batches_and_streams(kafka_bootstr
     assert send(spout_config(kafka_bootstrap, dlq, "/ckpt/b"), batch1, [letter(12)]) == 1
     found = dead_letters(kafka_bootstrap, dlq)
     assert [(source, key) for source, key, _ in found] == [
-        (("/ckpt/a", "src", 0, 2), b"k2"), (("/ckpt/a", "src", 0, 5), b"k5"), (("/ckpt/a", "src", 0, 7), b"k7"),
+        (("/ckpt/a", "src", 0, 2), b"k2"), (("/ckpt/a", "src", 0, 5), b"k5"),
+        (("/ckpt/a", "src", 0, 7), b"k7"),
         (("/ckpt/a", "src", 0, 12), b"k12"), (("/ckpt/b", "src", 0, 12), b"k12")]
     assert found[0][2] == b"bad 2"
 
@@ -97,6 +99,7 @@ def test_a_long_dead_letter_partition_is_read_back_in_steps(kafka_bootstrap, new
 
 def test_a_missing_dead_letter_topic_is_named(kafka_bootstrap):
     config = spout_config(kafka_bootstrap, "no-such-dead-letters")
-    with pytest.raises(UnknownTopicError, match=r"KafkaSpout\(dead_letter_topic='no-such-dead-letters'\): no such "
-                                                r"topic on 127\.0\.0\.1:\d+; create it"):
+    expected = (r"KafkaSpout\(dead_letter_topic='no-such-dead-letters'\): no such topic on "
+                r"127\.0\.0\.1:\d+; create it")
+    with pytest.raises(UnknownTopicError, match=expected):
         send(config, OffsetRange("src", 0, 0, 10), [letter(1)])

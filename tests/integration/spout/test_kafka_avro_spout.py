@@ -62,7 +62,8 @@ def test_avro_schema_in_code_counted_per_user(spark, kafka_bootstrap, new_topic,
     records = [(None, avro(CLICK_V2, {"user": user, "clicks": n}), n % 2)
                for n, user in enumerate(["ann", "bob", "ann", "cy", "ann", "bob"])]
     produce(kafka_bootstrap, topic, [*records, (None, b"\x06ann", 0)])  # the last lacks its clicks
-    spout = KafkaSpout(kafka_bootstrap, [topic], value_format="avro", value_schema=CLICK_V2, on_malformed="skip")
+    spout = KafkaSpout(kafka_bootstrap, [topic], value_format="avro", value_schema=CLICK_V2,
+                       on_malformed="skip")
     topology = TridentTopology()
     counts = (topology.newStream("avro_code", spout).each(["value"], UserOf(), ["user", "clicks"])
               .groupBy(["user"]).aggregate(Count(), ["count"]).collect())

@@ -45,7 +45,8 @@ def test_spark_type_of_every_avro_type():
         {"name": "md5", "type": {"type": "fixed", "name": "MD5", "size": 16}},
         {"name": "tags", "type": {"type": "array", "items": "string"}},
         {"name": "counts", "type": {"type": "map", "values": "long"}},
-        {"name": "inner", "type": {"type": "record", "name": "Inner", "fields": [{"name": "x", "type": "int"}]}},
+        {"name": "inner",
+         "type": {"type": "record", "name": "Inner", "fields": [{"name": "x", "type": "int"}]}},
         {"name": "again", "type": ["null", "Inner"]},
         {"name": "day", "type": {"type": "int", "logicalType": "date"}},
         {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
@@ -56,7 +57,8 @@ def test_spark_type_of_every_avro_type():
     ]}
     assert avro_spark_type(json.dumps(schema)) == (
         "STRUCT<`b`: BOOLEAN, `i`: INT, `l`: BIGINT, `f`: FLOAT, `d`: DOUBLE, `s`: STRING, `raw`: BINARY, "
-        "`maybe`: STRING, `color`: STRING, `md5`: BINARY, `tags`: ARRAY<STRING>, `counts`: MAP<STRING, BIGINT>, "
+        "`maybe`: STRING, `color`: STRING, `md5`: BINARY, `tags`: ARRAY<STRING>, "
+        "`counts`: MAP<STRING, BIGINT>, "
         "`inner`: STRUCT<`x`: INT>, `again`: STRUCT<`x`: INT>, `day`: DATE, `at`: TIMESTAMP, "
         "`local`: TIMESTAMP_NTZ, `price`: DECIMAL(10, 2), `id`: STRING, `t`: INT>")
     assert avro_spark_type('"string"') == "STRING"
@@ -64,12 +66,13 @@ def test_spark_type_of_every_avro_type():
 
 def test_unions_of_two_types_and_bad_schemas_are_refused_with_the_reason():
     union = {"type": "record", "name": "U", "fields": [{"name": "v", "type": ["int", "string"]}]}
-    with pytest.raises(InvalidArgumentError, match=r"value\.v is a union of int, string; only a type or null"):
+    with pytest.raises(InvalidArgumentError, match=r"value\.v is a union of int, string; only a type"):
         avro_spark_type(json.dumps(union))
-    with pytest.raises(InvalidArgumentError, match="it is not JSON. Give the schema as a dict or JSON text"):
+    with pytest.raises(InvalidArgumentError, match=r"it is not JSON\. Give the schema as a dict"):
         avro_schema_text("{record")
-    with pytest.raises(InvalidArgumentError, match="is not a usable Avro schema: it names type 'integer', which Avro does not have"):
-        avro_spark_type(json.dumps({"type": "record", "name": "R", "fields": [{"name": "n", "type": "integer"}]}))
+    unknown = {"type": "record", "name": "R", "fields": [{"name": "n", "type": "integer"}]}
+    with pytest.raises(InvalidArgumentError, match="it names type 'integer', which Avro does not have"):
+        avro_spark_type(json.dumps(unknown))
 
 
 def test_records_decode_into_the_struct_and_bad_ones_are_named():
@@ -99,13 +102,15 @@ def test_logical_types_reach_arrow():
                        ("counts", pa.map_(pa.string(), pa.int64()))])
     values, errors = decode(AvroDecoder(json.dumps(schema)), [avro(schema, record)], arrow)
     assert errors == [None]
-    assert values[0]["day"] == record["day"] and values[0]["at"] == at and values[0]["price"] == Decimal("12.34")
+    assert values[0]["day"] == record["day"] and values[0]["at"] == at
+    assert values[0]["price"] == Decimal("12.34")
     assert values[0]["id"] == record["id"] and values[0]["counts"] == [("a", 1)]
 
 
 def test_wire_format_reads_each_writer_schema_resolved_to_the_reader_schema():
     clear_cache()
-    v1 = {"type": "record", "name": "Click", "namespace": "shop", "fields": [{"name": "user", "type": "string"}]}
+    v1 = {"type": "record", "name": "Click", "namespace": "shop",
+          "fields": [{"name": "user", "type": "string"}]}
     with schema_registry() as registry:
         id1 = registry.register("clicks-value", json.dumps(v1))
         id2 = registry.register("clicks-value", json.dumps(CLICK))
@@ -136,7 +141,8 @@ def test_an_unreachable_registry_fails_naming_its_url_without_the_password():
     with pytest.raises(SchemaRegistryError) as info:
         decode(decoder, [wire_format(1, b"\x02a\x02")])
     message = str(info.value)
-    assert message.startswith(f"Schema Registry at http://app:***@{url.removeprefix('http://')} did not answer "
+    host = url.removeprefix("http://")
+    assert message.startswith(f"Schema Registry at http://app:***@{host} did not answer "
                               "GET /schemas/ids/1 within 2 s")
     assert "s3cret" not in message
 
