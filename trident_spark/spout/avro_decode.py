@@ -251,7 +251,8 @@ class AvroDecoder:
                 schema_id, start = split_wire_format(item)
             except NotWireFormatError as exc:
                 raise _MalformedError(f"value is {exc}") from None
-            writer, reader = self._writer(schema_id), self._parsed
+            writer = self._writer(schema_id)
+            reader = None if writer is self._parsed else self._parsed  # no resolution to do
         buffer = io.BytesIO(item)
         buffer.seek(start)
         try:
@@ -283,6 +284,9 @@ class AvroDecoder:
         if registered.schema_type != "AVRO":
             raise _MalformedError(
                 f"value names schema id {schema_id}, a {registered.schema_type} schema, not Avro")
+        if json.loads(registered.schema) == json.loads(self.reader_schema):
+            self._writers[schema_id] = self._parsed
+            return self._parsed
         try:
             parsed = parse_avro(registered.schema)
         except InvalidArgumentError as exc:
