@@ -21,10 +21,10 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.schema_registry_server import schema_registry  # noqa: E402
-from trident_spark.spout.avro_decode import AvroDecoder  # noqa: E402
-from trident_spark.spout.kafka_decode import decode_column  # noqa: E402
-from trident_spark.spout.schema_registry import wire_format  # noqa: E402
+from tests.schema_registry_server import schema_registry
+from trident_spark.spout.avro_decode import AvroDecoder
+from trident_spark.spout.kafka_decode import decode_column
+from trident_spark.spout.schema_registry import wire_format
 
 SCHEMA = {"type": "record", "name": "Click", "fields": [
     {"name": "user", "type": "string"}, {"name": "clicks", "type": "int"},
@@ -54,7 +54,8 @@ def main(n: int) -> None:
         fastavro.schemaless_writer(out, parsed, record)
         bodies.append(out.getvalue())
     texts = [json.dumps(r).encode() for r in records]
-    print(f"{n:,} records; JSON {sum(map(len, texts)) / n:.0f} B, Avro {sum(map(len, bodies)) / n:.0f} B each")
+    json_bytes, avro_bytes = sum(map(len, texts)) / n, sum(map(len, bodies)) / n
+    print(f"{n:,} records; JSON {json_bytes:.0f} B, Avro {avro_bytes:.0f} B each")
     best_rate("json (pyarrow.json)", lambda: decode_column(texts, ARROW, "json", [None] * n), n)
     in_code = AvroDecoder(json.dumps(SCHEMA))
     best_rate("avro, schema in code (fastavro)", lambda: in_code.decode(bodies, ARROW, [None] * n), n)
