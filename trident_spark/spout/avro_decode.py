@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow as pa
 
 from trident_spark.errors import InvalidArgumentError, MissingExtraError
+from trident_spark.spout.kafka_decode import to_arrow
 from trident_spark.spout.schema_registry import (
     NotWireFormatError,
     SchemaRegistryClient,
@@ -242,7 +243,7 @@ class AvroDecoder:
             except _MalformedError as exc:
                 values.append(None)
                 errors[i] = errors[i] or str(exc)
-        return _to_arrow(values, arrow_type, errors)
+        return to_arrow(values, arrow_type, errors)
 
     def _read_one(self, read: Callable[..., Any], item: bytes) -> Any:
         start, writer, reader = 0, self._parsed, None
@@ -298,24 +299,6 @@ class AvroDecoder:
 
 class _MalformedError(Exception):
     """One value cannot be read: the reason, as the record's error."""
-
-
-def _to_arrow(values: list[Any], arrow_type: pa.DataType, errors: list[str | None]) -> pa.Array:
-    """Decoded values as one Arrow array; values Arrow refuses (a long too large for a Spark INT
-    given by a registry schema...) become null with their reason."""
-    try:
-        return pa.array(values, arrow_type)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
-        pass
-    for i, value in enumerate(values):
-        if value is None:
-            continue
-        try:
-            pa.array([value], arrow_type)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError) as exc:
-            values[i] = None
-            errors[i] = errors[i] or f"value does not fit the stream's value type ({exc})"
-    return pa.array(values, arrow_type)
 
 
 __all__ = ["AvroDecoder", "avro_schema_text", "avro_spark_type", "fastavro_module", "parse_avro"]

@@ -85,18 +85,23 @@ class KafkaSpout(Spout):
         longer than ``max_trigger_delay`` (default ``"15m"``).
     min_partitions : int, optional
         Split large offset ranges so a batch has at least this many Spark tasks.
-    value_format : "str", "bytes", "json" or "avro"
+    value_format : "str", "bytes", "json", "avro" or "protobuf"
         ``str`` decodes UTF-8 (the default); ``json`` parses objects into a struct
         described by ``value_schema`` (a Spark DDL string, ``"user STRING, clicks INT"``;
         checked when the spout is built and parsed by Spark when the stream starts);
         ``avro`` reads Avro binary into the struct of the Avro schema ``value_schema`` (a
         dict or JSON text), or, with ``schema_registry_url``, Confluent's wire format
-        (needs ``pip install 'trident-spark[avro]'``).
+        (needs ``pip install 'trident-spark[avro]'``); ``protobuf`` reads messages of the
+        type ``value_schema`` (a generated message class or its ``Descriptor``) into a
+        struct of its fields (needs ``pip install 'trident-spark[protobuf]'``).
     schema_registry_url : str, optional
-        ``value_format="avro"`` only: records are in Confluent's wire format (magic byte 0,
+        ``value_format="avro"``: records are in Confluent's wire format (magic byte 0,
         4-byte schema id, Avro body); each is read with the schema its id names, fetched
         from this registry once per id, and resolved to ``value_schema`` (by default the
         latest version of subject ``"<topic>-value"``, read when the stream starts).
+        ``value_format="protobuf"``: the same framing with message indexes after the id;
+        each id must be a Protobuf schema of the registry, and messages are read as
+        ``value_schema``.
         ``http://user:password@host:8081`` sends basic auth; the password is never shown.
     key_format : "str" or "bytes"
     include_headers : bool
@@ -145,7 +150,7 @@ class KafkaSpout(Spout):
         max_trigger_delay: float | str = "15m",
         min_partitions: int | None = None,
         value_format: ValueFormat = "str",
-        value_schema: str | Mapping[str, Any] | None = None,
+        value_schema: Any = None,
         key_format: KeyFormat = "str",
         include_headers: bool = False,
         fail_on_data_loss: bool = True,
@@ -166,14 +171,21 @@ class KafkaSpout(Spout):
                 "KafkaSpout(engine='jvm') supports neither ending_offsets= nor "
                 "adaptive_target_ms= (Spark's kafka stream source has no such options); "
                 "use engine='python'")
-        if engine == "jvm" and (value_format == "avro" or on_malformed == "dead_letter"):
+        python_only = [f"{name}={value!r}" for name, value, of_python in (
+            ("value_format", value_format, value_format in ("avro", "protobuf")),
+            ("on_malformed", on_malformed, on_malformed == "dead_letter")) if of_python]
+        if engine == "jvm" and python_only:
             raise InvalidArgumentError(
-                "KafkaSpout(engine='jvm') reads neither value_format='avro' nor on_malformed='dead_letter' "
-                "(they are the Python source's); use engine='python'")
+                f"KafkaSpout(engine='jvm') does not read {' and '.join(python_only)} (only the Python "
+                "source does); use engine='python'")
         if value_format == "avro" and value_schema is not None:
             from trident_spark.spout.avro_decode import avro_schema_text
 
             value_schema = avro_schema_text(value_schema)
+        elif value_format == "protobuf" and value_schema is not None:
+            from trident_spark.spout.protobuf_decode import protobuf_schema_text
+
+            value_schema = protobuf_schema_text(value_schema)
 
         self.config = KafkaSpoutConfig(
             bootstrap_servers=bootstrap_servers,
@@ -189,7 +201,7 @@ class KafkaSpout(Spout):
             max_trigger_delay_s=parse_trigger_delay(max_trigger_delay),
             min_partitions=min_partitions,
             value_format=value_format,
-            value_schema=value_schema,  # type: ignore[arg-type]  # a Mapping fails in the config's check
+            value_schema=value_schema,
             key_format=key_format,
             include_headers=include_headers,
             fail_on_data_loss=fail_on_data_loss,

@@ -18,10 +18,10 @@ from trident_spark.errors import InvalidArgumentError, check_int
 from trident_spark.spout import base as spout_base
 from trident_spark.state.redaction import redact_options, redact_text
 
-ValueFormat = Literal["str", "bytes", "json", "avro"]
+ValueFormat = Literal["str", "bytes", "json", "avro", "protobuf"]
 KeyFormat = Literal["str", "bytes"]
 MalformedPolicy = Literal["fail", "skip", "dead_letter"]
-VALUE_FORMATS = ("str", "bytes", "json", "avro")
+VALUE_FORMATS = ("str", "bytes", "json", "avro", "protobuf")
 MALFORMED_POLICIES = ("fail", "skip", "dead_letter")
 
 # librdkafka settings the spout relies on; a user value would break offset tracking.
@@ -75,7 +75,7 @@ class KafkaSpoutConfig:
     include_headers: bool = False
     fail_on_data_loss: bool = True
     on_malformed: MalformedPolicy = "fail"
-    #: Avro values in Confluent's wire format, their schemas read from this registry.
+    #: Avro or Protobuf values in Confluent's wire format, their schemas read from this registry.
     schema_registry_url: str | None = None
     #: on_malformed="dead_letter": where records that cannot be decoded are sent.
     dead_letter_topic: str | None = None
@@ -186,7 +186,8 @@ class KafkaSpoutConfig:
     def _check_formats(self) -> None:
         if self.value_format not in VALUE_FORMATS:
             raise InvalidArgumentError(
-                f"KafkaSpout(value_format={self.value_format!r}): use 'str', 'bytes', 'json' or 'avro'")
+                f"KafkaSpout(value_format={self.value_format!r}): use 'str', 'bytes', 'json', 'avro' or "
+                "'protobuf'")
         if self.key_format not in ("str", "bytes"):
             raise InvalidArgumentError(f"KafkaSpout(key_format={self.key_format!r}): use 'str' or 'bytes'")
         if self.value_format == "json" and not self.value_schema:
@@ -196,10 +197,13 @@ class KafkaSpoutConfig:
             )
         if self.value_format == "avro":
             self._check_avro()
+        elif self.value_format == "protobuf":
+            self._check_protobuf()
         elif self.schema_registry_url is not None:
             raise InvalidArgumentError(
-                f"KafkaSpout(schema_registry_url=...) is read only with value_format='avro' (values are "
-                f"{self.value_format!r} here): add value_format='avro', or drop schema_registry_url=")
+                f"KafkaSpout(schema_registry_url=...) is read only with value_format='avro' or 'protobuf' "
+                f"(values are {self.value_format!r} here): add value_format='avro', or drop "
+                "schema_registry_url=")
         elif self.value_schema is not None:
             if not isinstance(self.value_schema, str):
                 raise value_schema_error(self.value_schema, "it is not a string")  # type: ignore[unreachable]
@@ -229,6 +233,19 @@ class KafkaSpoutConfig:
             from trident_spark.spout.schema_registry import SchemaRegistryClient
 
             SchemaRegistryClient(self.schema_registry_url)  # an http(s) URL, or a clear error
+
+    def _check_protobuf(self) -> None:
+        from trident_spark.spout.protobuf_decode import protobuf_spark_type
+
+        if self.value_schema is None:
+            raise InvalidArgumentError(
+                "KafkaSpout(value_format='protobuf') needs value_schema=, the generated message class "
+                "(e.g. value_schema=clicks_pb2.Click) or its DESCRIPTOR")
+        protobuf_spark_type(self.value_schema)
+        if self.schema_registry_url is not None:
+            from trident_spark.spout.schema_registry import SchemaRegistryClient
+
+            SchemaRegistryClient(self.schema_registry_url)
 
     def _check_malformed_policy(self) -> None:
         if self.on_malformed not in MALFORMED_POLICIES:
@@ -291,6 +308,10 @@ class KafkaSpoutConfig:
                     "KafkaSpout(value_format='avro'): the value schema was not read from the registry yet "
                     "(the spout's DataFrame reads it); give value_schema=")
             value = f"value {avro_spark_type(self.value_schema)}"
+        elif self.value_format == "protobuf":
+            from trident_spark.spout.protobuf_decode import protobuf_spark_type
+
+            value = f"value {protobuf_spark_type(self.value_schema or '')}"
         else:
             value = "value STRING" if self.value_format == "str" else "value BINARY"
         columns = [key, value, "topic STRING", "partition INT", "offset BIGINT", "timestamp TIMESTAMP"]

@@ -31,9 +31,10 @@ import pyarrow as pa
 from trident_spark.errors import BrokerUnavailableError, DataLossError, MalformedRecordError
 from trident_spark.spout.dead_letters import DeadLetter, send_dead_letters
 from trident_spark.spout.kafka_config import READ_MS_COLUMN, KafkaSpoutConfig
-from trident_spark.spout.kafka_decode import avro_decoder, decode_column
+from trident_spark.spout.kafka_decode import decode_column
 from trident_spark.spout.kafka_offsets import OffsetRange
 from trident_spark.spout.kafka_pool import borrowed_consumer
+from trident_spark.spout.value_decoders import avro_decoder, protobuf_decoder
 from trident_spark.worker_gc import gc_paused, settle_imports
 
 log = logging.getLogger(__name__)
@@ -269,6 +270,10 @@ class _Columns:
             assert config.value_schema is not None
             decoder = avro_decoder(config.value_schema, config.schema_registry_url, config.timeout_s)
             value = decoder.decode(self.values, value_type, errors)
+        elif config.value_format == "protobuf":
+            assert config.value_schema is not None
+            messages = protobuf_decoder(config.value_schema, config.schema_registry_url, config.timeout_s)
+            value = messages.decode(self.values, value_type, errors)
         else:
             value = decode_column(self.values, value_type, config.value_format, errors)
         columns: dict[str, pa.Array] = {

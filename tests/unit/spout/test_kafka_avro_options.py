@@ -51,8 +51,8 @@ def test_avro_needs_a_schema_or_a_registry():
 
 def test_registry_only_with_avro_and_its_password_never_shown():
     assert error(schema_registry_url="http://r:8081") == (
-        "KafkaSpout(schema_registry_url=...) is read only with value_format='avro' (values are 'str' here): "
-        "add value_format='avro', or drop schema_registry_url=")
+        "KafkaSpout(schema_registry_url=...) is read only with value_format='avro' or 'protobuf' (values are "
+        "'str' here): add value_format='avro', or drop schema_registry_url=")
     spout = KafkaSpout(BROKER, ["clicks"], value_format="avro", value_schema=CLICK,
                        schema_registry_url="https://app:s3cret@registry:8081")
     assert "s3cret" not in repr(spout.config) and "app:***@registry:8081" in repr(spout.config)
@@ -77,10 +77,12 @@ def test_dead_letter_options():
 
 
 def test_the_jvm_engine_refuses_what_only_the_python_source_reads():
-    message = ("KafkaSpout(engine='jvm') reads neither value_format='avro' nor on_malformed='dead_letter' "
-               "(they are the Python source's); use engine='python'")
-    assert error(engine="jvm", value_format="avro", value_schema=CLICK) == message
-    assert error(engine="jvm", on_malformed="dead_letter", dead_letter_topic="dlq") == message
+    assert error(engine="jvm", value_format="avro", value_schema=CLICK) == (
+        "KafkaSpout(engine='jvm') does not read value_format='avro' (only the Python source does); use "
+        "engine='python'")
+    assert error(engine="jvm", on_malformed="dead_letter", dead_letter_topic="dlq") == (
+        "KafkaSpout(engine='jvm') does not read on_malformed='dead_letter' (only the Python source does); "
+        "use engine='python'")
 
 
 def test_without_fastavro_the_error_names_the_extra(monkeypatch):

@@ -86,7 +86,8 @@ def test_json_needs_value_schema():
 @pytest.mark.parametrize(
     ("kwargs", "fragment"),
     [
-        ({"value_format": "xml"}, "KafkaSpout(value_format='xml'): use 'str', 'bytes', 'json' or 'avro'"),
+        ({"value_format": "xml"},
+         "KafkaSpout(value_format='xml'): use 'str', 'bytes', 'json', 'avro' or 'protobuf'"),
         ({"key_format": "json"}, "KafkaSpout(key_format='json'): use 'str' or 'bytes'"),
         ({"on_malformed": "drop"}, "KafkaSpout(on_malformed='drop'): use 'fail', 'skip' or 'dead_letter'"),
     ],
