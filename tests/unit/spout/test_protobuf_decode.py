@@ -74,8 +74,8 @@ def decode(decoder, raw, arrow_type=ORDER_ARROW):
 def test_spark_type_of_a_message_with_every_kind_of_field():
     assert protobuf_spark_type(protobuf_schema_text(order_class())) == (
         "STRUCT<`id`: BIGINT, `total`: DOUBLE, `note`: STRING, "
-        "`items`: ARRAY<STRUCT<`sku`: STRING, `qty`: BIGINT>>, `first`: STRUCT<`sku`: STRING, `qty`: BIGINT>, "
-        "`prices`: MAP<STRING, INT>, `raw`: BINARY>")
+        "`items`: ARRAY<STRUCT<`sku`: STRING, `qty`: BIGINT>>, "
+        "`first`: STRUCT<`sku`: STRING, `qty`: BIGINT>, `prices`: MAP<STRING, INT>, `raw`: BINARY>")
 
 
 def test_a_class_and_its_descriptor_give_the_same_settings_and_round_trip():
