@@ -1,6 +1,7 @@
 """Decode throughput of the Kafka spout's value formats, in one Python process: records/s of
 one Arrow batch of values decoded as JSON (Arrow's C++ reader), as Avro with a schema in code,
-and as Avro in Confluent's wire format with the writer schema from a registry (cached).
+as Avro in Confluent's wire format with the writer schema from a registry (cached), and as
+Protobuf messages.
 
     .venv/bin/python bench/value_formats.py [records]
 
@@ -24,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.schema_registry_server import schema_registry
 from trident_spark.spout.avro_decode import AvroDecoder
 from trident_spark.spout.kafka_decode import decode_column
+from trident_spark.spout.protobuf_decode import ProtobufDecoder, protobuf_schema_text
 from trident_spark.spout.schema_registry import wire_format
 
 SCHEMA = {"type": "record", "name": "Click", "fields": [
@@ -64,6 +66,28 @@ def main(n: int) -> None:
         framed = [wire_format(schema_id, b) for b in bodies]
         wired = AvroDecoder(json.dumps(SCHEMA), registry.url)
         best_rate("avro, wire format + registry (cached)", lambda: wired.decode(framed, ARROW, [None] * n), n)
+    message = click_message()
+    messages = [message(**r).SerializeToString() for r in records]
+    protobuf = ProtobufDecoder(protobuf_schema_text(message))
+    best_rate("protobuf (generated class)", lambda: protobuf.decode(messages, ARROW, [None] * n), n)
+
+
+def click_message():
+    """The same record as a Protobuf message (proto3, ``score`` optional)."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    field = descriptor_pb2.FieldDescriptorProto
+    file = descriptor_pb2.FileDescriptorProto(name="bench/click.proto", package="bench", syntax="proto3")
+    click = file.message_type.add(name="Click")
+    click.field.add(name="user", number=1, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
+    click.field.add(name="clicks", number=2, type=field.TYPE_INT32, label=field.LABEL_OPTIONAL)
+    click.field.add(name="score", number=3, type=field.TYPE_DOUBLE, label=field.LABEL_OPTIONAL,
+                    proto3_optional=True, oneof_index=0)
+    click.oneof_decl.add(name="_score")
+    click.field.add(name="page", number=4, type=field.TYPE_STRING, label=field.LABEL_OPTIONAL)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName("bench.Click"))
 
 
 if __name__ == "__main__":
