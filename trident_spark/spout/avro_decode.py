@@ -53,7 +53,7 @@ def fastavro_module() -> Any:
     return fastavro
 
 
-def avro_schema_text(schema: str | Mapping[str, Any] | Sequence[Any]) -> str:
+def avro_schema_text(schema: str | Mapping[str, Any] | Sequence[Any], part: str = "value") -> str:
     """An Avro schema given as a dict (or list, for a union) or as JSON text, as JSON text.
 
     Examples
@@ -69,22 +69,24 @@ def avro_schema_text(schema: str | Mapping[str, Any] | Sequence[Any]) -> str:
         except ValueError:
             if schema in PRIMITIVES:  # a bare primitive name: Avro's JSON is the quoted name
                 return json.dumps(schema)
-            raise avro_schema_error(schema, "it is not JSON") from None
+            raise avro_schema_error(schema, "it is not JSON", part) from None
         return schema
     if isinstance(schema, Mapping | list | tuple):
         return json.dumps(schema)
-    raise avro_schema_error(schema, f"it is a {type(schema).__name__}, not a dict or JSON text")
+    raise avro_schema_error(schema, f"it is a {type(schema).__name__}, not a dict or JSON text", part)
 
 
-def avro_schema_error(schema: object, reason: str) -> InvalidArgumentError:
-    """The error for a ``value_schema`` that is not an Avro schema: what was given, why, an example."""
+def avro_schema_error(schema: object, reason: str, part: str = "value") -> InvalidArgumentError:
+    """The error for a ``value_schema`` (or ``key_schema``) that is not an Avro schema: what was
+    given, why, an example."""
     shown = schema if len(repr(schema)) <= 200 else f"{repr(schema)[:200]}..."
+    example = AVRO_SCHEMA_EXAMPLE if part == "value" else "key_schema='string'"
     return InvalidArgumentError(
-        f"KafkaSpout(value_format='avro', value_schema={shown!r}) is not a usable Avro schema: {reason}. "
-        f"Give the schema as a dict or JSON text, e.g. {AVRO_SCHEMA_EXAMPLE}")
+        f"KafkaSpout({part}_format='avro', {part}_schema={shown!r}) is not a usable Avro schema: {reason}. "
+        f"Give the schema as a dict or JSON text, e.g. {example}")
 
 
-def parse_avro(text: str) -> Any:
+def parse_avro(text: str, part: str = "value") -> Any:
     """``text`` parsed by fastavro, with the logical types Spark has no type for read as their base
     type (``uuid`` as a string, ``time-millis`` as an int, ...)."""
     fastavro = fastavro_module()
@@ -93,8 +95,8 @@ def parse_avro(text: str) -> Any:
     except Exception as exc:  # fastavro's SchemaParseException, UnknownType, KeyError, TypeError...
         if type(exc).__name__ == "UnknownType":
             raise avro_schema_error(text, f"it names type {str(exc)!r}, which Avro does not have and the "
-                                          "schema does not define") from None
-        raise avro_schema_error(text, f"{type(exc).__name__}: {exc}") from None
+                                          "schema does not define", part) from None
+        raise avro_schema_error(text, f"{type(exc).__name__}: {exc}", part) from None
 
 
 def _plain_logical_types(schema: Any) -> Any:
@@ -117,7 +119,7 @@ def _plain_logical_types(schema: Any) -> Any:
     return out
 
 
-def avro_spark_type(text: str) -> str:
+def avro_spark_type(text: str, part: str = "value") -> str:
     """The Spark type (DDL) of values written with the Avro schema ``text``.
 
     Records become structs, enums strings, fixed binary, maps ``MAP<STRING, ...>``; a union
@@ -130,8 +132,14 @@ def avro_spark_type(text: str) -> str:
     ...                 ' {"name": "score", "type": ["null", "double"]}]}')
     'STRUCT<`user`: STRING, `tags`: ARRAY<STRING>, `score`: DOUBLE>'
     """
-    parse_avro(text)  # a schema fastavro refuses is named as such first
-    return _spark_type(json.loads(text), {}, "value")
+    parse_avro(text, part)  # a schema fastavro refuses is named as such first
+    try:
+        return _spark_type(json.loads(text), {}, part)
+    except InvalidArgumentError as exc:
+        if part == "value":
+            raise
+        raise InvalidArgumentError(str(exc).replace("value_format=", "key_format=", 1)
+                                   .replace("value_schema=", "key_schema=", 1)) from None
 
 
 def _spark_type(schema: Any, named: dict[str, Any], where: str) -> str:
@@ -210,17 +218,18 @@ class AvroDecoder:
     """
 
     def __init__(self, reader_schema: str, registry_url: str | None = None,
-                 timeout_s: float = 10.0) -> None:
+                 timeout_s: float = 10.0, part: str = "value") -> None:
         self.reader_schema = reader_schema
         self.registry_url = registry_url
         self.timeout_s = timeout_s
+        self.part = part
         self._parsed: Any = None
         self._writers: dict[int, Any] = {}
         self._registry: SchemaRegistryClient | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         return {"reader_schema": self.reader_schema, "registry_url": self.registry_url,
-                "timeout_s": self.timeout_s}
+                "timeout_s": self.timeout_s, "part": self.part}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(**state)  # type: ignore[misc]
@@ -232,7 +241,7 @@ class AvroDecoder:
         :class:`~trident_spark.errors.SchemaRegistryError` (the batch fails, and is replayed)."""
         read = fastavro_module().schemaless_reader
         if self._parsed is None:
-            self._parsed = parse_avro(self.reader_schema)
+            self._parsed = parse_avro(self.reader_schema, self.part)
         values: list[Any] = []
         for i, item in enumerate(raw):
             if item is None:
@@ -243,7 +252,7 @@ class AvroDecoder:
             except _MalformedError as exc:
                 values.append(None)
                 errors[i] = errors[i] or str(exc)
-        return to_arrow(values, arrow_type, errors)
+        return to_arrow(values, arrow_type, errors, self.part)
 
     def _read_one(self, read: Callable[..., Any], item: bytes) -> Any:
         start, writer, reader = 0, self._parsed, None
@@ -251,7 +260,7 @@ class AvroDecoder:
             try:
                 schema_id, start = split_wire_format(item)
             except NotWireFormatError as exc:
-                raise _MalformedError(f"value is {exc}") from None
+                raise _MalformedError(f"{self.part} is {exc}") from None
             writer = self._writer(schema_id)
             reader = None if writer is self._parsed else self._parsed  # no resolution to do
         buffer = io.BytesIO(item)
@@ -260,15 +269,15 @@ class AvroDecoder:
             record = read(buffer, writer, reader)
         except Exception as exc:  # EOFError, IndexError, UnicodeDecodeError, SchemaResolutionError...
             raise _MalformedError(
-                f"value is not Avro of {self._what()} ({type(exc).__name__}: {exc})") from None
+                f"{self.part} is not Avro of {self._what()} ({type(exc).__name__}: {exc})") from None
         left = len(item) - buffer.tell()
         if left:
             raise _MalformedError(
-                f"value is not Avro of {self._what()} ({left} bytes left after the record)")
+                f"{self.part} is not Avro of {self._what()} ({left} bytes left after the record)")
         return record
 
     def _what(self) -> str:
-        return "its registered schema" if self.registry_url is not None else "value_schema"
+        return "its registered schema" if self.registry_url is not None else f"{self.part}_schema"
 
     def _writer(self, schema_id: int) -> Any:
         found = self._writers.get(schema_id)
@@ -280,11 +289,11 @@ class AvroDecoder:
         try:
             registered = self._registry.schema(schema_id)
         except UnknownSchemaError as exc:
-            raise _MalformedError(
-                f"value names schema id {schema_id}, which the registry does not hold ({exc})") from None
+            raise _MalformedError(f"{self.part} names schema id {schema_id}, which the registry does not "
+                                  f"hold ({exc})") from None
         if registered.schema_type != "AVRO":
             raise _MalformedError(
-                f"value names schema id {schema_id}, a {registered.schema_type} schema, not Avro")
+                f"{self.part} names schema id {schema_id}, a {registered.schema_type} schema, not Avro")
         if json.loads(registered.schema) == json.loads(self.reader_schema):
             self._writers[schema_id] = self._parsed
             return self._parsed
@@ -292,7 +301,7 @@ class AvroDecoder:
             parsed = parse_avro(registered.schema)
         except InvalidArgumentError as exc:
             raise _MalformedError(
-                f"value names schema id {schema_id}, which fastavro cannot read ({exc})") from None
+                f"{self.part} names schema id {schema_id}, which fastavro cannot read ({exc})") from None
         self._writers[schema_id] = parsed
         return parsed
 

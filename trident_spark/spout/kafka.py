@@ -103,7 +103,12 @@ class KafkaSpout(Spout):
         each id must be a Protobuf schema of the registry, and messages are read as
         ``value_schema``.
         ``http://user:password@host:8081`` sends basic auth; the password is never shown.
-    key_format : "str" or "bytes"
+    key_format : "str", "bytes", "avro" or "protobuf"
+        As ``value_format`` for keys; ``avro`` and ``protobuf`` read them with ``key_schema``
+        (an Avro schema, e.g. ``"string"``, or a message type), or from the registry
+        (``schema_registry_url``; Avro keys default to the latest of subject ``"<topic>-key"``).
+    key_schema : dict, str or message type, optional
+        The keys' schema for ``key_format="avro"`` or ``"protobuf"``.
     include_headers : bool
         Add a ``headers`` field: a list of ``{key, value}``.
     fail_on_data_loss : bool
@@ -152,6 +157,7 @@ class KafkaSpout(Spout):
         value_format: ValueFormat = "str",
         value_schema: Any = None,
         key_format: KeyFormat = "str",
+        key_schema: Any = None,
         include_headers: bool = False,
         fail_on_data_loss: bool = True,
         on_malformed: MalformedPolicy = "fail",
@@ -173,19 +179,14 @@ class KafkaSpout(Spout):
                 "use engine='python'")
         python_only = [f"{name}={value!r}" for name, value, of_python in (
             ("value_format", value_format, value_format in ("avro", "protobuf")),
+            ("key_format", key_format, key_format in ("avro", "protobuf")),
             ("on_malformed", on_malformed, on_malformed == "dead_letter")) if of_python]
         if engine == "jvm" and python_only:
             raise InvalidArgumentError(
                 f"KafkaSpout(engine='jvm') does not read {' and '.join(python_only)} (only the Python "
                 "source does); use engine='python'")
-        if value_format == "avro" and value_schema is not None:
-            from trident_spark.spout.avro_decode import avro_schema_text
-
-            value_schema = avro_schema_text(value_schema)
-        elif value_format == "protobuf" and value_schema is not None:
-            from trident_spark.spout.protobuf_decode import protobuf_schema_text
-
-            value_schema = protobuf_schema_text(value_schema)
+        value_schema = _schema_text(value_format, value_schema, "value")
+        key_schema = _schema_text(key_format, key_schema, "key")
 
         self.config = KafkaSpoutConfig(
             bootstrap_servers=bootstrap_servers,
@@ -203,6 +204,7 @@ class KafkaSpout(Spout):
             value_format=value_format,
             value_schema=value_schema,
             key_format=key_format,
+            key_schema=key_schema,
             include_headers=include_headers,
             fail_on_data_loss=fail_on_data_loss,
             on_malformed=on_malformed,
@@ -238,8 +240,8 @@ class KafkaSpout(Spout):
                 client.check_topic(self.config.dead_letter_topic, "dead_letter_topic")
         finally:
             client.close()
-        if self.config.schema_registry_url is not None:
-            self._registry_schema()  # the registry answers (and holds the subject, when it is read)
+        for part in self._parts_from_registry():
+            self._registry_schema(part)  # the registry answers and holds the subject
 
     def to_dataframe(self, spark: SparkSession) -> DataFrame:
         """The spout as a streaming DataFrame in ``spark`` (its fields plus internal columns).
@@ -249,8 +251,11 @@ class KafkaSpout(Spout):
         """
         if self.config.value_schema is not None and self.config.value_format == "json":
             check_value_schema(self.config.value_schema)
-        if self.config.value_format == "avro" and self.config.value_schema is None:
-            self.config = dataclasses.replace(self.config, value_schema=self._registry_schema())
+        parts = self._parts_from_registry()
+        if "value" in parts:
+            self.config = dataclasses.replace(self.config, value_schema=self._registry_schema("value"))
+        if "key" in parts:
+            self.config = dataclasses.replace(self.config, key_schema=self._registry_schema("key"))
         if self.engine == "jvm":
             from trident_spark.spout.jvm import jvm_dataframe
 
@@ -281,21 +286,26 @@ class KafkaSpout(Spout):
             dead_letter_writer=here if here is not None else config.dead_letter_writer)
         return spout
 
-    def _registry_schema(self) -> str | None:
-        """The value schema the registry holds for the topic (``value_schema`` not given): the latest
-        version of subject ``"<topic>-value"``; None when ``value_schema`` was given."""
+    def _parts_from_registry(self) -> list[str]:
+        """``"value"`` and/or ``"key"``: the Avro parts whose schema the registry gives."""
+        config = self.config
+        return [part for part, kind, schema in (("value", config.value_format, config.value_schema),
+                                                ("key", config.key_format, config.key_schema))
+                if kind == "avro" and schema is None]
+
+    def _registry_schema(self, part: str) -> str:
+        """The Avro schema the registry holds for the topic's values or keys (``value_schema`` or
+        ``key_schema`` not given): the latest version of subject ``"<topic>-value"`` (or ``-key``)."""
         from trident_spark.spout.schema_registry import SchemaRegistryClient
 
         config = self.config
         assert config.schema_registry_url is not None
         client = SchemaRegistryClient(config.schema_registry_url, config.timeout_s)
-        if config.value_schema is not None:
-            return None
-        subject = f"{config.topics[0]}-value"
+        subject = f"{config.topics[0]}-{part}"
         registered = client.latest(subject)
         if registered.schema_type != "AVRO":
             raise InvalidArgumentError(
-                f"KafkaSpout(value_format='avro'): subject {subject!r} in the Schema Registry at "
+                f"KafkaSpout({part}_format='avro'): subject {subject!r} in the Schema Registry at "
                 f"{client.address} holds a {registered.schema_type} schema, not an Avro one")
         return registered.schema
 
@@ -303,3 +313,19 @@ class KafkaSpout(Spout):
     def address(self) -> str:
         """The bootstrap address as given (no password), named when the broker does not answer."""
         return str(self.config.address)
+
+
+def _schema_text(kind: str, schema: Any, part: str) -> Any:
+    """``value_schema`` or ``key_schema`` as the settings keep it: Avro schemas and Protobuf
+    message types as JSON text; other values as given (the settings check them)."""
+    if schema is None:
+        return None
+    if kind == "avro":
+        from trident_spark.spout.avro_decode import avro_schema_text
+
+        return avro_schema_text(schema, part)
+    if kind == "protobuf":
+        from trident_spark.spout.protobuf_decode import protobuf_schema_text
+
+        return protobuf_schema_text(schema, part)
+    return schema

@@ -19,9 +19,10 @@ from trident_spark.spout import base as spout_base
 from trident_spark.state.redaction import redact_options, redact_text
 
 ValueFormat = Literal["str", "bytes", "json", "avro", "protobuf"]
-KeyFormat = Literal["str", "bytes"]
+KeyFormat = Literal["str", "bytes", "avro", "protobuf"]
 MalformedPolicy = Literal["fail", "skip", "dead_letter"]
 VALUE_FORMATS = ("str", "bytes", "json", "avro", "protobuf")
+KEY_FORMATS = ("str", "bytes", "avro", "protobuf")
 MALFORMED_POLICIES = ("fail", "skip", "dead_letter")
 
 # librdkafka settings the spout relies on; a user value would break offset tracking.
@@ -72,6 +73,8 @@ class KafkaSpoutConfig:
     value_format: ValueFormat = "str"
     value_schema: str | None = None
     key_format: KeyFormat = "str"
+    #: key_format="avro" or "protobuf": the key's schema (as value_schema is the value's).
+    key_schema: str | None = None
     include_headers: bool = False
     fail_on_data_loss: bool = True
     on_malformed: MalformedPolicy = "fail"
@@ -188,60 +191,69 @@ class KafkaSpoutConfig:
             raise InvalidArgumentError(
                 f"KafkaSpout(value_format={self.value_format!r}): use 'str', 'bytes', 'json', 'avro' or "
                 "'protobuf'")
-        if self.key_format not in ("str", "bytes"):
-            raise InvalidArgumentError(f"KafkaSpout(key_format={self.key_format!r}): use 'str' or 'bytes'")
+        if self.key_format not in KEY_FORMATS:
+            raise InvalidArgumentError(
+                f"KafkaSpout(key_format={self.key_format!r}): use 'str', 'bytes', 'avro' or 'protobuf'")
         if self.value_format == "json" and not self.value_schema:
             raise InvalidArgumentError(
                 "KafkaSpout(value_format='json') needs value_schema=, a Spark DDL string such as "
                 "'user STRING, clicks INT'"
             )
-        if self.value_format == "avro":
-            self._check_avro()
-        elif self.value_format == "protobuf":
-            self._check_protobuf()
-        elif self.schema_registry_url is not None:
+        for part in ("value", "key"):
+            if getattr(self, f"{part}_format") == "avro":
+                self._check_avro(part)
+            elif getattr(self, f"{part}_format") == "protobuf":
+                self._check_protobuf(part)
+        if self.schema_registry_url is not None and not ({self.value_format, self.key_format}
+                                                         & {"avro", "protobuf"}):
             raise InvalidArgumentError(
-                f"KafkaSpout(schema_registry_url=...) is read only with value_format='avro' or 'protobuf' "
-                f"(values are {self.value_format!r} here): add value_format='avro', or drop "
+                f"KafkaSpout(schema_registry_url=...) is read only with value_format= or key_format= 'avro' "
+                f"or 'protobuf' (values are {self.value_format!r} here): add value_format='avro', or drop "
                 "schema_registry_url=")
-        elif self.value_schema is not None:
+        if self.key_schema is not None and self.key_format not in ("avro", "protobuf"):
+            raise InvalidArgumentError(
+                f"KafkaSpout(key_schema=...) is read only with key_format='avro' or 'protobuf' (keys are "
+                f"{self.key_format!r} here): add key_format='avro', or drop key_schema=")
+        if self.value_schema is not None and self.value_format in ("str", "bytes"):
+            raise InvalidArgumentError(
+                f"KafkaSpout(value_schema=...) is read only with value_format='json' or 'avro' (values "
+                f"are {self.value_format!r} here): add value_format='json', or drop value_schema=")
+        if self.value_format == "json":
             if not isinstance(self.value_schema, str):
-                raise value_schema_error(self.value_schema, "it is not a string")  # type: ignore[unreachable]
-            if self.value_format != "json":
-                raise InvalidArgumentError(
-                    f"KafkaSpout(value_schema=...) is read only with value_format='json' or 'avro' (values "
-                    f"are {self.value_format!r} here): add value_format='json', or drop value_schema=")
+                raise value_schema_error(self.value_schema, "it is not a string")  # type: ignore[arg-type]
             value_schema_fields(self.value_schema)
         self._check_malformed_policy()
 
-    def _check_avro(self) -> None:
+    def _check_avro(self, part: str) -> None:
         from trident_spark.spout.avro_decode import avro_spark_type
 
-        if self.value_schema is None and self.schema_registry_url is None:
+        schema = getattr(self, f"{part}_schema")
+        if schema is None and self.schema_registry_url is None:
             raise InvalidArgumentError(
-                "KafkaSpout(value_format='avro') needs value_schema= (the Avro schema, a dict or JSON text) "
-                "or schema_registry_url= (records in Confluent's wire format, read as the latest schema "
-                "of the topic's subject '<topic>-value')")
-        if self.value_schema is None and len(self.topics) != 1:
+                f"KafkaSpout({part}_format='avro') needs {part}_schema= (the Avro schema, a dict or JSON "
+                f"text) or schema_registry_url= (records in Confluent's wire format, read as the latest "
+                f"schema of the topic's subject '<topic>-{part}')")
+        if schema is None and len(self.topics) != 1:
             raise InvalidArgumentError(
-                "KafkaSpout(value_format='avro', schema_registry_url=...) without value_schema= reads the "
-                "latest schema of subject '<topic>-value', so it needs exactly one topic in topics=[...]; "
-                "give value_schema= (the schema records are read as) to read several")
-        if self.value_schema is not None:
-            avro_spark_type(self.value_schema)  # fails naming the schema and the reason
+                f"KafkaSpout({part}_format='avro', schema_registry_url=...) without {part}_schema= reads the "
+                f"latest schema of subject '<topic>-{part}', so it needs exactly one topic in topics=[...]; "
+                f"give {part}_schema= (the schema records are read as) to read several")
+        if schema is not None:
+            avro_spark_type(schema, part)  # fails naming the schema and the reason
         if self.schema_registry_url is not None:
             from trident_spark.spout.schema_registry import SchemaRegistryClient
 
             SchemaRegistryClient(self.schema_registry_url)  # an http(s) URL, or a clear error
 
-    def _check_protobuf(self) -> None:
+    def _check_protobuf(self, part: str) -> None:
         from trident_spark.spout.protobuf_decode import protobuf_spark_type
 
-        if self.value_schema is None:
+        schema = getattr(self, f"{part}_schema")
+        if schema is None:
             raise InvalidArgumentError(
-                "KafkaSpout(value_format='protobuf') needs value_schema=, the generated message class "
-                "(e.g. value_schema=clicks_pb2.Click) or its DESCRIPTOR")
-        protobuf_spark_type(self.value_schema)
+                f"KafkaSpout({part}_format='protobuf') needs {part}_schema=, the generated message class "
+                f"(e.g. {part}_schema=clicks_pb2.Click) or its DESCRIPTOR")
+        protobuf_spark_type(schema, part)
         if self.schema_registry_url is not None:
             from trident_spark.spout.schema_registry import SchemaRegistryClient
 
@@ -297,23 +309,11 @@ class KafkaSpoutConfig:
 
     def schema_ddl(self) -> str:
         """The Spark schema of the spout's records, as a DDL string."""
-        key = "key STRING" if self.key_format == "str" else "key BINARY"
+        key = f"key {self._spark_type('key')}"
         if self.value_format == "json":
             value = f"value STRUCT<{_struct_body(self.value_schema or '')}>"
-        elif self.value_format == "avro":
-            from trident_spark.spout.avro_decode import avro_spark_type
-
-            if self.value_schema is None:
-                raise InvalidArgumentError(
-                    "KafkaSpout(value_format='avro'): the value schema was not read from the registry yet "
-                    "(the spout's DataFrame reads it); give value_schema=")
-            value = f"value {avro_spark_type(self.value_schema)}"
-        elif self.value_format == "protobuf":
-            from trident_spark.spout.protobuf_decode import protobuf_spark_type
-
-            value = f"value {protobuf_spark_type(self.value_schema or '')}"
         else:
-            value = "value STRING" if self.value_format == "str" else "value BINARY"
+            value = f"value {self._spark_type('value')}"
         columns = [key, value, "topic STRING", "partition INT", "offset BIGINT", "timestamp TIMESTAMP"]
         if self.include_headers:
             columns.append("headers ARRAY<STRUCT<key: STRING, value: BINARY>>")
@@ -322,6 +322,23 @@ class KafkaSpoutConfig:
         if self.read_metrics:
             columns.append(f"{READ_MS_COLUMN} DOUBLE")
         return ", ".join(columns)
+
+    def _spark_type(self, part: str) -> str:
+        """The Spark type of the record's key or value (not JSON)."""
+        kind, schema = getattr(self, f"{part}_format"), getattr(self, f"{part}_schema")
+        if kind in ("str", "bytes"):
+            return "STRING" if kind == "str" else "BINARY"
+        if schema is None:
+            raise InvalidArgumentError(
+                f"KafkaSpout({part}_format={kind!r}): the {part} schema was not read from the registry yet "
+                f"(the spout's DataFrame reads it); give {part}_schema=")
+        if kind == "avro":
+            from trident_spark.spout.avro_decode import avro_spark_type
+
+            return avro_spark_type(schema, part)
+        from trident_spark.spout.protobuf_decode import protobuf_spark_type
+
+        return protobuf_spark_type(schema, part)
 
     def consumer_conf(self, **overrides: Any) -> dict[str, Any]:
         """librdkafka settings: our defaults, then the user's kafka_options, then ``overrides``."""

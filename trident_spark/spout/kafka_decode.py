@@ -115,7 +115,8 @@ def _decode_json_slowly(raw: Sequence[bytes | None], struct_type: pa.StructType,
     return pa.array(out, struct_type)
 
 
-def to_arrow(values: list[Any], arrow_type: pa.DataType, errors: list[str | None]) -> pa.Array:
+def to_arrow(values: list[Any], arrow_type: pa.DataType, errors: list[str | None],
+             part: str = "value") -> pa.Array:
     """Decoded values (Python objects) as one Arrow array; a value Arrow refuses (a long too large
     for a Spark INT given by a registry schema...) becomes null, its reason put in ``errors``.
 
@@ -138,5 +139,5 @@ def to_arrow(values: list[Any], arrow_type: pa.DataType, errors: list[str | None
             pa.array([value], arrow_type)
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError) as exc:
             values[i] = None
-            errors[i] = errors[i] or f"value does not fit the stream's value type ({exc})"
+            errors[i] = errors[i] or f"{part} does not fit the stream's {part} type ({exc})"
     return pa.array(values, arrow_type)

@@ -224,6 +224,18 @@ def to_record_batch(config: KafkaSpoutConfig, schema: pa.Schema, r: OffsetRange,
     return columns.record_batch(config, schema, r, [] if letters is None else letters)
 
 
+def _decode(config: KafkaSpoutConfig, part: str, raw: list[bytes | None], arrow_type: pa.DataType,
+            errors: list[str | None]) -> pa.Array:
+    """The record keys or values ``raw`` decoded as the spout's ``key_format`` or ``value_format``."""
+    kind, schema = getattr(config, f"{part}_format"), getattr(config, f"{part}_schema")
+    if kind in ("avro", "protobuf"):
+        assert schema is not None
+        decoder = avro_decoder if kind == "avro" else protobuf_decoder
+        found = decoder(schema, config.schema_registry_url, config.timeout_s, part)
+        return found.decode(raw, arrow_type, errors)
+    return decode_column(raw, arrow_type, "key" if part == "key" else kind, errors)
+
+
 class _Columns:
     """The columns of consumed messages, gathered one consume() answer at a time.
 
@@ -264,18 +276,8 @@ class _Columns:
         missing = millis < 0  # no timestamp
         timestamps = pa.array(millis, pa.timestamp("ms", tz="UTC"), mask=missing if missing.any() else None)
         errors: list[str | None] = [None] * n
-        key = decode_column(self.keys, schema.field("key").type, "key", errors)
-        value_type = schema.field("value").type
-        if config.value_format == "avro":
-            assert config.value_schema is not None
-            decoder = avro_decoder(config.value_schema, config.schema_registry_url, config.timeout_s)
-            value = decoder.decode(self.values, value_type, errors)
-        elif config.value_format == "protobuf":
-            assert config.value_schema is not None
-            messages = protobuf_decoder(config.value_schema, config.schema_registry_url, config.timeout_s)
-            value = messages.decode(self.values, value_type, errors)
-        else:
-            value = decode_column(self.values, value_type, config.value_format, errors)
+        key = _decode(config, "key", self.keys, schema.field("key").type, errors)
+        value = _decode(config, "value", self.values, schema.field("value").type, errors)
         columns: dict[str, pa.Array] = {
             "key": key,
             "value": value,

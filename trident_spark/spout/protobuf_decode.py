@@ -50,7 +50,7 @@ def protobuf_module() -> Any:
     return google.protobuf
 
 
-def protobuf_schema_text(message: Any) -> str:
+def protobuf_schema_text(message: Any, part: str = "value") -> str:
     """A message class or ``Descriptor`` as the spout's settings keep it: JSON text holding its
     files as a ``FileDescriptorSet`` (base64) and the message's full name. JSON text in that
     form is returned as it is.
@@ -69,11 +69,12 @@ def protobuf_schema_text(message: Any) -> str:
                 return message
         except ValueError:
             pass
-        raise protobuf_schema_error(message, "a string is read only as the JSON text this function makes")
+        raise protobuf_schema_error(message, "a string is read only as the JSON text this function makes",
+                                    part)
     descriptor = getattr(message, "DESCRIPTOR", message)
     if not isinstance(descriptor, protobuf.descriptor.Descriptor):
         raise protobuf_schema_error(message, f"it is a {type(message).__name__}, not a message class or "
-                                             "a Descriptor")
+                                             "a Descriptor", part)
     files = protobuf.descriptor_pb2.FileDescriptorSet()
     seen: set[str] = set()
 
@@ -90,11 +91,12 @@ def protobuf_schema_text(message: Any) -> str:
     return json.dumps({"descriptor_set": encoded, "message": descriptor.full_name})
 
 
-def protobuf_schema_error(schema: object, reason: str) -> InvalidArgumentError:
+def protobuf_schema_error(schema: object, reason: str, part: str = "value") -> InvalidArgumentError:
     shown = schema if len(repr(schema)) <= 200 else f"{repr(schema)[:200]}..."
     return InvalidArgumentError(
-        f"KafkaSpout(value_format='protobuf', value_schema={shown!r}) is not a usable message type: "
-        f"{reason}. Give the generated message class (e.g. value_schema=clicks_pb2.Click) or its DESCRIPTOR")
+        f"KafkaSpout({part}_format='protobuf', {part}_schema={shown!r}) is not a usable message type: "
+        f"{reason}. Give the generated message class (e.g. {part}_schema=clicks_pb2.Click) or its "
+        "DESCRIPTOR")
 
 
 # Message classes by settings text, built once per worker process.
@@ -124,7 +126,7 @@ def message_class(text: str) -> Any:
     return cls
 
 
-def protobuf_spark_type(text: str) -> str:
+def protobuf_spark_type(text: str, part: str = "value") -> str:
     """The Spark type (DDL) of messages of the type ``text`` describes.
 
     Integers of 32 bits become INT (unsigned and fixed ones BIGINT), of 64 bits BIGINT;
@@ -136,7 +138,13 @@ def protobuf_spark_type(text: str) -> str:
     >>> protobuf_spark_type(protobuf_schema_text(example_click_class()))
     'STRUCT<`user`: STRING, `clicks`: INT, `tags`: ARRAY<STRING>, `kind`: STRING>'
     """
-    return _message_type(message_class(text).DESCRIPTOR, ())
+    try:
+        return _message_type(message_class(text).DESCRIPTOR, ())
+    except InvalidArgumentError as exc:
+        if part == "value":
+            raise
+        raise InvalidArgumentError(str(exc).replace("value_format=", "key_format=", 1)
+                                   .replace("value_schema=", "key_schema=", 1)) from None
 
 
 def _message_type(descriptor: Any, path: tuple[str, ...]) -> str:
@@ -219,16 +227,19 @@ class ProtobufDecoder:
     True
     """
 
-    def __init__(self, schema: str, registry_url: str | None = None, timeout_s: float = 10.0) -> None:
+    def __init__(self, schema: str, registry_url: str | None = None, timeout_s: float = 10.0,
+                 part: str = "value") -> None:
         self.schema = schema
         self.registry_url = registry_url
         self.timeout_s = timeout_s
+        self.part = part
         self._cls: Any = None
         self._checked: set[int] = set()
         self._registry: SchemaRegistryClient | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"schema": self.schema, "registry_url": self.registry_url, "timeout_s": self.timeout_s}
+        return {"schema": self.schema, "registry_url": self.registry_url, "timeout_s": self.timeout_s,
+                "part": self.part}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(**state)  # type: ignore[misc]
@@ -249,7 +260,7 @@ class ProtobufDecoder:
             except _MalformedError as exc:
                 values.append(None)
                 errors[i] = errors[i] or str(exc)
-        return to_arrow(values, arrow_type, errors)
+        return to_arrow(values, arrow_type, errors, self.part)
 
     def _read_one(self, item: bytes) -> Any:
         start = 0
@@ -259,13 +270,14 @@ class ProtobufDecoder:
                 self._check_id(schema_id)
                 start = skip_message_indexes(item, start)
             except (NotWireFormatError, ValueError) as exc:
-                raise _MalformedError(f"value is {exc}" if isinstance(exc, NotWireFormatError)
-                                      else f"value is not in Schema Registry wire format: {exc}") from None
+                reason = (str(exc) if isinstance(exc, NotWireFormatError)
+                          else f"not in Schema Registry wire format: {exc}")
+                raise _MalformedError(f"{self.part} is {reason}") from None
         message = self._cls()
         try:
             message.ParseFromString(item[start:] if start else item)
         except Exception as exc:  # google.protobuf.message.DecodeError and kin
-            raise _MalformedError(f"value is not a {self._cls.DESCRIPTOR.full_name} message "
+            raise _MalformedError(f"{self.part} is not a {self._cls.DESCRIPTOR.full_name} message "
                                   f"({type(exc).__name__}: {exc})") from None
         return message
 
@@ -278,11 +290,11 @@ class ProtobufDecoder:
         try:
             registered = self._registry.schema(schema_id)
         except UnknownSchemaError as exc:
-            raise _MalformedError(
-                f"value names schema id {schema_id}, which the registry does not hold ({exc})") from None
+            raise _MalformedError(f"{self.part} names schema id {schema_id}, which the registry does not "
+                                  f"hold ({exc})") from None
         if registered.schema_type != "PROTOBUF":
             raise _MalformedError(
-                f"value names schema id {schema_id}, a {registered.schema_type} schema, not Protobuf")
+                f"{self.part} names schema id {schema_id}, a {registered.schema_type} schema, not Protobuf")
         self._checked.add(schema_id)
 
 

@@ -85,15 +85,21 @@ def test_wire_format_with_a_registry_and_dead_letters_once_across_a_replay(spark
     with schema_registry() as registry:
         v1 = registry.register(f"{topic}-value", json.dumps(CLICK_V1))
         v2 = registry.register(f"{topic}-value", json.dumps(CLICK_V2))
-        good = [(b"k1", wire_format(v1, avro(CLICK_V1, {"user": "old"})), 0),
-                (b"k2", wire_format(v2, avro(CLICK_V2, {"user": "ann", "clicks": 4})), 1),
-                (b"k3", wire_format(v2, avro(CLICK_V2, {"user": "bob", "clicks": 2})), 0)]
-        bad = [(b"b1", b'{"user": "json"}', 0),                               # not wire format
-               (b"b2", wire_format(404, avro(CLICK_V1, {"user": "x"})), 1),   # an id the registry lacks
-               (b"b3", wire_format(v2, b"\x06ann"), 1)]                       # truncated body
+        k = registry.register(f"{topic}-key", '"string"')  # keys: Avro strings, read from subject <topic>-key
+
+        def key(text: str) -> bytes:
+            return wire_format(k, avro("string", text))
+
+        good = [(key("k1"), wire_format(v1, avro(CLICK_V1, {"user": "old"})), 0),
+                (key("k2"), wire_format(v2, avro(CLICK_V2, {"user": "ann", "clicks": 4})), 1),
+                (key("k3"), wire_format(v2, avro(CLICK_V2, {"user": "bob", "clicks": 2})), 0)]
+        bad = [(key("b1"), b'{"user": "json"}', 0),                               # not wire format
+               (key("b2"), wire_format(404, avro(CLICK_V1, {"user": "x"})), 1),   # an id the registry lacks
+               (b"b3", wire_format(v2, avro(CLICK_V2, {"user": "cy", "clicks": 1})), 1)]  # a key not framed
         produce(kafka_bootstrap, topic, [good[0], bad[0], good[1], bad[1], good[2], bad[2]])
-        spout = KafkaSpout(kafka_bootstrap, [topic], value_format="avro", schema_registry_url=registry.url,
-                           on_malformed="dead_letter", dead_letter_topic=dlq)
+        spout = KafkaSpout(kafka_bootstrap, [topic], value_format="avro", key_format="avro",
+                           schema_registry_url=registry.url, on_malformed="dead_letter",
+                           dead_letter_topic=dlq)
         topology = TridentTopology()
         sink = (topology.newStream("avro_registry", spout).shuffle()
                 .each(["value"], UserOf(tmp_path / "failed"), ["user", "clicks"]).collect())
@@ -103,7 +109,8 @@ def test_wire_format_with_a_registry_and_dead_letters_once_across_a_replay(spark
         finally:
             handle.stop()
     assert (tmp_path / "failed").exists()  # batch 0 was replayed
-    assert sorted((t["user"], t["clicks"]) for t in sink.tuples) == [("ann", 4), ("bob", 2), ("old", 0)]
+    assert sorted((t["key"], t["user"], t["clicks"]) for t in sink.tuples) == [
+        ("k1", "old", 0), ("k2", "ann", 4), ("k3", "bob", 2)]
     # (the batch's malformed_records after an in-run replay is not asserted: the runtime's replay
     # accounting takes the first attempt's observed metrics off the batch's, which leaves 0 here)
     letters = dead_letters(kafka_bootstrap, dlq)

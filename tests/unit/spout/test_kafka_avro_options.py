@@ -51,8 +51,8 @@ def test_avro_needs_a_schema_or_a_registry():
 
 def test_registry_only_with_avro_and_its_password_never_shown():
     assert error(schema_registry_url="http://r:8081") == (
-        "KafkaSpout(schema_registry_url=...) is read only with value_format='avro' or 'protobuf' (values are "
-        "'str' here): add value_format='avro', or drop schema_registry_url=")
+        "KafkaSpout(schema_registry_url=...) is read only with value_format= or key_format= 'avro' or "
+        "'protobuf' (values are 'str' here): add value_format='avro', or drop schema_registry_url=")
     spout = KafkaSpout(BROKER, ["clicks"], value_format="avro", value_schema=CLICK,
                        schema_registry_url="https://app:s3cret@registry:8081")
     assert "s3cret" not in repr(spout.config) and "app:***@registry:8081" in repr(spout.config)
@@ -125,3 +125,35 @@ def test_a_read_batch_keeps_its_dead_letters_as_read():
         ("clicks", 2, 8, b"b", b"\x06an", 1_700_000_000_000, [("trace", b"42")]),
         ("clicks", 2, 9, None, msgs[2].value(), None, [])]
     assert letters[1].error == "value is not Avro of value_schema (1 bytes left after the record)"
+
+
+def test_avro_and_protobuf_keys():
+    from trident_spark.spout.protobuf_decode import example_click_class
+
+    spout = KafkaSpout(BROKER, ["clicks"], key_format="avro", key_schema="string")
+    assert spout.config.schema_ddl().startswith("key STRING, value STRING, ")
+    spout = KafkaSpout(BROKER, ["clicks"], key_format="protobuf", key_schema=example_click_class())
+    assert spout.config.schema_ddl().startswith("key STRUCT<`user`: STRING, `clicks`: INT, ")
+    assert error(key_format="avro").startswith("KafkaSpout(key_format='avro') needs key_schema= (the Avro")
+    assert error(key_format="protobuf").startswith("KafkaSpout(key_format='protobuf') needs key_schema=, the")
+    assert error(key_schema="string") == (
+        "KafkaSpout(key_schema=...) is read only with key_format='avro' or 'protobuf' (keys are 'str' here): "
+        "add key_format='avro', or drop key_schema=")
+    assert error(key_format="avro", key_schema=["int", "string"]).startswith(
+        "KafkaSpout(key_format='avro', key_schema=")
+    assert "key is a union of int, string" in error(key_format="avro", key_schema=["int", "string"])
+    from_registry = KafkaSpout(BROKER, ["c"], key_format="avro", schema_registry_url="http://r:8081")
+    assert from_registry.config.key_schema is None
+
+
+def test_a_read_batch_decodes_avro_keys_and_names_a_bad_one():
+    config = KafkaSpoutConfig(BROKER, topics=("clicks",), key_format="avro", key_schema='"long"',
+                              on_malformed="skip")
+    schema = pa.schema([("key", pa.int64()), ("value", pa.string()), ("topic", pa.string()),
+                        ("partition", pa.int32()), ("offset", pa.int64()),
+                        ("timestamp", pa.timestamp("us", tz="UTC")), ("malformed", pa.string())])
+    msgs = [FakeMessage(0, b"a", key=b"\x54"), FakeMessage(1, b"b", key=b"\xff"), FakeMessage(2, b"c")]
+    out = to_record_batch(config, schema, OffsetRange("clicks", 0, 0, 3), msgs)
+    assert out.column("key").to_pylist() == [42, None, None]
+    assert out.column("malformed").to_pylist()[0] is None and out.column("malformed").to_pylist()[2] is None
+    assert out.column("malformed").to_pylist()[1].startswith("key is not Avro of key_schema (")

@@ -88,7 +88,7 @@ def test_json_needs_value_schema():
     [
         ({"value_format": "xml"},
          "KafkaSpout(value_format='xml'): use 'str', 'bytes', 'json', 'avro' or 'protobuf'"),
-        ({"key_format": "json"}, "KafkaSpout(key_format='json'): use 'str' or 'bytes'"),
+        ({"key_format": "json"}, "KafkaSpout(key_format='json'): use 'str', 'bytes', 'avro' or 'protobuf'"),
         ({"on_malformed": "drop"}, "KafkaSpout(on_malformed='drop'): use 'fail', 'skip' or 'dead_letter'"),
     ],
 )
