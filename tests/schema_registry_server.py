@@ -4,7 +4,8 @@ Confluent's REST API that trident-spark uses (no Schema Registry server can run 
 * ``POST /subjects/{subject}/versions`` with ``{"schema": "...", "schemaType": "AVRO"}``
   registers a schema (the same text gets the same id) and answers ``{"id": n}``;
 * ``GET /schemas/ids/{id}`` answers ``{"schema": "..."}`` (and ``schemaType`` when not Avro);
-* ``GET /subjects/{subject}/versions/latest`` answers ``{"subject", "version", "id", "schema"}``.
+* ``GET /subjects/{subject}/versions/latest`` answers ``{"subject", "version", "id", "schema"}``;
+* ``GET /config`` answers ``{"compatibilityLevel": "BACKWARD"}``.
 
 Unknown ids and subjects answer 404 with Confluent's error body. With ``password=`` every
 request needs basic auth (401 otherwise). ``requests`` counts the requests by path.
@@ -85,7 +86,9 @@ class RegistryServer:
                 if not self._authorized():
                     return
                 parts = [unquote(p) for p in self.path.strip("/").split("/")]
-                if len(parts) == 3 and parts[:2] == ["schemas", "ids"] and parts[2].isdigit():
+                if parts == ["config"]:
+                    self._answer(200, {"compatibilityLevel": "BACKWARD"})
+                elif len(parts) == 3 and parts[:2] == ["schemas", "ids"] and parts[2].isdigit():
                     found = registry.schemas.get(int(parts[2]))
                     if found is None:
                         self._answer(404, {"error_code": 40403, "message": "Schema not found"})

@@ -196,7 +196,8 @@ def _watermarks(config: KafkaSpoutConfig, consumer: Any, target: Any) -> tuple[i
         raise BrokerUnavailableError(
             f"KafkaSpout: Kafka at {config.address} did not answer for the dead-letter topic "
             f"{target.topic}[{target.partition}] within {config.timeout_s:g} s ({exc.args[0]})") from exc
-    return int(low), int(high)
+    low = max(0, int(low))  # a broker may answer -1 for an empty partition
+    return low, max(low, int(high))
 
 
 def _read_headers(config: KafkaSpoutConfig, consumer: Any, target: Any, begin: int,

@@ -240,8 +240,12 @@ class KafkaSpout(Spout):
                 client.check_topic(self.config.dead_letter_topic, "dead_letter_topic")
         finally:
             client.close()
+        if self.config.schema_registry_url is not None:
+            from trident_spark.spout.schema_registry import SchemaRegistryClient
+
+            SchemaRegistryClient(self.config.schema_registry_url, self.config.timeout_s).check()
         for part in self._parts_from_registry():
-            self._registry_schema(part)  # the registry answers and holds the subject
+            self._registry_schema(part)  # the registry holds the subject
 
     def to_dataframe(self, spark: SparkSession) -> DataFrame:
         """The spout as a streaming DataFrame in ``spark`` (its fields plus internal columns).

@@ -83,8 +83,8 @@ _cache_lock = threading.Lock()
 
 
 class SchemaRegistryClient:
-    """GET ``/schemas/ids/{id}``, GET ``/subjects/{subject}/versions/latest`` and POST
-    ``/subjects/{subject}/versions`` against one Schema Registry.
+    """GET ``/schemas/ids/{id}``, GET ``/subjects/{subject}/versions/latest``, POST
+    ``/subjects/{subject}/versions`` and GET ``/config`` against one Schema Registry.
 
     Parameters
     ----------
@@ -120,6 +120,10 @@ class SchemaRegistryClient:
 
     def __repr__(self) -> str:
         return f"SchemaRegistryClient({self.address!r})"
+
+    def check(self) -> None:
+        """Fail fast, naming the URL, if the registry does not answer (GET ``/config``)."""
+        self._request("GET", "/config", what="global configuration")
 
     def schema(self, schema_id: int) -> RegisteredSchema:
         """The schema registered with ``schema_id`` (fetched once per process and id)."""

@@ -30,6 +30,7 @@ def test_register_fetch_latest_and_cache():
     clear_cache()
     with schema_registry() as registry:
         client = SchemaRegistryClient(registry.url)
+        client.check()
         first = client.register("clicks-value", '"string"')
         assert client.register("clicks-value", '"string"') == first  # the same schema, the same id
         second = client.register("clicks-value", '"long"')
@@ -61,3 +62,11 @@ def test_basic_auth_from_the_url_and_no_password_in_messages():
 def test_not_a_url():
     with pytest.raises(SchemaRegistryError, match="schema_registry_url='registry:8081' is not an http"):
         SchemaRegistryClient("registry:8081")
+
+
+def test_check_fails_fast_naming_the_url():
+    with schema_registry() as registry:
+        url = registry.url
+    expected = f"Schema Registry at {url} did not answer GET /config within 1 s"
+    with pytest.raises(SchemaRegistryError, match=expected):
+        SchemaRegistryClient(url, timeout_s=1).check()
