@@ -1,7 +1,7 @@
 # trident-spark: `make demo` runs the main job on embedded defaults, `make test` runs the tests
 # (`make test-fast` the quick part of them, for the edit loop).
-# Both set up what they need on a fresh machine: a virtualenv, the package, Java 17+ and
-# redis-server (installed with apt-get when run as root), and the local services.
+# Both set up what they need on a fresh machine: a virtualenv, the package, Java 17+,
+# redis-server and PostgreSQL (installed with apt-get when run as root), and the local services.
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -19,7 +19,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $@
 
-# Java 17+ for Spark, redis-server for the Redis state tests.
+# Java 17+ for Spark, redis-server for the Redis state tests, PostgreSQL's server for the
+# PostgreSQL state tests (the tests start their own throwaway server; the package's own
+# cluster service is stopped and disabled).
 system-deps:
 	@major=$$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1); \
 	if [ -z "$$major" ] || [ "$$major" -lt 17 ]; then \
@@ -39,6 +41,16 @@ system-deps:
 	    systemctl disable --now redis-server >/dev/null 2>&1 || service redis-server stop >/dev/null 2>&1 || true; \
 	  else \
 	    echo "note: redis-server not found; Redis tests will use REDIS_URL or be skipped (sudo apt-get install redis-server)"; \
+	  fi; \
+	fi
+	@if ! command -v postgres >/dev/null && ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 \
+	    && [ -z "$$POSTGRES_URL" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "PostgreSQL server not found; installing postgresql"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
+	    systemctl disable --now postgresql >/dev/null 2>&1 || service postgresql stop >/dev/null 2>&1 || true; \
+	  else \
+	    echo "note: PostgreSQL not found; PostgreSQL tests will use POSTGRES_URL or be skipped (sudo apt-get install postgresql)"; \
 	  fi; \
 	fi
 

@@ -7,19 +7,21 @@ counted, in alternating rounds in one SparkSession, by:
 * **native** (the baseline): ``explode(array_remove(split(value, <Split()'s regex>), ''))
   .groupBy("word").count()`` as a Structured Streaming aggregation, state in Spark's
   ``RocksDBStateStoreProvider``, ``outputMode("update")`` into ``noop``;
-* **sqlite**, **redis**, **es**: ``each(["value"], Split(), ["word"]).groupBy(["word"])
+* **sqlite**, **redis**, **es**, **postgres**: ``each(["value"], Split(), ["word"]).groupBy(["word"])
   .persistentAggregate(<Backend>State.opaque(...), Count(), ["count"])`` run with
   ``topology.run(trigger="available_now")``: Spark aggregates the batch, then one task
   per shuffle partition folds its words into the store (multiGet -> opaque rule ->
   conditional multiPut, through the per-worker LRU cache). ``es`` is osmem-server, an
-  in-memory Elasticsearch-compatible server.
+  in-memory Elasticsearch-compatible server; ``postgres`` a local PostgreSQL with its
+  default durability (fsync and synchronous commit on: a store that survives a power loss,
+  like SQLite's synchronous=FULL).
 
 A contender may carry state settings, to compare them within one invocation:
 ``redis[cache_size=10000]``, ``sqlite[synchronous=NORMAL,max_multi_get_batch_size=none]``.
 
 Every contender reads through the same ``KafkaSpout`` options
 (``max_offsets_per_trigger``), so all see identical batches; each run gets a fresh
-checkpoint and a fresh state (new SQLite file, Redis key prefix, ES index), so the
+checkpoint and a fresh state (new SQLite file, Redis key prefix, ES index, PostgreSQL table), so the
 first batch of every run starts with an empty store and cold caches. Before timing,
 each contender counts a smaller topic untimed (warm-up) and its totals are checked
 against ``collections.Counter``; after every timed run the store's final counts are
@@ -84,7 +86,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of the contenders (3)")
     parser.add_argument("--backends", default="native,sqlite,redis,es",
                         help="contenders, native first; a backend may carry state settings: "
-                             "'native,sqlite,redis,redis[cache_size=10000],es' (settings: "
+                             "'native,sqlite,redis,redis[cache_size=10000],es,postgres' (settings: "
                              + ", ".join(SETTINGS) + ")")
     parser.add_argument("--max-offsets-per-trigger", type=int, default=40_000,
                         help="sentences per batch for every contender (40000)")
@@ -124,7 +126,7 @@ def code_version() -> str:
 
 
 def start_services(stack: ExitStack, kinds: set[str]) -> Services:
-    from trident_spark.local.services import start_elasticsearch, start_kafka, start_redis
+    from trident_spark.local.services import start_elasticsearch, start_kafka, start_postgres, start_redis
 
     kafka = stack.enter_context(start_kafka())
     services = Services(bootstrap=kafka.address)
@@ -138,6 +140,10 @@ def start_services(stack: ExitStack, kinds: set[str]) -> Services:
         es = stack.enter_context(start_elasticsearch())
         services.es = es.address
         described.append(f"elasticsearch {es.provider} {es.address}")
+    if "postgres" in kinds:
+        postgres = stack.enter_context(start_postgres(durable=True))
+        services.postgres = postgres.address
+        described.append(f"postgres {postgres.provider} {postgres.address}")
     console.print("services: " + ", ".join(described))
     return services
 

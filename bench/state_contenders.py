@@ -9,9 +9,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-BACKENDS = ("sqlite", "redis", "es")
+BACKENDS = ("sqlite", "redis", "es", "postgres")
 LABELS = {"native": "Spark native (RocksDB)", "sqlite": "SqliteState", "redis": "RedisState",
-          "es": "ElasticsearchState (osmem)"}
+          "es": "ElasticsearchState (osmem)", "postgres": "PostgresState"}
 TARGETS = {"sqlite": 0.8, "redis": 0.8, "es": 0.5}
 #: State settings a contender may carry (``redis[cache_size=10000]``), with their parsers.
 SETTINGS: dict[str, Callable[[str], Any]] = {
@@ -67,7 +67,7 @@ class Contender:
 
 
 def parse_contenders(text: str) -> list[Contender]:
-    """``native,sqlite,redis[cache_size=10000,max_multi_get_batch_size=none],es``."""
+    """``native,sqlite,redis[cache_size=10000,max_multi_get_batch_size=none],es,postgres[split=python]``."""
     found = []
     for spec in re.findall(r"[a-z]+(?:\[[^\]]*\])?", text):
         match = re.fullmatch(r"([a-z]+)(?:\[([^\]]*)\])?", spec)

@@ -33,12 +33,12 @@ def _kind(command: bytes) -> str:
         return "jvm"
     if b"pyspark" in command:
         return "python_workers"
-    return "store" if b"redis-server" in program or b"osmem" in program else "broker"
+    return "store" if any(name in program for name in (b"redis-server", b"osmem", b"postgres")) else "broker"
 
 
 def tree_cpu() -> dict[str, float]:
     """CPU seconds so far of this process and its descendants, by kind (see bench/dsl.py):
-    ``store`` is redis-server and osmem-server, ``broker`` Tansu."""
+    ``store`` is redis-server, osmem-server and PostgreSQL's processes, ``broker`` Tansu."""
     return tree_cpu_of(CPU_PARTS, _kind)
 
 
@@ -92,18 +92,21 @@ class Services:
     bootstrap: str
     redis: str | None = None
     es: str | None = None
+    postgres: str | None = None
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="trident-bench-state-")))
 
 
 def state_factory(contender: Contender, services: Services, run_id: str) -> Any:
     """A fresh, empty state of the contender's backend."""
-    from trident_spark.state import ElasticsearchState, RedisState, SqliteState
+    from trident_spark.state import ElasticsearchState, PostgresState, RedisState, SqliteState
 
     settings = contender.state_settings
     if contender.kind == "sqlite":
         return SqliteState.opaque(path=str(services.workdir / f"wc-{run_id}.db"), table="wc", **settings)
     if contender.kind == "redis":
         return RedisState.opaque(url=services.redis, key_prefix=f"wc-{run_id}", **settings)
+    if contender.kind == "postgres":
+        return PostgresState.opaque(dsn=services.postgres, table=f"wc_{run_id}", **settings)
     return ElasticsearchState.opaque(hosts=[services.es], index=f"wc-{run_id}", **settings)
 
 
@@ -246,6 +249,11 @@ def run_contender(contender: Contender, spark: Any, services: Services, topic: s
         if contender.kind == "sqlite":
             for leftover in services.workdir.glob(f"{Path(factory.path).name}*"):
                 leftover.unlink(missing_ok=True)
+        if contender.kind == "postgres":
+            import psycopg
+
+            with psycopg.connect(factory.dsn, autocommit=True) as db:
+                db.execute(f'DROP TABLE "{factory.table}"')
     result.setdefault("cpu_s", cpu_since(before))
     result["records_per_s"] = result["records"] / result["seconds"]
     result["cpu_us_per_record"] = result["cpu_s"]["total"] * 1e6 / max(1, result["records"])

@@ -17,8 +17,10 @@ Modules, one idea each:
 * ``cache``       the LRU cache whose writes stay conditional on what was read
 * ``batching``    store round trips bounded by ``max_multi_*_batch_size``
 * ``stats``       counters for metrics
-* ``factory``     picklable settings that open a state on the executor
-* ``memory``, ``sqlite``, ``redis``, ``elasticsearch``  the backends
+* ``state_api``   Trident's ``StateFactory`` (``makeState``) and plain ``State``
+                  (``beginCommit``/``commit``): what a user's own state implements
+* ``factory``     the built-in stores' factories: picklable settings that open a state on the executor
+* ``memory``, ``sqlite``, ``redis``, ``elasticsearch``, ``postgres``  the backends
 * ``url``         :func:`open_state`
 * ``redaction``   secrets out of reprs, messages and logs: the one redaction every module uses
 
@@ -34,7 +36,7 @@ Examples
 [['cat', 3]]
 """
 
-from .base import BackingMap, Versioned, VersionedBackingMap
+from .base import BackingMap, IBackingMap, UnversionedMap, Versioned, VersionedBackingMap
 from .batch_view import BatchState
 from .commit_record import CommitLog, CommitRecord
 from .elasticsearch import ElasticsearchState
@@ -51,10 +53,11 @@ from .errors import (
     UnreadableValueError,
     UnstorableValueError,
 )
-from .factory import StateFactory
+from .factory import StoreStateFactory
 from .keys import GLOBAL_KEY, decode_key, encode_key
 from .map import MapState, NonTransactionalMap, OpaqueMap, TransactionalMap, combiner_updater
 from .memory import MemoryState
+from .postgres import PostgresState
 from .redis import RedisState
 from .serializers import (
     JSONNonTransactionalSerializer,
@@ -63,8 +66,9 @@ from .serializers import (
     Serializer,
 )
 from .sqlite import SqliteState
+from .state_api import State, StateFactory
 from .stats import StateStats
-from .url import open_state, parse_state_url
+from .url import Scheme, open_state, parse_state_url, register_scheme
 from .values import OpaqueValue, StateType, TransactionalValue
 
 __all__ = [
@@ -74,6 +78,7 @@ __all__ = [
     "CommitLog",
     "CommitRecord",
     "ElasticsearchState",
+    "IBackingMap",
     "JSONNonTransactionalSerializer",
     "JSONOpaqueSerializer",
     "JSONTransactionalSerializer",
@@ -82,10 +87,13 @@ __all__ = [
     "NonTransactionalMap",
     "OpaqueMap",
     "OpaqueValue",
+    "PostgresState",
     "RedisState",
     "ScanUnsupportedError",
+    "Scheme",
     "Serializer",
     "SqliteState",
+    "State",
     "StateAdoptionError",
     "StateAheadError",
     "StateConfigError",
@@ -97,10 +105,12 @@ __all__ = [
     "StateType",
     "StateTypeMismatchError",
     "StateUnavailableError",
+    "StoreStateFactory",
     "TransactionalMap",
     "TransactionalValue",
     "UnreadableValueError",
     "UnstorableValueError",
+    "UnversionedMap",
     "Versioned",
     "VersionedBackingMap",
     "combiner_updater",
@@ -108,4 +118,5 @@ __all__ = [
     "encode_key",
     "open_state",
     "parse_state_url",
+    "register_scheme",
 ]

@@ -23,6 +23,7 @@ Two interfaces:
 
 from __future__ import annotations
 
+import itertools
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
@@ -243,5 +244,88 @@ class VersionedBackingMap(BackingMap):
         raise StateConflictError(self.address, keys[pending[0]], attempts=_UNCONDITIONAL_PUT_ATTEMPTS)
 
 
-__all__ = ["DEFAULT_SCAN_BATCH_SIZE", "BackingMap", "Key", "Version", "Versioned", "VersionedBackingMap",
-           "check_scan_batch_size"]
+#: Trident's name for :class:`BackingMap`: what a user's own store implements (``multiGet``/``multiPut``).
+IBackingMap = BackingMap
+
+
+class UnversionedMap(VersionedBackingMap):
+    """A plain :class:`BackingMap` (a user's ``IBackingMap``) seen as a versioned one, so the map
+    rules run over it: its writes are unconditional, as in Trident.
+
+    Each read gives every key a fresh version and every write wins, so two writers of one key
+    (a stale cache in another process, a speculative task) are not caught here: the engine keeps
+    a user's state in its partition's process, and a store that can write conditionally should
+    implement :class:`VersionedBackingMap` itself.
+
+    Examples
+    --------
+    >>> class Dict(BackingMap):
+    ...     def __init__(self): self.data = {}
+    ...     def multiGet(self, keys): return [self.data.get(tuple(k)) for k in keys]
+    ...     def multiPut(self, keys, values): self.data.update(zip(map(tuple, keys), values))
+    >>> backing = UnversionedMap(Dict())
+    >>> won = backing.multiPutIfVersion([["cat"]], [3], [None])
+    >>> won != [None], backing.multiGet([["cat"]])
+    (True, [3])
+    """
+
+    def __init__(self, backing: BackingMap) -> None:
+        self.plain = backing
+        self._versions = itertools.count(1)
+
+    @property
+    def address(self) -> str:
+        return str(getattr(self.plain, "address", type(self.plain).__name__))
+
+    def multiGet(self, keys: Sequence[Key]) -> list[Any]:
+        return list(self.plain.multiGet(keys))
+
+    def multiPut(self, keys: Sequence[Key], values: Sequence[Any]) -> None:
+        self.plain.multiPut(keys, values)
+
+    def multiRemove(self, keys: Sequence[Key]) -> None:
+        remove = getattr(self.plain, "multiRemove", None)
+        if remove is None:
+            raise StateError(f"{self.address}: this store does not support multiRemove")
+        remove(keys)
+
+    def multiGetVersioned(self, keys: Sequence[Key]) -> list[Versioned | None]:
+        values = list(self.plain.multiGet(keys))
+        if len(values) != len(keys):
+            raise StateError(f"{self.address}: multiGet returned {len(values)} values for {len(keys)} keys; "
+                             "return one value (None for a missing key) per key, in order")
+        return [None if value is None else Versioned(value, next(self._versions)) for value in values]
+
+    def multiPutIfVersion(self, keys: Sequence[Key], values: Sequence[Any],
+                          expected_versions: Sequence[Version | None]) -> list[Version | None]:
+        if keys:
+            self.plain.multiPut(keys, values)
+        return [next(self._versions) for _ in keys]
+
+    def close(self) -> None:
+        close = getattr(self.plain, "close", None)
+        if callable(close):
+            close()
+
+
+def as_versioned(backing: BackingMap) -> VersionedBackingMap:
+    """``backing`` if it writes conditionally, else the :class:`UnversionedMap` over it.
+
+    Examples
+    --------
+    >>> from trident_spark.state import MemoryState
+    >>> store = MemoryState.opaque(name="doc-as-versioned").open_backing_map()
+    >>> as_versioned(store) is store
+    True
+    """
+    if isinstance(backing, VersionedBackingMap):
+        return backing
+    if not isinstance(backing, BackingMap) and not (callable(getattr(backing, "multiGet", None))
+                                                    and callable(getattr(backing, "multiPut", None))):
+        raise StateConfigError(f"expected an IBackingMap (multiGet(keys) and multiPut(keys, values)), "
+                               f"got {type(backing).__name__}")
+    return UnversionedMap(backing)
+
+
+__all__ = ["DEFAULT_SCAN_BATCH_SIZE", "BackingMap", "IBackingMap", "Key", "UnversionedMap", "Version",
+           "Versioned", "VersionedBackingMap", "as_versioned", "check_scan_batch_size"]

@@ -232,7 +232,7 @@ class CommitLog:
     ----------
     backing : VersionedBackingMap
         The state's store, opened with :class:`CommitRecordSerializer` (see
-        :meth:`~.factory.StateFactory.open_commit_log`).
+        :meth:`~.factory.StoreStateFactory.open_commit_log`).
     address : str
         The state, for messages (without secrets).
 

@@ -48,7 +48,7 @@ from .checks import is_int
 from .errors import StateConfigError, StateError, StateUnavailableError, UnreadableValueError
 from .es_documents import RESERVED_FIELDS, index_mapping, state_document, stored_bytes
 from .es_scan import MAX_PAGE, IndexConnection, scan_index
-from .factory import CREATED_BY, StateFactory
+from .factory import CREATED_BY, StoreStateFactory
 from .keys import encode_key
 from .serializers import Serializer, deserialize_stored, serialize_stored
 from .url import Scheme, redact, register_scheme
@@ -426,7 +426,7 @@ def _check_fields(fields: Any) -> tuple[str, ...] | None:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ElasticsearchState(StateFactory):
+class ElasticsearchState(StoreStateFactory):
     """Settings of a state in Elasticsearch/OpenSearch: one document per key, conditional writes.
 
     Parameters
@@ -455,7 +455,7 @@ class ElasticsearchState(StateFactory):
     **settings
         ``cache_size``, ``max_multi_get_batch_size``, ``max_multi_put_batch_size``,
         ``txid_offset``, ``max_conflict_retries``, ``serializer``: see
-        :class:`~.factory.StateFactory`.
+        :class:`~.factory.StoreStateFactory`.
 
     Notes
     -----
@@ -572,7 +572,7 @@ _URL_PARAMS = ("fields", "api_key", "ca_certs", "verify_certs", "request_timeout
 
 
 def _build_elasticsearch(url: str, parts: urllib.parse.SplitResult, params: dict[str, str],
-                         settings: dict[str, Any]) -> StateFactory:
+                         settings: dict[str, Any]) -> StoreStateFactory:
     scheme = "https" if parts.scheme.lower() == "https" else "http"
     userinfo, _, hostlist = parts.netloc.rpartition("@")
     if not hostlist:

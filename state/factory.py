@@ -7,7 +7,7 @@ holds only settings, so it can be pickled to Spark executors with the job; its
     map rules (MapState)  ->  LRU cache (CachedMap, if cache_size > 0)
                           ->  batching (BatchingMap)  ->  the store
 
-Each backend subclasses :class:`StateFactory` with its own settings (a name, a
+Each backend subclasses :class:`StoreStateFactory` with its own settings (a name, a
 path, an index, ...) and implements :meth:`StateFactory.open_backing_map`.
 """
 
@@ -28,6 +28,7 @@ from .errors import StateConfigError
 from .map import MAP_KINDS, MapState
 from .redaction import redact_url
 from .serializers import Serializer, default_serializer
+from .state_api import StateFactory
 from .stats import StateStats
 from .values import StateType
 
@@ -40,8 +41,10 @@ DEFAULT_BATCH_SIZE = 1000
 
 
 @dataclass(frozen=True, kw_only=True)
-class StateFactory(ABC):
-    """Settings common to every backend; ``open()`` builds the working state on the executor.
+class StoreStateFactory(StateFactory, ABC):
+    """A built-in store's state factory: settings common to every backend; ``open()`` builds the
+    working state on the executor; a URL (``open_state``) and a commit record on top of
+    Trident's :class:`~.state_api.StateFactory`.
 
     Create one with a backend's ``opaque()``, ``transactional()`` or
     ``nonTransactional()`` class method rather than directly.
@@ -130,7 +133,7 @@ class StateFactory(ABC):
         """
         location, params = self.url_location()
         params = {**params, "type": self.state_type.value}
-        for field in dataclasses.fields(StateFactory):
+        for field in dataclasses.fields(StoreStateFactory):
             value = getattr(self, field.name)
             if field.name in ("state_type", "serializer") or value == field.default:
                 continue
@@ -187,7 +190,7 @@ class StateFactory(ABC):
         return MAP_KINDS[self.state_type](layered, txid_offset=self.txid_offset,
                                           max_conflict_retries=self.max_conflict_retries, stats=stats)
 
-    def check_exists(self) -> None:  # noqa: B027 (optional hook: most stores create nothing)
+    def check_exists(self) -> None:
         """Raise :class:`~.errors.StateUnavailableError` if the store the state lives in is not
         there, creating nothing (``open_state`` without ``create=True`` calls it).
 
@@ -227,11 +230,11 @@ class StateFactory(ABC):
             log.close()
         return {} if record is None else record.starting_offsets()
 
-    def makeState(self, **context: Any) -> MapState:
+    def makeState(self, conf: dict[str, Any] | None = None, partition_index: int = 0,
+                  num_partitions: int = 1) -> MapState:
         """Trident's ``StateFactory.makeState``: the same as :meth:`open`.
 
-        ``context`` (partition index, number of partitions, ...) is accepted and
-        unused: a map state is the same for every partition.
+        The partition is accepted and unused: a map state is the same for every partition.
         """
         return self.open()
 
@@ -240,4 +243,4 @@ class StateFactory(ABC):
 CREATED_BY = ("the topology that writes a state creates it with its first batch (a program that "
               "writes one itself opens it with open_state(url, create=True))")
 
-__all__ = ["CREATED_BY", "DEFAULT_BATCH_SIZE", "DEFAULT_CACHE_SIZE", "StateFactory"]
+__all__ = ["CREATED_BY", "DEFAULT_BATCH_SIZE", "DEFAULT_CACHE_SIZE", "StoreStateFactory"]

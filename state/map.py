@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, ClassVar, Self
 
-from .base import Key, Versioned, VersionedBackingMap
+from .base import BackingMap, Key, Versioned, VersionedBackingMap, as_versioned
 from .checks import check_int, is_int
 from .errors import StateAheadError, StateConfigError, StateConflictError, StateError, StateTypeMismatchError
 from .keys import GLOBAL_KEY, check_key, encode_key
@@ -121,6 +121,60 @@ class MapState(ABC):
         self.txid_offset = txid_offset
         self.max_conflict_retries = max_conflict_retries
         self.stats = stats if stats is not None else StateStats()
+
+    @classmethod
+    def build(cls, backing: BackingMap, *, cache_size: int = 0, max_multi_get_batch_size: int | None = None,
+              max_multi_put_batch_size: int | None = None, txid_offset: int = 0,
+              max_conflict_retries: int = 10) -> Self:
+        """Trident's ``OpaqueMap.build(backing)`` (and ``TransactionalMap``'s, ``NonTransactionalMap``'s):
+        this kind's rules over a user's own store.
+
+        What a :class:`~.state_api.StateFactory`'s ``makeState`` returns for
+        ``persistentAggregate`` and ``stateQuery``. The store gets and stores this kind's values
+        (a plain value, a :class:`~.values.TransactionalValue`, an :class:`~.values.OpaqueValue`)
+        as they are: serialize them as the store needs (the JSON serializers of
+        ``trident_spark.state`` write Storm's formats). A store that implements
+        :class:`~.base.VersionedBackingMap` gets conditional writes; a plain ``IBackingMap``
+        writes unconditionally, as in Trident.
+
+        Parameters
+        ----------
+        backing : BackingMap
+            The store: an ``IBackingMap`` (``multiGet``/``multiPut``) or a ``VersionedBackingMap``.
+        cache_size : int, default 0
+            Keys kept in an LRU cache in front of the store (Trident's ``CachedMap``); 0: none.
+        max_multi_get_batch_size, max_multi_put_batch_size : int or None, default None
+            Most keys per store read / write; None: a batch's keys in one call.
+        txid_offset, max_conflict_retries : int
+            As for the built-in states (:class:`~.factory.StoreStateFactory`).
+
+        Examples
+        --------
+        >>> from trident_spark.state import IBackingMap, OpaqueMap
+        >>> class DictMap(IBackingMap):
+        ...     def __init__(self): self.data = {}
+        ...     def multiGet(self, keys): return [self.data.get(tuple(k)) for k in keys]
+        ...     def multiPut(self, keys, values): self.data.update(zip(map(tuple, keys), values))
+        >>> store = DictMap()
+        >>> counts = OpaqueMap.build(store)
+        >>> counts.multiUpdate(0, [["cat"]], [lambda old: (old or 0) + 2])
+        [2]
+        >>> counts.multiUpdate(0, [["cat"]], [lambda old: (old or 0) + 5])   # txid 0 replayed
+        [5]
+        >>> store.data
+        {('cat',): OpaqueValue(txid=0, curr=5, prev=None)}
+        """
+        from .batching import BatchingMap
+        from .cache import CachedMap
+
+        stats = StateStats()
+        layered: VersionedBackingMap = BatchingMap(
+            as_versioned(backing), max_multi_get_batch_size=max_multi_get_batch_size,
+            max_multi_put_batch_size=max_multi_put_batch_size, stats=stats)
+        check_int(cache_size, "cache_size", minimum=0, error=StateConfigError)
+        if cache_size > 0:
+            layered = CachedMap(layered, cache_size, stats=stats)
+        return cls(layered, txid_offset=txid_offset, max_conflict_retries=max_conflict_retries, stats=stats)
 
     @property
     def address(self) -> str:

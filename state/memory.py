@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Protocol
 
 from .base import Key, Version, Versioned, VersionedBackingMap, check_scan_batch_size
 from .errors import StateConfigError, StateError
-from .factory import StateFactory
+from .factory import StoreStateFactory
 from .keys import decode_scanned_key, encode_key, is_reserved
 from .memory_server import Address, MemoryServer, RemoteStore
 from .serializers import Serializer, deserialize_stored, serialize_stored
@@ -205,7 +205,7 @@ class MemoryBackingMap(VersionedBackingMap):
 
 
 @dataclass(frozen=True, kw_only=True)
-class MemoryState(StateFactory):
+class MemoryState(StoreStateFactory):
     """Settings of an in-memory state, shared by ``name`` within a process (tests, examples).
 
     Parameters
@@ -215,7 +215,7 @@ class MemoryState(StateFactory):
     **settings
         ``cache_size``, ``max_multi_get_batch_size``, ``max_multi_put_batch_size``,
         ``txid_offset``, ``max_conflict_retries``, ``serializer``: see
-        :class:`~.factory.StateFactory`.
+        :class:`~.factory.StoreStateFactory`.
 
     Examples
     --------

@@ -44,7 +44,8 @@ _SECRET_WORDS = frozenset({"password", "passwd", "passphrase", "pwd", "secret", 
 _SECRET_LAST_WORDS = frozenset({"pass", "token", "apikey", "authorization", "auth", "jaas"})
 # ... or it ends with one of these word sequences (words joined by "_").
 _SECRET_ENDINGS = ("api_key", "private_key", "secret_key", "access_key", "key_pem", "jaas_config",
-                   "oauthbearer_config", "sasl_config", "auth_token", "api_token")
+                   "oauthbearer_config", "sasl_config", "auth_token", "api_token",
+                   "password", "passwd")  # one word ending in them too: libpq's ``sslpassword``
 
 # Placeholder words in hints ("https://USER:PASSWORD@HOST:9200") are not secrets: left as written.
 _PLACEHOLDERS = frozenset({"password", "pass", "passwd", REDACTED})

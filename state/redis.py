@@ -72,7 +72,7 @@ from typing import TYPE_CHECKING, Any
 
 from .base import Key, Version, Versioned, VersionedBackingMap, check_scan_batch_size
 from .errors import StateConfigError, StateError, StateUnavailableError, WrongTypeError
-from .factory import StateFactory
+from .factory import StoreStateFactory
 from .keys import decode_scanned_key, encode_key, is_reserved
 from .serializers import Serializer, deserialize_stored, serialize_stored
 from .url import Scheme, redact, register_scheme
@@ -425,7 +425,7 @@ class RedisBackingMap(VersionedBackingMap):
 
 
 @dataclass(frozen=True, kw_only=True, init=False)
-class RedisState(StateFactory):
+class RedisState(StoreStateFactory):
     """Settings of a state in Redis: one string key per group, Storm's JSON values.
 
     Parameters
@@ -453,7 +453,7 @@ class RedisState(StateFactory):
     **settings
         ``cache_size``, ``max_multi_get_batch_size``, ``max_multi_put_batch_size``,
         ``txid_offset``, ``max_conflict_retries``, ``serializer``: see
-        :class:`~.factory.StateFactory`.
+        :class:`~.factory.StoreStateFactory`.
 
     Notes
     -----
@@ -577,7 +577,7 @@ def _parse_bool(url: str, name: str, value: str) -> bool:
 
 
 def _build_redis(url: str, parts: urllib.parse.SplitResult, params: dict[str, str],
-                 settings: dict[str, Any]) -> StateFactory:
+                 settings: dict[str, Any]) -> StoreStateFactory:
     extra: dict[str, Any] = {}
     if "prefix" in params:
         extra["key_prefix"] = params.pop("prefix")

@@ -32,7 +32,7 @@ from typing import Any
 from .base import Key, Version, Versioned, VersionedBackingMap, check_scan_batch_size
 from .checks import is_int
 from .errors import StateConfigError, StateError, StateUnavailableError
-from .factory import CREATED_BY, StateFactory
+from .factory import CREATED_BY, StoreStateFactory
 from .keys import decode_scanned_key, encode_key, is_reserved
 from .serializers import Serializer, deserialize_stored, serialize_stored
 
@@ -303,7 +303,7 @@ class SqliteBackingMap(VersionedBackingMap):
 
 
 @dataclass(frozen=True, kw_only=True)
-class SqliteState(StateFactory):
+class SqliteState(StoreStateFactory):
     """Settings of a state in a SQLite file: the embedded default.
 
     Parameters
@@ -320,7 +320,7 @@ class SqliteState(StateFactory):
     **settings
         ``cache_size``, ``max_multi_get_batch_size``, ``max_multi_put_batch_size``,
         ``txid_offset``, ``max_conflict_retries``, ``serializer``: see
-        :class:`~.factory.StateFactory`.
+        :class:`~.factory.StoreStateFactory`.
 
     Examples
     --------

@@ -14,9 +14,13 @@ default opaque, and the common settings as query parameters: ``cache_size``,
     es://HOST:9200[,HOST2:9200]/INDEX     (also http://..., https://USER:PASS@HOST:9200/INDEX;
                                           fields=word,lang, api_key=, ca_certs=, verify_certs=,
                                           request_timeout=, connect_timeout=)
+    postgresql://[USER[:PASSWORD]@]HOST:5432/DB?table=T
+                                          (also postgres://; connect_timeout=SECONDS,
+                                          statement_timeout=SECONDS, and libpq parameters:
+                                          sslmode=, sslrootcert=, application_name=, ...)
 
-Backends add their scheme with :func:`register_scheme` (``redis.py`` and
-``elasticsearch.py`` do when ``trident_spark.state`` is imported).
+Backends add their scheme with :func:`register_scheme` (``redis.py``, ``elasticsearch.py``
+and ``postgres.py`` do when ``trident_spark.state`` is imported).
 """
 
 from __future__ import annotations
@@ -27,11 +31,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import StateConfigError
-from .factory import StateFactory
+from .factory import StoreStateFactory
 from .map import MapState
 from .memory import MemoryState
 from .redaction import redact_text, redact_url
 from .sqlite import SqliteState
+from .state_api import StateFactory
 from .values import StateType
 
 _INT_SETTINGS = ("cache_size", "txid_offset", "max_conflict_retries")
@@ -52,7 +57,9 @@ class Scheme:
     params : tuple of str
         The backend's own query parameters (besides the common ones).
     build : Builder
-        ``build(url, parts, backend_params, common_settings) -> StateFactory``.
+        ``build(url, parts, backend_params, common_settings) -> StateFactory``: a built-in
+        store's factory, or a user's own (Trident's ``StateFactory``, whose ``makeState``
+        returns a map state).
     example : str
         A URL shown in error messages.
     """
@@ -97,7 +104,7 @@ def _common_settings(params: dict[str, str], url: str) -> dict[str, Any]:
 
 
 def _build_memory(url: str, parts: urllib.parse.SplitResult, params: dict[str, str],
-                  settings: dict[str, Any]) -> StateFactory:
+                  settings: dict[str, Any]) -> StoreStateFactory:
     name = urllib.parse.unquote(parts.netloc)
     if not name or parts.path not in ("", "/"):
         raise StateConfigError(f"memory state URL {redact(url)!r} needs one name: memory://NAME")
@@ -105,7 +112,7 @@ def _build_memory(url: str, parts: urllib.parse.SplitResult, params: dict[str, s
 
 
 def _build_sqlite(url: str, parts: urllib.parse.SplitResult, params: dict[str, str],
-                  settings: dict[str, Any]) -> StateFactory:
+                  settings: dict[str, Any]) -> StoreStateFactory:
     path = urllib.parse.unquote(parts.netloc + parts.path)
     if path.startswith("//"):
         path = path[1:]          # sqlite:////abs/path.db (SQLAlchemy's absolute form)
@@ -203,6 +210,8 @@ def open_state(url: str | StateFactory, *, create: bool = False) -> MapState:
     (:func:`check_exists`), so a mistyped path is an error, not an empty state.
     The topology that writes a state creates it. ``create=True`` opens it as a
     topology does, creating what is missing (to write a state from a program).
+    A user's own state factory (a scheme registered with :func:`register_scheme`) opens
+    as its ``makeState({}, 0, 1)``, which must return a map state.
 
     Examples
     --------
@@ -217,12 +226,20 @@ def open_state(url: str | StateFactory, *, create: bool = False) -> MapState:
     trident_spark.state.errors.StateUnavailableError: cannot use the state store at /no/such/dir/wc.db: ...
     """
     factory = url if isinstance(url, StateFactory) else parse_state_url(url)
+    if not isinstance(factory, StoreStateFactory):
+        # A user's own factory (a scheme it registered): its map state, as partition 0 of 1.
+        state = factory.makeState({}, 0, 1)
+        if not isinstance(state, MapState):
+            raise StateConfigError(
+                f"{type(factory).__name__}.makeState returned {type(state).__name__}, not a map state; "
+                "open_state reads map states (return OpaqueMap.build(backing) or another kind's build())")
+        return state
     if not create:
         check_exists(factory)
     return factory.open()
 
 
-def check_exists(factory: StateFactory) -> None:
+def check_exists(factory: StoreStateFactory) -> None:
     """Refuse, creating nothing, a state that is not there: a SQLite file or table, an Elasticsearch index.
 
     Other stores create nothing when read (a Redis key, a memory state), so they pass.

@@ -1,4 +1,4 @@
-"""Shared test setup: the service fixtures (Kafka, Redis, Elasticsearch) and a Spark session.
+"""Shared test setup: the service fixtures (Kafka, Redis, Elasticsearch, PostgreSQL) and a Spark session.
 
 Every Spark JVM the suite starts (the session's, the drivers tests start as subprocesses, the
 standalone master, worker and executors) runs with ``tests/spark_conf/spark-defaults.conf``'s

@@ -1,10 +1,12 @@
-"""pytest plugin: Kafka, Redis and Elasticsearch for the tests, one of each per session.
+"""pytest plugin: Kafka, Redis, Elasticsearch and PostgreSQL for the tests, one of each per session.
 
 Each service is started on first use and stopped at the end of the session.
 Where it comes from (an address in the environment, a testcontainers
 container, or a local binary) is decided by
 :func:`trident_spark.local.services.choose_provider`, shown in the session
 header; the services actually started are listed in the terminal summary.
+PostgreSQL comes from ``POSTGRES_URL`` or a local throwaway server; its tests
+skip, saying why, only when neither can be had.
 
 Logs of local services are removed after a passing session and kept after a
 failing one (or always, with ``--keep-service-logs``); the summary prints
@@ -20,8 +22,16 @@ from collections.abc import Iterator
 
 import pytest
 
+from trident_spark.local.launchers import ServiceNotInstalledError
 from trident_spark.local.service_handle import ServiceHandle
-from trident_spark.local.services import SERVICE_NAMES, describe_provider, start_service
+from trident_spark.local.services import (
+    SERVICE_NAMES,
+    describe_postgres_provider,
+    describe_provider,
+    start_postgres,
+    start_service,
+)
+from trident_spark.state.redaction import redact_url
 
 _STARTED = pytest.StashKey[list[ServiceHandle]]()
 
@@ -34,7 +44,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--keep-service-logs",
         action="store_true",
         default=False,
-        help="keep the logs of local Kafka/Redis/Elasticsearch processes after the session",
+        help="keep the logs of local Kafka/Redis/Elasticsearch/PostgreSQL processes after the session",
     )
 
 
@@ -44,7 +54,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_report_header(config: pytest.Config) -> str:
     chosen = ", ".join(f"{name}={describe_provider(name)}" for name in SERVICE_NAMES)
-    return f"services: {chosen}"
+    return f"services: {chosen}, postgres={describe_postgres_provider()}"
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -53,18 +63,21 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         return
     terminalreporter.write_sep("-", "services used")
     for handle in started:
-        line = f"{handle.name}: {handle.provider} at {handle.address}"
+        line = f"{handle.name}: {handle.provider} at {redact_url(handle.address)}"
         if handle.log_path is not None and handle.keep_logs:
             line += f" (log: {handle.log_path})"
         terminalreporter.write_line(line)
 
 
 def _provide(request: pytest.FixtureRequest, name: str) -> Iterator[ServiceHandle]:
-    handle = start_service(
-        name,
-        timeout=STARTUP_TIMEOUT,
-        keep_logs=bool(request.config.getoption("--keep-service-logs")),
-    )
+    keep_logs = bool(request.config.getoption("--keep-service-logs"))
+    if name == "postgres":
+        try:
+            handle = start_postgres(timeout=STARTUP_TIMEOUT, keep_logs=keep_logs)
+        except ServiceNotInstalledError as missing:
+            pytest.skip(str(missing))
+    else:
+        handle = start_service(name, timeout=STARTUP_TIMEOUT, keep_logs=keep_logs)
     request.config.stash[_STARTED].append(handle)
     try:
         yield handle
@@ -93,6 +106,12 @@ def elasticsearch_service(request: pytest.FixtureRequest) -> Iterator[ServiceHan
 
 
 @pytest.fixture(scope="session")
+def postgres_service(request: pytest.FixtureRequest) -> Iterator[ServiceHandle]:
+    """The session's PostgreSQL (``POSTGRES_URL``, else a throwaway local server)."""
+    yield from _provide(request, "postgres")
+
+
+@pytest.fixture(scope="session")
 def kafka_bootstrap(kafka_service: ServiceHandle) -> str:
     """Bootstrap string of the session's Kafka broker, e.g. "127.0.0.1:41235"."""
     return kafka_service.address
@@ -108,3 +127,9 @@ def redis_url(redis_service: ServiceHandle) -> str:
 def elasticsearch_url(elasticsearch_service: ServiceHandle) -> str:
     """URL of the session's Elasticsearch-compatible server, e.g. "http://127.0.0.1:38211"."""
     return elasticsearch_service.address
+
+
+@pytest.fixture(scope="session")
+def postgres_dsn(postgres_service: ServiceHandle) -> str:
+    """URL of the session's PostgreSQL database, e.g. "postgresql://postgres@127.0.0.1:40211/postgres"."""
+    return postgres_service.address

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from trident_spark.errors import TopologyError
 from trident_spark.graph import Node, SpoutNode
-from trident_spark.sink import CollectSink
+from trident_spark.sink import Sink
 
 #: Called with each batch's :class:`~trident_spark.runtime.progress.BatchProgress`.
 ProgressCallback = Callable[[Any], None]
@@ -109,7 +109,7 @@ class RunSettings:
 class Runner(Protocol):
     """Plans and runs a topology's graph."""
 
-    def queries(self, nodes: Sequence[Node], sinks: Sequence[tuple[Node, CollectSink]]
+    def queries(self, nodes: Sequence[Node], sinks: Sequence[tuple[Node, Sink]]
                 ) -> Sequence[PlannedQuery]:
         """The graph's queries: one per set of spouts joined or merged together."""
 

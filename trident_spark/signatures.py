@@ -50,8 +50,9 @@ Predicate = Callable[[TridentTuple], object]
 
 
 class StateFactoryLike(Protocol):
-    """What persisting takes: a state's settings, opened on the executors (``open()``), such as
-    ``SqliteState.opaque(path=...)`` or ``parse_state_url(url)``.
+    """What persisting takes: Trident's ``StateFactory``, whose ``makeState`` is called on the
+    executors: a built-in store's settings (``SqliteState.opaque(path=...)``,
+    ``parse_state_url(url)``) or a user's own ``trident_spark.state.StateFactory``.
 
     Examples
     --------
@@ -59,8 +60,8 @@ class StateFactoryLike(Protocol):
     >>> factory: StateFactoryLike = MemoryState.opaque(name="wc")
     """
 
-    def open(self) -> object:
-        """Build the working state (called where the state is used)."""
+    def makeState(self, conf: dict[str, Any], partition_index: int, num_partitions: int) -> object:
+        """Build one partition's working state (called where the state is used)."""
         ...
 
 

@@ -1,9 +1,12 @@
-"""``stream.collect()``: a stream's output gathered on the driver after each batch."""
+"""Where a stream's output goes after each batch, on the driver: ``stream.collect()`` gathers
+its tuples (:class:`CollectSink`); ``stream.foreachBatch(function)`` hands its DataFrame and
+txid to the user's function, which may write it to any Spark sink (:class:`DataFrameSink`)."""
 
 from __future__ import annotations
 
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeAlias
 
 from trident_spark.fields import Fields
 
@@ -49,3 +52,45 @@ class CollectSink:
     def __len__(self) -> int:
         with self._lock:
             return sum(len(b) for b in self._batches.values())
+
+
+class DataFrameSink:
+    """``stream.foreachBatch(function)``: each batch's DataFrame of the stream and its txid, to ``function``.
+
+    The function runs on the driver after the batch's tuples reach the stream (Spark's
+    ``foreachBatch`` shape: ``function(df, txid)``), before the batch commits: if it raises, the
+    batch fails (a ``FailedException`` replays it). A replayed batch (a killed driver, a failed
+    attempt) calls it again with the same txid and, from a transactional spout, the same rows: a
+    sink that writes per txid (``mode("overwrite")`` into ``.../txid=N``) stays exact.
+
+    Parameters
+    ----------
+    fields : Fields
+        The stream's fields: the DataFrame's columns, in order.
+    function : callable
+        ``function(df, txid)``.
+    types : dict of str to str
+        Spark SQL types for fields that carry any Python value (declared without a type): the
+        DataFrame has them as columns of these types; an untyped field not named here becomes a
+        ``string`` column (``str(value)``; None stays null).
+
+    Examples
+    --------
+    >>> sink = DataFrameSink(Fields("word"), lambda df, txid: None, {"word": "string"})
+    >>> sink.label
+    'foreachBatch(<lambda>)'
+    """
+
+    def __init__(self, fields: Fields, function: Callable[[Any, int], object], types: dict[str, str]) -> None:
+        self.fields = fields
+        self.function = function
+        self.types = dict(types)
+
+    @property
+    def label(self) -> str:
+        """The operator as messages name it."""
+        return f"foreachBatch({getattr(self.function, '__name__', type(self.function).__name__)})"
+
+
+#: What a stream's output may go to after each batch.
+Sink: TypeAlias = CollectSink | DataFrameSink

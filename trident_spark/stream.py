@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
 from trident_spark.errors import TopologyError
@@ -60,7 +60,7 @@ from trident_spark.signatures import (
     callable_name,
     check_tuple_comparator,
 )
-from trident_spark.sink import CollectSink
+from trident_spark.sink import CollectSink, DataFrameSink
 from trident_spark.validation import (
     FieldsLike,
     aggregator_fields,
@@ -632,6 +632,50 @@ class Stream:
         sink = CollectSink(self.node.fields)
         self.topology._add_sink(self.node, sink)
         return sink
+
+    def foreachBatch(self, function: Callable[[Any, int], object],
+                     types: Mapping[str, str] | None = None) -> Stream:
+        """Hand each batch's DataFrame of this stream and its txid to ``function(df, txid)``, on the
+        driver: write it to any Spark sink (parquet, Spark's kafka format, a table, noop).
+
+        Spark's ``foreachBatch`` shape, with Trident's txid as the batch id. It runs before the
+        batch commits; if it raises, the batch fails. A replayed batch calls it again with the
+        same txid, so a sink that writes per txid (``mode("overwrite")`` into a directory of the
+        txid) is replay-safe. Fields declared with a Spark SQL type keep it; a field that carries
+        any Python value becomes a column of the type ``types`` gives it, else ``string``.
+
+        Parameters
+        ----------
+        function : callable
+            ``function(df, txid)``: a pyspark DataFrame with the stream's fields, and the batch's txid.
+        types : dict of str to str, optional
+            Spark SQL types for untyped fields (``{"count": "bigint"}``).
+
+        Returns
+        -------
+        Stream
+            This stream (the output is a branch of it).
+
+        Examples
+        --------
+        >>> from trident_spark import TridentTopology
+        >>> from trident_spark.spout import FeederBatchSpout
+        >>> stream = TridentTopology().newStream("s", FeederBatchSpout(["word"]))
+        >>> stream.foreachBatch(lambda df, txid: df.write.mode("overwrite").parquet(f"/tmp/out/txid={txid}"),
+        ...                     types={"word": "string"}) is stream
+        True
+        """
+        label = f"foreachBatch({callable_name(function)})"
+        if arity(function) not in (2, None):
+            raise TopologyError(f"{label}: expected a function of (df, txid), got {describe(function)}; "
+                                "e.g. foreachBatch(lambda df, txid: df.write.parquet(f'/out/txid={txid}'))")
+        wanted = dict(types or {})
+        unknown = [name for name in wanted if name not in self.node.fields]
+        if unknown:
+            raise TopologyError(f"{label}: types= names {unknown}, which the stream does not have; its "
+                                f"fields are {list(self.node.fields)}")
+        self.topology._add_sink(self.node, DataFrameSink(self.node.fields, function, wanted))
+        return self
 
 
 def _persistent_aggregate(stream: Stream, group: Fields, state_factory: Any,

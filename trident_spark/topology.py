@@ -15,7 +15,7 @@ from trident_spark.joins import JoinOutFieldsMode, JoinType
 from trident_spark.operation import GroupedMultiReducer, MultiReducer
 from trident_spark.runner import PlannedQuery, ProgressCallback, RunHandle, RunSettings, installed_runner
 from trident_spark.signatures import JOIN_LISTS, JOIN_PAIRS, MULTI_REDUCE, JoinHow, JoinMode, StateFactoryLike
-from trident_spark.sink import CollectSink
+from trident_spark.sink import Sink
 from trident_spark.stream import Stream
 from trident_spark.trident_state import TridentState
 from trident_spark.validation import (
@@ -51,7 +51,7 @@ class TridentTopology:
     def __init__(self) -> None:
         self._spouts: dict[str, SpoutNode] = {}
         self._nodes: list[Node] = []
-        self._sinks: list[tuple[Node, CollectSink]] = []
+        self._sinks: list[tuple[Node, Sink]] = []
         self._states: list[TridentState] = []
 
     # --- building ----------------------------------------------------------------------
@@ -337,7 +337,7 @@ class TridentTopology:
             del self._nodes[nodes:], self._sinks[sinks:], self._states[states:]
             raise
 
-    def _add_sink(self, node: Node, sink: CollectSink) -> None:
+    def _add_sink(self, node: Node, sink: Sink) -> None:
         self._sinks.append((node, sink))
 
     def _persist(self, node: PersistNode) -> TridentState:

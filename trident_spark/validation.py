@@ -236,7 +236,9 @@ trident_spark.state, or e.g. SqliteState.opaque(path='/tmp/wc.db')
             f"{operator}: got the opened state {factory!r} (what open_state(url) returns, for reads "
             "outside Spark); a topology takes the state's settings, which it opens on the executors: "
             "parse_state_url(url) from trident_spark.state, or e.g. SqliteState.opaque(path='/tmp/wc.db')")
-    if isinstance(factory, type) or not callable(getattr(factory, "open", None)):
+    if isinstance(factory, type) or not (callable(getattr(factory, "open", None))
+                                         or callable(getattr(factory, "makeState", None))):
         raise TopologyError(
-            f"{operator}: expected a state factory (with open()), got {describe(factory)}; e.g. "
+            f"{operator}: expected a state factory (with makeState(conf, partition_index, num_partitions), "
+            f"or a built-in store's), got {describe(factory)}; e.g. "
             "SqliteState.opaque(path='/tmp/wc.db') or parse_state_url('sqlite:///tmp/wc.db?table=wc')")

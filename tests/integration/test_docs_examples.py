@@ -118,7 +118,7 @@ def test_the_api_page_shows_every_operator_in_code():
         "chainedAgg", "chainEnd", "groupBy", "persistentAggregate", "partitionPersist", "stateQuery",
         "minBy", "maxBy", "shuffle", "partitionBy", "global_", "batchGlobal", "broadcast",
         "localOrShuffle", "parallelismHint", "name", "toStream", "applyAssembly", "collect",
-        "newStream", "merge", "join", "newStaticState", "run", "explain", "newValuesStream",
+        "newStream", "merge", "join", "newStaticState", "run", "explain", "newValuesStream", "foreachBatch",
     ]
     missing = [op for op in operators if not re.search(rf"\.{op}\(", code)]
     assert not missing, f"docs/api.md has no example calling {missing}"

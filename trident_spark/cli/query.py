@@ -132,19 +132,17 @@ def queries(args: argparse.Namespace) -> list[Query]:
 
 def read(url: str, wanted: list[Query]) -> tuple[str, str, list[Any]]:
     """``(address, state type, values)`` of the keys, read from the state at ``url``."""
-    from trident_spark.state import MemoryState, parse_state_url
+    from trident_spark.state import MemoryState, open_state, parse_state_url
     from trident_spark.state.redaction import redact_url
-    from trident_spark.state.url import check_exists
 
     factory = parse_state_url(url)
-    check_exists(factory)
     if isinstance(factory, MemoryState) and len(MemoryState.store(factory.name)) == 0:
         print(f"note: {redact_url(url)} is empty in this process: a memory state lives in the process "
               f"that writes it; "
               f"query a sqlite://, redis:// or es:// state from another process", file=sys.stderr)
-    with factory.open() as state:
+    with open_state(factory) as state:  # a missing file, table or index is an error, not an empty state
         values = state.multiGet([q.key for q in wanted])
-        return state.address, factory.state_type.value, values
+        return state.address, state.state_type.value, values
 
 
 def as_json(value: Any) -> str:

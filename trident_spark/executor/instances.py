@@ -47,6 +47,7 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -177,12 +178,19 @@ class _Registry:
     def __init__(self) -> None:
         self._kept: dict[tuple[str, int, int], tuple[Any, Any]] = {}
         self._lock = threading.Lock()
-        self._task_locks: dict[tuple[str, int], threading.Lock] = {}
+        self._threads: dict[tuple[str, int], ThreadPoolExecutor] = {}
 
-    def task_lock(self, stage: str, partition: int) -> threading.Lock:
-        """One task at a time per (stage, partition): an instance never runs two batches at once."""
+    def thread_of(self, stage: str, partition: int) -> ThreadPoolExecutor:
+        """The one thread that runs (stage, partition)'s tasks, batch after batch, one at a time:
+        an instance never runs two batches at once, and what it opened in ``prepare`` (or a state
+        in ``makeState``) is always used from the thread that opened it (a ``sqlite3``
+        connection refuses any other)."""
         with self._lock:
-            return self._task_locks.setdefault((stage, partition), threading.Lock())
+            found = self._threads.get((stage, partition))
+            if found is None:
+                found = ThreadPoolExecutor(1, thread_name_prefix=f"trident-{stage}-{partition}")
+                self._threads[(stage, partition)] = found
+            return found
 
     def acquire(self, key: tuple[str, int, int], operation: Any, conf: dict[str, Any], context: Any) -> Any:
         with self._lock:
@@ -200,14 +208,22 @@ class _Registry:
         return operation
 
     def cleanup_all(self) -> int:
-        """``cleanup()`` every kept instance (errors logged), then forget them; how many."""
+        """``cleanup()`` every kept instance (errors logged), each on the thread that ran it, then
+        forget them; how many."""
         with self._lock:
             kept, self._kept = list(self._kept.items()), {}
+            threads, self._threads = self._threads, {}
         for (stage, _, partition), (operation, _) in kept:
+            thread = threads.get((stage, partition))
             try:
-                operation.cleanup()
+                if thread is None:
+                    operation.cleanup()
+                else:
+                    thread.submit(operation.cleanup).result()
             except Exception:  # one failing cleanup must not keep the others from theirs
                 log.exception("cleanup() of %s (stage %s, partition %d) failed", operation, stage, partition)
+        for thread in threads.values():
+            thread.shutdown(wait=False)
         return len(kept)
 
 
@@ -518,8 +534,9 @@ class _Host:
             wfile.flush()
             return
         stage, partition, fn = request["stage"], int(request["partition"]), request["fn"]
-        recorder = Recorder()
-        with self.registry.task_lock(stage, partition):
+
+        def task() -> None:
+            recorder = Recorder()
             _TASK.instances = _KeptInstances(self.registry, stage, partition)
             _TASK.spark_task = _task_context(request.get("task"))
             try:
@@ -531,8 +548,10 @@ class _Host:
                 return
             finally:
                 _TASK.instances = _TASK.spark_task = None
-        _send(wfile, _END, pickle.dumps(recorder.counters))
-        wfile.flush()
+            _send(wfile, _END, pickle.dumps(recorder.counters))
+            wfile.flush()
+
+        self.registry.thread_of(stage, partition).submit(task).result()
 
     def watch(self) -> None:
         """End with the executor's Python worker pool, or after :data:`IDLE_EXIT_S` idle."""

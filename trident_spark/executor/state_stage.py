@@ -37,10 +37,11 @@ from trident_spark.worker_gc import settle_imports
 
 #: States opened in this process, by their settings: the run and store generation each was
 #: opened for, and the state.
-_OPENED: dict[bytes, tuple[str, str | None, MapState]] = {}
+_OPENED: dict[bytes, tuple[str, str | None, Any]] = {}
 
 
-def opened_state(factory: Any, run_id: str = "", generation: str | None = None) -> MapState:
+def opened_state(factory: Any, run_id: str = "", generation: str | None = None, *,
+                 conf: dict[str, Any] | None = None, partition: int = 0, num_partitions: int = 1) -> Any:
     """The state ``factory`` opens, opened once per process (a Python worker, an instance host) and run.
 
     Its cache lives as long as the run (one ``topology.run``) and the store's generation: a new
@@ -49,6 +50,10 @@ def opened_state(factory: Any, run_id: str = "", generation: str | None = None) 
     ``runtime.state_commits``) is not the one the cache was filled under. So nothing cached
     before a state was reset, emptied or rolled back is trusted, not even for a skip.
     ``generation=None`` (reads) takes the state as it is opened.
+
+    A built-in store's factory opens one map state for every partition (``open()``); a user's own
+    (Trident's ``StateFactory``) makes each partition's state with ``makeState(conf, partition,
+    num_partitions)``, a map state or a plain ``State``.
 
     Examples
     --------
@@ -63,15 +68,31 @@ def opened_state(factory: Any, run_id: str = "", generation: str | None = None) 
     from pyspark import cloudpickle
 
     key: bytes = cloudpickle.dumps(factory)  # type: ignore[no-untyped-call]
+    if not opens_one_state(factory):
+        key += f"#partition={partition}".encode()
     found = _OPENED.get(key)
     if found is not None and found[0] == run_id and generation in (None, found[1]):
         return found[2]
     if found is not None:
         with contextlib.suppress(Exception):  # best effort: another run's or generation's connections
             found[2].close()
-    state = factory.open()
+    state = factory.open() if opens_one_state(factory) else factory.makeState(dict(conf or {}), partition,
+                                                                               num_partitions)
     _OPENED[key] = (run_id, generation, state)
     return state
+
+
+def opens_one_state(factory: Any) -> bool:
+    """Whether ``factory`` is a built-in store's (``open()``: one map state for every partition)
+    rather than a user's Trident ``StateFactory`` (``makeState`` per partition).
+
+    Examples
+    --------
+    >>> from trident_spark.state import MemoryState
+    >>> opens_one_state(MemoryState.opaque(name="wc"))
+    True
+    """
+    return callable(getattr(factory, "open", None))
 
 
 def forget_opened_states() -> None:
@@ -130,10 +151,10 @@ def _user_call(step: StateStep, what: str, fn: Any, *args: Any) -> Any:
         raise OperatorError(f"{step.label} failed in {what}: {type(exc).__name__}: {exc}") from exc
 
 
-def _count(step: StateStep, state: MapState, before: dict[str, int], store_stages: bool) -> None:
+def _count(step: StateStep, state: Any, before: dict[str, int], store_stages: bool) -> None:
     """Add what the state did for this partition to the batch's counters; with ``store_stages``,
     its store round trips also count as the stages ``<label> / multiGet`` and ``/ multiPut``."""
-    if step.stats is None:
+    if step.stats is None or not isinstance(state, MapState):
         return
     after = state.stats.snapshot()
     delta: dict[Any, float] = {name: after[name] - before.get(name, 0) for name in after}
@@ -151,17 +172,24 @@ def _count(step: StateStep, state: MapState, before: dict[str, int], store_stage
 
 @contextlib.contextmanager
 def _partition_state(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: int,
-                     errors: ReportedErrors, store_stages: bool = False) -> Iterator[tuple[BatchState, Any]]:
+                     errors: ReportedErrors, store_stages: bool = False) -> Iterator[tuple[Any, Any]]:
     """The batch's view of the state for one partition and the operation to run, prepared for
     this task (or the partition's kept instance, in an instance host); on the way out a task's
-    own instance is cleaned up, and what the state did and the errors reported are counted."""
-    state = opened_state(step.factory, step.run_id, step.generation)
-    before = state.stats.snapshot()
+    own instance is cleaned up, and what the state did and the errors reported are counted.
+
+    The view of a map state is a :class:`BatchState` (the batch's txid bound); a user's plain
+    ``State`` is handed over as it is."""
+    index = partition_index()
+    state = opened_state(step.factory, step.run_id, step.generation, conf=conf, partition=index,
+                         num_partitions=num_partitions)
+    before = state.stats.snapshot() if isinstance(state, MapState) else {}
     instances = task_instances()
     operation = instances.acquire(0, step.operation, dict(conf),
-                                  OperationContext(partition_index(), num_partitions, txid, step.label))
+                                  OperationContext(index, num_partitions, txid, step.label))
     try:
-        yield BatchState(state, txid, reads_before_batch=step.reads_before_batch), operation
+        view = (BatchState(state, txid, reads_before_batch=step.reads_before_batch)
+                if isinstance(state, MapState) else state)
+        yield view, operation
     finally:
         instances.release()
         _count(step, state, before, store_stages)
@@ -194,7 +222,12 @@ def persist(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: in
     errors = ReportedErrors(step.label)
     collector = TridentCollector(errors)
     with _partition_state(step, txid, conf, num_partitions, errors, store_stages=True) as (view, updater):
-        _user_call(step, "updateState", updater.updateState, view, tuples, collector)
+        if isinstance(view, BatchState):
+            _user_call(step, "updateState", updater.updateState, view, tuples, collector)
+        else:  # a user's plain State: the batch's updates between beginCommit and commit (Trident's order)
+            _user_call(step, f"{type(view).__name__}.beginCommit({txid})", view.beginCommit, txid)
+            _user_call(step, "updateState", updater.updateState, view, tuples, collector)
+            _user_call(step, f"{type(view).__name__}.commit({txid})", view.commit, txid)
     if collector.emitted:
         yield _emitted(step, collector.emitted)
 
@@ -212,7 +245,8 @@ def _emitted(step: StateStep, emitted: list[list[Any]]) -> pa.RecordBatch:
 
 
 def check_not_ahead(step: StateStep, txid: int, written_before: bool, batches: Iterator[pa.RecordBatch],
-                    *, largest_txid: int | None = None) -> Iterator[pa.RecordBatch]:
+                    *, largest_txid: int | None = None, conf: dict[str, Any] | None = None,
+                    num_partitions: int = 1) -> Iterator[pa.RecordBatch]:
     """Raise StateAheadError if a key of the partition is stored with a txid after ``txid``, or
     equal to it when this checkpoint never started writing batch ``txid`` (``written_before``
     False): then the key belongs to another history, not to an earlier attempt of the batch.
@@ -228,8 +262,9 @@ def check_not_ahead(step: StateStep, txid: int, written_before: bool, batches: I
     table = _gather(batches)
     if table is None:
         return
-    state = opened_state(step.factory, step.run_id)
-    if state.state_type is StateType.NON_TRANSACTIONAL:
+    state = opened_state(step.factory, step.run_id, conf=conf, partition=partition_index(),
+                         num_partitions=num_partitions)
+    if not isinstance(state, MapState) or state.state_type is StateType.NON_TRANSACTIONAL:
         return
     group = list(step.input_fields)
     keys = ([list(t) for t in _tuples(table, step.input_fields, step.untyped_in)] if group
@@ -285,5 +320,5 @@ def query(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: int,
     yield pa.RecordBatch.from_arrays(arrays, names=step.output_fields)
 
 
-__all__ = ["StateStep", "check_not_ahead", "forget_opened_states", "opened_state", "persist", "query",
-           "with_metrics"]
+__all__ = ["StateStep", "check_not_ahead", "forget_opened_states", "opened_state", "opens_one_state",
+           "persist", "query", "with_metrics"]

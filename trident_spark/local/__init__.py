@@ -1,7 +1,8 @@
 """Local services for tests, the demo and benchmarks.
 
 Kafka, Redis and Elasticsearch come from the environment, a Docker container
-or a local binary (:mod:`trident_spark.local.services`); topics are created,
+or a local binary, PostgreSQL from the environment or a local server
+(:mod:`trident_spark.local.services`); topics are created,
 filled and read with :mod:`trident_spark.local.kafka`; a Spark standalone
 cluster runs from the pyspark install (:mod:`trident_spark.local.cluster`).
 
@@ -31,11 +32,13 @@ from trident_spark.local.services import (
     ELASTICSEARCH_ENV,
     ENV_VARS,
     KAFKA_ENV,
+    POSTGRES_ENV,
     REDIS_ENV,
     choose_provider,
     describe_provider,
     start_elasticsearch,
     start_kafka,
+    start_postgres,
     start_redis,
     start_service,
 )
@@ -44,6 +47,7 @@ __all__ = [
     "ELASTICSEARCH_ENV",
     "ENV_VARS",
     "KAFKA_ENV",
+    "POSTGRES_ENV",
     "REDIS_ENV",
     "ConsumedRecord",
     "JavaVersionError",
@@ -64,6 +68,7 @@ __all__ = [
     "spark_home",
     "start_elasticsearch",
     "start_kafka",
+    "start_postgres",
     "start_redis",
     "start_service",
     "wait_for_partitions",

@@ -1,4 +1,4 @@
-"""Start Kafka (Tansu), Redis (redis-server) and Elasticsearch (osmem-server) locally.
+"""Start Kafka (Tansu), Redis (redis-server), Elasticsearch (osmem-server) and PostgreSQL locally.
 
 Each launcher picks a free port on 127.0.0.1, starts the binary with its
 output in a log file, waits until the service answers, and returns a
@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import importlib.resources
 import os
+import pwd
+import re
 import shutil
+import signal
+import subprocess
 import tempfile
 import urllib.parse
 from collections.abc import Callable
@@ -18,7 +22,7 @@ from functools import partial
 from pathlib import Path
 
 from trident_spark.errors import InvalidArgumentError
-from trident_spark.local.probes import http_answers, kafka_answers, redis_answers
+from trident_spark.local.probes import http_answers, kafka_answers, postgres_answers, redis_answers
 from trident_spark.local.process import LocalProcess, ServiceStartError, free_port, wait_until
 from trident_spark.local.service_handle import ServiceHandle, ServiceName
 from trident_spark.state.redaction import redact_url
@@ -26,9 +30,11 @@ from trident_spark.state.redaction import redact_url
 __all__ = [
     "ServiceNotInstalledError",
     "osmem_binary",
+    "postgres_bin_dir",
     "redis_server_binary",
     "start_local_elasticsearch",
     "start_local_kafka",
+    "start_local_postgres",
     "start_local_redis",
     "tansu_binary",
 ]
@@ -155,6 +161,10 @@ def _launch(
     log_dir: Path | None,
     keep_logs: bool,
     on_stop: Callable[[], None] = lambda: None,
+    user: int | None = None,
+    group: int | None = None,
+    cwd: Path | None = None,
+    shutdown_signal: signal.Signals | None = None,
 ) -> ServiceHandle:
     logs = _Logs(name, log_dir)
     process: LocalProcess | None = None
@@ -162,7 +172,7 @@ def _launch(
     for attempt in range(1, _PORT_ATTEMPTS + 1):
         port = free_port()
         address = address_for(port)
-        process = LocalProcess(name, argv_for(port), log_path=logs.path)
+        process = LocalProcess(name, argv_for(port), log_path=logs.path, user=user, group=group, cwd=cwd)
         try:
             wait_until(
                 partial(ready, address),
@@ -182,6 +192,11 @@ def _launch(
     started = process
 
     def stop() -> None:
+        if shutdown_signal is not None and started.alive():
+            # The server's own quick shutdown first (PostgreSQL: SIGINT, "fast": it does not
+            # wait for clients to disconnect), then the process group as for every service.
+            os.kill(started.pid, shutdown_signal)
+            started.wait(timeout=10.0)
         started.stop()
         on_stop()
 
@@ -314,4 +329,129 @@ def start_local_elasticsearch(
         timeout=timeout,
         log_dir=log_dir,
         keep_logs=keep_logs,
+    )
+
+
+def postgres_bin_dir() -> Path:
+    """The directory with PostgreSQL's server programs (``initdb``, ``postgres``).
+
+    Looks on ``PATH``, then in Debian's ``/usr/lib/postgresql/<version>/bin`` (newest first).
+
+    Raises
+    ------
+    ServiceNotInstalledError
+        When PostgreSQL's server is not installed.
+
+    Examples
+    --------
+    >>> (postgres_bin_dir() / "initdb").exists()  # doctest: +SKIP
+    True
+    """
+    candidates: list[Path] = []
+    found = shutil.which("postgres")
+    if found is not None:
+        candidates.append(Path(found).resolve().parent)
+    versions = sorted(Path("/usr/lib/postgresql").glob("*/bin"),
+                      key=lambda p: [int(n) for n in re.findall(r"\d+", p.parent.name)] or [0], reverse=True)
+    candidates += versions
+    for directory in candidates:
+        if all(os.access(directory / program, os.X_OK) for program in ("initdb", "postgres")):
+            return directory
+    raise ServiceNotInstalledError(
+        "postgres: PostgreSQL's server (initdb, postgres) is not installed: install it (Debian/Ubuntu: "
+        "`sudo apt-get install postgresql`; `make system-deps` does as root), or set POSTGRES_URL to "
+        "a running PostgreSQL"
+    )
+
+
+def _server_account() -> tuple[int, int] | None:
+    """Who runs a local PostgreSQL: None (this user) unless root, which PostgreSQL refuses;
+    then the ``postgres`` account Debian's package creates, else ``nobody``."""
+    if os.geteuid() != 0:
+        return None
+    for name in ("postgres", "nobody"):
+        try:
+            entry = pwd.getpwnam(name)
+        except KeyError:
+            continue
+        return entry.pw_uid, entry.pw_gid
+    raise ServiceStartError("postgres: running as root, and there is neither a 'postgres' nor a 'nobody' "
+                            "account to run PostgreSQL as (it refuses root): create one")
+
+
+def start_local_postgres(
+    *, timeout: float = 30.0, log_dir: Path | None = None, keep_logs: bool = False, durable: bool = False,
+    password: str | None = None,
+) -> ServiceHandle:
+    """Start a throwaway PostgreSQL on a free port of 127.0.0.1, its data in a temporary directory.
+
+    ``initdb`` makes a new cluster (superuser ``postgres``, trust authentication: only
+    this machine can reach it) and ``postgres`` serves it on TCP only (no unix socket).
+    As root it runs as the ``postgres`` account (else ``nobody``), since PostgreSQL
+    refuses to run as root. ``stop()`` shuts it down (SIGINT, PostgreSQL's fast
+    shutdown) and removes the data. ``durable=False`` (the default, for tests) turns
+    ``fsync``, ``synchronous_commit`` and ``full_page_writes`` off: a crash of the
+    server (never of a client) could lose the last commits; ``durable=True`` keeps
+    PostgreSQL's defaults (for benchmarks). With ``password``, clients must give it
+    (SCRAM authentication instead of trust; given to ``initdb`` in a file readable only by
+    the server's account, not on a command line); the handle's address then carries it:
+    ``postgresql://postgres:PASSWORD@127.0.0.1:PORT/postgres``.
+
+    Examples
+    --------
+    >>> with start_local_postgres() as postgres:  # doctest: +SKIP
+    ...     postgres.address
+    'postgresql://postgres@127.0.0.1:40211/postgres'
+    """
+    bindir = postgres_bin_dir()
+    account = _server_account()
+    workdir = Path(tempfile.mkdtemp(prefix="trident-spark-postgres-data-"))
+    data = workdir / "data"
+    user, group = (None, None) if account is None else account
+    try:
+        if account is not None:
+            os.chown(workdir, *account)
+        auth = ["-A", "trust"]
+        if password is not None:
+            pwfile = workdir / "pwfile"
+            pwfile.touch(mode=0o600)
+            pwfile.write_text(password + "\n", encoding="utf-8")
+            if account is not None:
+                os.chown(pwfile, *account)
+            auth = ["-A", "scram-sha-256", f"--pwfile={pwfile}"]
+        initdb = [str(bindir / "initdb"), "-D", str(data), *auth, "-U", "postgres", "-E", "UTF8",
+                  "--locale=C", *([] if durable else ["--no-sync"])]
+        done = subprocess.run(initdb, user=user, group=group, extra_groups=None if user is None else [],
+                              cwd=workdir, capture_output=True, text=True, timeout=max(timeout, 60.0),
+                              check=False)
+        (workdir / "pwfile").unlink(missing_ok=True)
+        if done.returncode != 0:
+            raise ServiceStartError(
+                f"postgres: initdb failed with status {done.returncode} in {data}:\n"
+                f"{(done.stdout + done.stderr)[-2000:]}")
+    except BaseException:
+        shutil.rmtree(workdir, ignore_errors=True)
+        raise
+    userinfo = "" if password is None else f":{urllib.parse.quote(password, safe='')}"
+    fast = [] if durable else ["-c", "fsync=off", "-c", "synchronous_commit=off",
+                               "-c", "full_page_writes=off"]
+
+    def argv(port: int) -> list[str]:
+        return [str(bindir / "postgres"), "-D", str(data), "-p", str(port),
+                "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
+                "-c", "max_connections=300", *fast]  # fmt: skip
+
+    return _launch(
+        "postgres",
+        argv_for=argv,
+        address_for=lambda port: f"postgresql://postgres{userinfo}@127.0.0.1:{port}/postgres",
+        ready=lambda address: postgres_answers(address),
+        timeout=timeout,
+        log_dir=log_dir,
+        keep_logs=keep_logs,
+        on_stop=lambda: shutil.rmtree(workdir, ignore_errors=True),
+        user=user,
+        group=group,
+        cwd=workdir,
+        shutdown_signal=signal.SIGINT,
     )

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import base64
 import socket
+import struct
 import urllib.error
 import urllib.request
 from urllib.parse import urlsplit
 
 from confluent_kafka import Consumer, KafkaException
 
-__all__ = ["http_answers", "kafka_answers", "redis_answers", "tcp_answers"]
+__all__ = ["http_answers", "kafka_answers", "postgres_answers", "redis_answers", "tcp_answers"]
 
 
 def tcp_answers(host: str, port: int, timeout: float = 1.0) -> bool:
@@ -118,3 +119,33 @@ def http_answers(url: str, timeout: float = 2.0) -> bool:
         return True  # 401 and friends: a server answered
     except (urllib.error.URLError, OSError, ValueError):
         return False
+
+
+def postgres_answers(url: str, timeout: float = 1.0) -> bool:
+    """Whether a PostgreSQL server at ``url`` accepts a session's start (or asks for a password).
+
+    Sends a protocol 3.0 startup message for the URL's user and database and reads the
+    first byte of the answer: ``R`` (an authentication request, "OK" included) means a
+    server that takes connections; ``E`` (an error: still starting up, no such
+    database) or silence means not (yet). Needs no driver.
+
+    Examples
+    --------
+    >>> postgres_answers("postgresql://postgres@127.0.0.1:1/postgres", timeout=0.2)
+    False
+    """
+    parts = urlsplit(url)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 5432
+    user = parts.username or "postgres"
+    database = parts.path.lstrip("/") or user
+    body = struct.pack("!i", 196608) + b"".join(
+        f"{name}\0{value}\0".encode() for name, value in (("user", user), ("database", database))) + b"\0"
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.sendall(struct.pack("!i", len(body) + 4) + body)
+            reply = sock.recv(1)
+            if reply == b"R":
+                sock.sendall(b"X" + struct.pack("!i", 4))   # Terminate
+    except OSError:
+        return False
+    return reply == b"R"

@@ -156,6 +156,11 @@ class LocalProcess:
         Full environment for the child; ``None`` inherits ours.
     cwd
         Working directory for the child.
+    user
+        Run the child as this user id (and its group ``group``): a root parent starting a
+        server that refuses to run as root (PostgreSQL). ``None``: as this process.
+    group
+        The group id with ``user``.
 
     Notes
     -----
@@ -183,6 +188,8 @@ class LocalProcess:
         log_path: Path,
         env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
+        user: int | None = None,
+        group: int | None = None,
     ) -> None:
         self.name = name
         self.argv = list(argv)
@@ -197,6 +204,10 @@ class LocalProcess:
                 env=None if env is None else dict(env),
                 cwd=cwd,
                 start_new_session=True,
+                # The credentials change before preexec_fn runs (the death signal survives it).
+                user=user,
+                group=group,
+                extra_groups=None if user is None else [],
                 preexec_fn=die_with_parent,
             )
 
@@ -213,6 +224,14 @@ class LocalProcess:
     def alive(self) -> bool:
         """Whether the child is still running."""
         return self._popen.poll() is None
+
+    def wait(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` s for the child to exit; whether it did."""
+        try:
+            self._popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
 
     def tail(self, lines: int = 20) -> str:
         """The last ``lines`` lines of the log."""

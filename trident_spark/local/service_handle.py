@@ -12,7 +12,7 @@ from trident_spark.state.redaction import redact_url
 
 __all__ = ["Provider", "ServiceHandle", "ServiceName"]
 
-ServiceName = Literal["kafka", "redis", "elasticsearch"]
+ServiceName = Literal["kafka", "redis", "elasticsearch", "postgres"]
 """The services trident-spark knows how to provide."""
 
 Provider = Literal["env", "testcontainers", "local"]
@@ -27,10 +27,10 @@ class ServiceHandle:
     Parameters
     ----------
     name
-        "kafka", "redis" or "elasticsearch".
+        "kafka", "redis", "elasticsearch" or "postgres".
     address
         Kafka: a bootstrap string "127.0.0.1:PORT"; Redis: "redis://127.0.0.1:PORT/0";
-        Elasticsearch: "http://127.0.0.1:PORT".
+        Elasticsearch: "http://127.0.0.1:PORT"; PostgreSQL: "postgresql://postgres@127.0.0.1:PORT/postgres".
     provider
         "env", "testcontainers" or "local".
     log_path

@@ -1,4 +1,4 @@
-"""Kafka, Redis and Elasticsearch for tests, the demo and benchmarks.
+"""Kafka, Redis, Elasticsearch and PostgreSQL for tests, the demo and benchmarks.
 
 Each ``start_*`` function takes the first of these that applies:
 
@@ -14,6 +14,10 @@ Examples
 >>> with start_redis() as redis:  # doctest: +SKIP
 ...     redis.provider, redis.address
 ('local', 'redis://127.0.0.1:40121/0')
+
+PostgreSQL (:func:`start_postgres`) comes from :data:`POSTGRES_ENV` or the local server
+(``start_local_postgres``: a throwaway cluster); it has no container provider, and is
+not among :data:`SERVICE_NAMES` (the services of the compose stack and the container tests).
 """
 
 from __future__ import annotations
@@ -29,25 +33,31 @@ from trident_spark.local.containers import (
     testcontainers_installed,
 )
 from trident_spark.local.launchers import (
+    postgres_bin_dir,
     start_local_elasticsearch,
     start_local_kafka,
+    start_local_postgres,
     start_local_redis,
 )
-from trident_spark.local.probes import http_answers, kafka_answers, redis_answers
+from trident_spark.local.probes import http_answers, kafka_answers, postgres_answers, redis_answers
 from trident_spark.local.process import ServiceStartError, wait_until
 from trident_spark.local.service_handle import Provider, ServiceHandle, ServiceName
+from trident_spark.state.redaction import redact_url
 
 __all__ = [
     "ELASTICSEARCH_ENV",
     "ENV_VARS",
     "KAFKA_ENV",
     "LOCAL_BINARIES",
+    "POSTGRES_ENV",
     "REDIS_ENV",
     "SERVICE_NAMES",
     "choose_provider",
+    "describe_postgres_provider",
     "describe_provider",
     "start_elasticsearch",
     "start_kafka",
+    "start_postgres",
     "start_redis",
     "start_service",
 ]
@@ -60,6 +70,9 @@ REDIS_ENV = "REDIS_URL"
 
 ELASTICSEARCH_ENV = "ELASTICSEARCH_URL"
 """Environment variable with an Elasticsearch URL, e.g. ``http://127.0.0.1:9200``."""
+
+POSTGRES_ENV = "POSTGRES_URL"
+"""Environment variable with a PostgreSQL URL, e.g. ``postgresql://user:pw@127.0.0.1:5432/db``."""
 
 SERVICE_NAMES: tuple[ServiceName, ...] = ("kafka", "redis", "elasticsearch")
 """Every service this module provides."""
@@ -259,3 +272,55 @@ def start_elasticsearch(
     'http://127.0.0.1:38211'
     """
     return start_service("elasticsearch", timeout=timeout, log_dir=log_dir, keep_logs=keep_logs)
+
+
+def describe_postgres_provider() -> str:
+    """Where :func:`start_postgres` would take PostgreSQL from, for humans; starts nothing.
+
+    Examples
+    --------
+    >>> import os
+    >>> os.environ["POSTGRES_URL"] = "postgresql://app@db:5432/wc"
+    >>> describe_postgres_provider()
+    'env (POSTGRES_URL)'
+    >>> del os.environ["POSTGRES_URL"]
+    """
+    if os.environ.get(POSTGRES_ENV, "").strip():
+        return f"env ({POSTGRES_ENV})"
+    try:
+        return f"local ({postgres_bin_dir() / 'postgres'})"
+    except ServiceStartError:
+        return "none (not installed)"
+
+
+def start_postgres(
+    *, timeout: float = 30.0, log_dir: Path | None = None, keep_logs: bool = False, durable: bool = False
+) -> ServiceHandle:
+    """Provide a PostgreSQL server; ``address`` is a URL "postgresql://USER@HOST:PORT/DB".
+
+    From :data:`POSTGRES_ENV` if set (checked, never started or stopped), else a throwaway
+    local server (``start_local_postgres``; ``durable`` as there).
+
+    Raises
+    ------
+    ServiceNotInstalledError
+        Neither is there: the message says how to install PostgreSQL or where to point.
+    ServiceStartError
+        The server did not answer in time.
+
+    Examples
+    --------
+    >>> with start_postgres() as postgres:  # doctest: +SKIP
+    ...     postgres.address
+    'postgresql://postgres@127.0.0.1:40211/postgres'
+    """
+    if os.environ.get(POSTGRES_ENV, "").strip():
+        address = os.environ[POSTGRES_ENV].strip()
+        try:
+            wait_until(lambda: postgres_answers(address), timeout=timeout,
+                       what=f"postgres at {redact_url(address)} (from {POSTGRES_ENV})", interval=0.5)
+        except ServiceStartError as error:
+            raise ServiceStartError(
+                f"{error}: start it, fix {POSTGRES_ENV}, or unset it to use a local PostgreSQL") from None
+        return ServiceHandle("postgres", address, "env")
+    return start_local_postgres(timeout=timeout, log_dir=log_dir, keep_logs=keep_logs, durable=durable)

@@ -99,7 +99,7 @@ class BatchFrames:
                     self._persisted.append(df)
                     self._memo[id(source)] = df
                 check_not_ahead_job(df, node, self.txid, written_before, self.run_id,
-                                    largest_txid=(largest or {}).get(id(node.state)))
+                                    largest_txid=(largest or {}).get(id(node.state)), conf=self.conf)
 
     def release(self) -> None:
         """Unpersist what this batch cached."""

@@ -20,7 +20,7 @@ from trident_spark.graph import (
     ancestors,
     spouts_of,
 )
-from trident_spark.sink import CollectSink
+from trident_spark.sink import Sink
 
 
 @dataclass
@@ -28,7 +28,7 @@ class Output:
     """A node whose result is needed: a leaf (run for side effects), or one with sinks."""
 
     node: Node
-    sinks: list[CollectSink] = field(default_factory=list)
+    sinks: list[Sink] = field(default_factory=list)
 
 
 def is_stage_boundary(node: Node) -> bool:
@@ -77,7 +77,7 @@ def stage_boundary(node: Node) -> Node:
     return current
 
 
-def plan_queries(nodes: list[Node], sinks: list[tuple[Node, CollectSink]]) -> list[QueryPlan]:
+def plan_queries(nodes: list[Node], sinks: list[tuple[Node, Sink]]) -> list[QueryPlan]:
     """Split the topology's graph into queries: one per connected set of spouts."""
     children: dict[int, int] = {}
     for node in nodes:

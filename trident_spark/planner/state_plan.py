@@ -17,7 +17,14 @@ from trident_spark.executor.column_types import arrow_type
 from trident_spark.executor.instances import InstanceScope, has_lifecycle, hosted
 from trident_spark.executor.metrics import StageName, timed
 from trident_spark.executor.object_columns import OBJECT, is_object, object_names, struct_field
-from trident_spark.executor.state_stage import StateStep, check_not_ahead, persist, query, with_metrics
+from trident_spark.executor.state_stage import (
+    StateStep,
+    check_not_ahead,
+    opens_one_state,
+    persist,
+    query,
+    with_metrics,
+)
 from trident_spark.graph import PersistNode, StateQueryNode
 from trident_spark.operation import overrides_prepare
 from trident_spark.planner.python_plan import named
@@ -108,7 +115,8 @@ def persist_dataframe(df: DataFrame, node: PersistNode, txid: int, conf: dict[st
                      {f.name: arrow_type(f.dataType) for f in struct}, stats=stats, run_id=run_id,
                      generation=generation, untyped_in=object_names(df.schema), untyped_out=_untyped(struct))
     n = partitions if partitions is not None else (
-        int(df.rdd.getNumPartitions()) if overrides_prepare(node.updater) else -1)
+        int(df.rdd.getNumPartitions()) if overrides_prepare(node.updater) or not opens_one_state(node.state)
+        else -1)
     task: Any = partial(persist, step, txid, conf, n)
     if scope is not None and (has_lifecycle(node.updater) or keeps_cache(node.state)):
         # In the partition's instance host: a kept updater, and a state whose cache the same
@@ -123,12 +131,19 @@ def keeps_cache(factory: Any) -> bool:
     """Whether ``factory``'s state keeps an LRU cache in the process that opens it
     (``cache_size`` > 0), so its writes go to the partition's instance host (one process per
     run, executor and partition slot) for the cache to see the keys of the partition again at
-    the next batch. A state served by the driver (MemoryState) keeps nothing in the task."""
+    the next batch. A state served by the driver (MemoryState) keeps nothing in the task.
+
+    A user's own ``StateFactory`` makes one state per partition, which may keep anything (a
+    cache before a store without conditional writes, a producer, an open transaction): it is
+    kept in the partition's instance host too, so a partition's state is one object for the run."""
+    if not opens_one_state(factory):
+        return True
     return bool(getattr(factory, "cache_size", 0)) and not getattr(factory, "process_local", False)
 
 
 def check_not_ahead_job(df: DataFrame, node: PersistNode, txid: int, written_before: bool,
-                        run_id: str = "", largest_txid: int | None = None) -> None:
+                        run_id: str = "", largest_txid: int | None = None,
+                        conf: dict[str, Any] | None = None) -> None:
     """Before the first writes after a start: fail if the state holds any of the batch's keys
     with a later txid (a reset checkpoint or another writer), or with this txid when the
     checkpoint never began writing this batch, while nothing is written yet."""
@@ -139,7 +154,10 @@ def check_not_ahead_job(df: DataFrame, node: PersistNode, txid: int, written_bef
     keys = df.select(*node.group_fields) if node.group_fields else df.select()
     step = StateStep(node.label, node.state, node.updater, node.group_fields, [], {}, run_id=run_id,
                      untyped_in=object_names(keys.schema))
-    fn = partial(check_not_ahead, step, txid, written_before, largest_txid=largest_txid)
+    # A user's StateFactory makes each partition's state with the run's conf and the stage's size.
+    n = 1 if opens_one_state(node.state) else int(df.rdd.getNumPartitions())
+    fn = partial(check_not_ahead, step, txid, written_before, largest_txid=largest_txid, conf=conf,
+                 num_partitions=n)
     schema = StructType([StructField("keys", LongType())])
     checked = shipped(lambda: keys.mapInArrow(named(fn, f"check_{node.label}"), schema),
                       [(node.label, node.updater), (node.label, node.state)])
@@ -171,7 +189,8 @@ def query_dataframe(df: DataFrame, node: StateQueryNode, txid: int, conf: dict[s
                      reads_before_batch=same_query, stats=stats, untyped_in=object_names(df.schema),
                      untyped_out=_untyped(struct))
     n = partitions if partitions is not None else (
-        int(df.rdd.getNumPartitions()) if overrides_prepare(node.function) else -1)
+        int(df.rdd.getNumPartitions()) if overrides_prepare(node.function) or not opens_one_state(factory)
+        else -1)
     task: Any = partial(query, step, txid, conf, n)
     if scope is not None and has_lifecycle(node.function):  # kept in the partition's instance host
         task = hosted(scope, partial(with_metrics, query, step, txid, conf, n), stats)

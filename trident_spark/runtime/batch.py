@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Any
 from trident_spark.errors import (
     BrokerUnavailableError,
     FailedException,
+    OperatorError,
     StateConflictError,
     StateUnavailableError,
+    TridentSparkError,
 )
 from trident_spark.executor.sources import split_sources
 from trident_spark.graph import PersistNode, StateQueryNode, ancestors
@@ -30,6 +32,7 @@ from trident_spark.runtime.state_commits import (
     check_adopted_offsets,
     first_offsets,
 )
+from trident_spark.sink import CollectSink, DataFrameSink
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -275,12 +278,40 @@ class BatchRunner:
 
 def _finish(output: Output, result: DataFrame, batch_id: int) -> None:
     """Run one output's Spark job: gather it into its sinks, or run it for its side effects."""
-    if output.sinks:
-        tuples = python_rows(result)
-        for sink in output.sinks:
-            sink.record(batch_id, tuples)
-    else:
+    if not output.sinks:
         result.write.format("noop").mode("overwrite").save()
+        return
+    handed = [sink for sink in output.sinks if isinstance(sink, DataFrameSink)]
+    if handed:
+        # The user's function may run several Spark actions on it: the batch's operations (and
+        # the state writes before them) run once, whatever it does.
+        result = result.persist()
+    try:
+        collects = [sink for sink in output.sinks if isinstance(sink, CollectSink)]
+        if collects:
+            tuples = python_rows(result)
+            for collect in collects:
+                collect.record(batch_id, tuples)
+        for sink in handed:
+            _hand_over(sink, result, batch_id)
+    finally:
+        if handed:
+            result.unpersist()
+
+
+def _hand_over(sink: DataFrameSink, result: DataFrame, batch_id: int) -> None:
+    """``stream.foreachBatch``: the batch's DataFrame, untyped fields as Spark columns, to the function."""
+    from trident_spark.executor.object_columns import from_objects, object_names
+
+    untyped = object_names(result.schema)
+    df = from_objects(result.select(*sink.fields), {name: sink.types.get(name, "string") for name in untyped},
+                      sink.label)
+    try:
+        sink.function(df, batch_id)
+    except (FailedException, TridentSparkError):
+        raise
+    except Exception as exc:
+        raise OperatorError(f"{sink.label} failed for batch {batch_id}: {type(exc).__name__}: {exc}") from exc
 
 
 def python_rows(df: DataFrame) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from trident_spark.planner.query import QueryPlan
     from trident_spark.runner import RunSettings
     from trident_spark.runtime.handle import TopologyHandle
-    from trident_spark.sink import CollectSink
+    from trident_spark.sink import Sink
 
 
 class SparkRunner:
@@ -29,7 +29,7 @@ class SparkRunner:
     True
     """
 
-    def queries(self, nodes: Sequence[Node], sinks: Sequence[tuple[Node, CollectSink]]) -> list[QueryPlan]:
+    def queries(self, nodes: Sequence[Node], sinks: Sequence[tuple[Node, Sink]]) -> list[QueryPlan]:
         """One query per set of spouts joined or merged together."""
         from trident_spark.planner.query import plan_queries
 

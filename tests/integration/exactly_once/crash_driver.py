@@ -1,4 +1,4 @@
-"""Driver program of the crash tests: one word count into six states, killed where the plan says.
+"""Driver program of the crash tests: one word count into eight states, killed where the plan says.
 
 Usage: crash_driver.py CONFIG_JSON
 
@@ -13,7 +13,7 @@ for markers), ``states`` (``{name: state URL}``), ``max_offsets_per_trigger``,
   right after partition i of batch k wrote its keys to state ``name``, the
   operation downstream of that state's ``newValuesStream()`` SIGKILLs the
   driver (its pid comes in the environment variable EO_DRIVER_PID);
-* ``{"mode": "c", "batch": k}``: on the driver, when the sinks of all six
+* ``{"mode": "c", "batch": k}``: on the driver, when the sinks of all eight
   states have recorded batch k (every state write of the batch is done, the
   batch is not in Spark's commit log yet), the driver SIGKILLs itself.
 

@@ -1,4 +1,5 @@
-"""Helpers of the exactly-once tests: the data, the six states, and what a clean run must leave.
+"""Helpers of the exactly-once tests: the data, the states (one per backend and kind), and what a
+clean run must leave.
 
 The truth the tests compare against is computed from outside the product:
 the records as a plain Kafka consumer reads them back, and Spark's own
@@ -20,12 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import redis as redis_py
 
 from trident_spark.local.kafka import consume, create_topic, produce
 from trident_spark.state import (
     ElasticsearchState,
     OpaqueValue,
+    PostgresState,
     RedisState,
     SqliteState,
     StateType,
@@ -34,9 +37,9 @@ from trident_spark.state import (
 )
 from trident_spark.state.keys import COMMIT_RECORD_KEY, encode_key
 
-BACKENDS = ("elasticsearch", "redis", "sqlite")
+BACKENDS = ("elasticsearch", "redis", "sqlite", "postgres")
 KINDS = ("transactional", "opaque")
-#: The six states of one run, named "<backend>-<kind>".
+#: The states of one run (each backend, transactional and opaque), named "<backend>-<kind>".
 STATE_NAMES = tuple(f"{backend}-{kind}" for backend in BACKENDS for kind in KINDS)
 
 #: Words made of lowercase letters only: a key's encoding is the word itself.
@@ -184,11 +187,14 @@ class Expected:
         raise KeyError(batch_id)
 
 
-# -- the six states -------------------------------------------------------------------------------
+# -- the states of a run ---------------------------------------------------------------------------
 
-def six_states(tag: str, workdir: Path, redis_url: str, elasticsearch_url: str,
+def six_states(tag: str, workdir: Path, redis_url: str, elasticsearch_url: str, postgres_dsn: str,
                **settings: Any) -> dict[str, Any]:
-    """One factory per backend and kind, all new (``tag`` names their prefix, index and tables)."""
+    """One factory per backend and kind, all new (``tag`` names their prefix, index and tables).
+
+    (Named when there were three backends: it makes ``len(STATE_NAMES)`` states.)
+    """
     factories: dict[str, Any] = {}
     for kind in KINDS:
         factories[f"elasticsearch-{kind}"] = getattr(ElasticsearchState, kind)(
@@ -197,6 +203,8 @@ def six_states(tag: str, workdir: Path, redis_url: str, elasticsearch_url: str,
             url=redis_url, key_prefix=f"eo-{tag}-{kind}", **settings)
         factories[f"sqlite-{kind}"] = getattr(SqliteState, kind)(
             path=str(workdir / f"state-{tag}.db"), table=f"wc_{kind}", **settings)
+        factories[f"postgres-{kind}"] = getattr(PostgresState, kind)(
+            dsn=postgres_dsn, table=f"eo_{tag}_{kind}", **settings)
     return {name: factories[name] for name in STATE_NAMES}
 
 
@@ -215,6 +223,9 @@ def stored_keys(factory: Any) -> set[str]:
     """Every key the store holds for this state (each a one-word key: its encoding is the word)."""
     if isinstance(factory, SqliteState):
         with sqlite3.connect(factory.path) as db:
+            return {k for (k,) in db.execute(f'SELECT k FROM "{factory.table}"')}
+    if isinstance(factory, PostgresState):
+        with psycopg.connect(factory.dsn) as db:
             return {k for (k,) in db.execute(f'SELECT k FROM "{factory.table}"')}
     if isinstance(factory, RedisState):
         client = redis_py.Redis.from_url(factory.redis_url)
@@ -252,7 +263,8 @@ def assert_exact(name: str, factory: Any, expected: Expected) -> None:
 
 
 def drop_state(factory: Any) -> None:
-    """Best-effort removal of a state's keys (Redis) or index (Elasticsearch); SQLite lives in tmp."""
+    """Best-effort removal of a state's keys (Redis), index (Elasticsearch) or table (PostgreSQL);
+    SQLite lives in tmp."""
     try:
         if isinstance(factory, RedisState):
             client = redis_py.Redis.from_url(factory.redis_url)
@@ -260,6 +272,9 @@ def drop_state(factory: Any) -> None:
             if names:
                 client.delete(*names)
             client.close()
+        elif isinstance(factory, PostgresState):
+            with psycopg.connect(factory.dsn, autocommit=True) as db:
+                db.execute(f'DROP TABLE IF EXISTS "{factory.table}"')
         elif isinstance(factory, ElasticsearchState):
             with factory.open_backing_map() as backing:
                 backing.request("DELETE", f"/{factory.index}")

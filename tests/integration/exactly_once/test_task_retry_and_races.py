@@ -43,7 +43,7 @@ from trident_spark import TridentTopology
 from trident_spark.builtin import Split
 from trident_spark.operation import BaseFunction, StateUpdater
 from trident_spark.spout import KafkaSpout
-from trident_spark.state import RedisState, SqliteState
+from trident_spark.state import PostgresState, RedisState, SqliteState
 
 pytestmark = pytest.mark.integration
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # executors cannot import test modules
@@ -52,7 +52,7 @@ REPO = Path(__file__).resolve().parents[3]
 DRIVER = Path(__file__).with_name("retry_driver.py")
 
 
-def _factories(tag: str, workdir: Path, redis_url: str, prefix: str) -> dict[str, Any]:
+def _factories(tag: str, workdir: Path, redis_url: str, postgres_dsn: str, prefix: str) -> dict[str, Any]:
     return {
         f"{prefix}-sqlite-transactional": SqliteState.transactional(path=str(workdir / "state.db"),
                                                                     table=f"{prefix}_tx"),
@@ -61,6 +61,10 @@ def _factories(tag: str, workdir: Path, redis_url: str, prefix: str) -> dict[str
         f"{prefix}-redis-transactional": RedisState.transactional(url=redis_url,
                                                                   key_prefix=f"eo-{tag}-{prefix}-tx"),
         f"{prefix}-redis-opaque": RedisState.opaque(url=redis_url, key_prefix=f"eo-{tag}-{prefix}-opaque"),
+        f"{prefix}-postgres-transactional": PostgresState.transactional(dsn=postgres_dsn,
+                                                                        table=f"eo_{tag}_{prefix}_tx"),
+        f"{prefix}-postgres-opaque": PostgresState.opaque(dsn=postgres_dsn,
+                                                          table=f"eo_{tag}_{prefix}_opaque"),
     }
 
 
@@ -70,13 +74,13 @@ FAIL_BATCH = 1
 
 
 def test_a_task_that_fails_after_writing_is_retried_and_the_state_stays_exact(kafka_bootstrap, redis_url,
-                                                                              tmp_path):
+                                                                              postgres_dsn, tmp_path):
     tag = unique_tag()
     topic = f"eo-retry-{tag}"
     records = load_topic(kafka_bootstrap, topic, make_sentences(1200, seed=7, every_word_each=300),
                          partitions=4)
-    states = {**_factories(tag, tmp_path, redis_url, "aggregate"),
-              **_factories(tag, tmp_path, redis_url, "persist")}
+    states = {**_factories(tag, tmp_path, redis_url, postgres_dsn, "aggregate"),
+              **_factories(tag, tmp_path, redis_url, postgres_dsn, "persist")}
     out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
     out.mkdir()
     config = tmp_path / "config.json"
@@ -120,7 +124,8 @@ def test_a_task_that_fails_after_writing_is_retried_and_the_state_stays_exact(ka
         for line in (query_dir / "trident-progress.jsonl").read_text().splitlines():
             entry = json.loads(line)
             progress[entry["txid"]] = entry["state"]
-        written_by_failed_attempts = 2 * len(aggregate_keys) + 2 * len(half)   # SQLite and Redis each
+        # SQLite, Redis and PostgreSQL each
+        written_by_failed_attempts = 3 * len(aggregate_keys) + 3 * len(half)
         assert progress[FAIL_BATCH]["keys_skipped"] == written_by_failed_attempts, progress[FAIL_BATCH]
         assert all(progress[b]["keys_skipped"] == 0 for b in progress if b != FAIL_BATCH), progress
     finally:
@@ -173,7 +178,8 @@ def slots_in_different_partitions(spark: Any) -> list[str]:
     return [first[0], first[1]]
 
 
-def test_keys_moving_between_workers_with_stale_caches_end_exact(spark, kafka_bootstrap, redis_url, tmp_path):
+def test_keys_moving_between_workers_with_stale_caches_end_exact(spark, kafka_bootstrap, redis_url,
+                                                                 postgres_dsn, tmp_path):
     tag = unique_tag()
     topic = f"eo-moves-{tag}"
     records = load_topic(kafka_bootstrap, topic, make_sentences(1800, seed=11, every_word_each=300),
@@ -182,6 +188,7 @@ def test_keys_moving_between_workers_with_stale_caches_end_exact(spark, kafka_bo
         "sqlite-opaque": SqliteState.opaque(path=str(tmp_path / "state.db"), table="moves", cache_size=1000),
         "redis-transactional": RedisState.transactional(url=redis_url, key_prefix=f"eo-{tag}-moves",
                                                         cache_size=1000),
+        "postgres-opaque": PostgresState.opaque(dsn=postgres_dsn, table=f"eo_{tag}_moves", cache_size=1000),
     }
     topology = TridentTopology()
     words = (topology.newStream("sentences", KafkaSpout(kafka_bootstrap, [topic], starting_offsets="earliest",
@@ -216,7 +223,7 @@ def test_keys_moving_between_workers_with_stale_caches_end_exact(spark, kafka_bo
         assert sum(conflicts) > 0, f"no stale cache entry was ever hit: {[p.state for p in progress]}"
         assert sum(p.state["cache_hits"] for p in progress) > 0
         for p in progress:
-            keys = 2 * len(expected.per_batch[p.txid])
+            keys = len(states) * len(expected.per_batch[p.txid])
             # Every lost race cost exactly one re-read and one more write; nothing was skipped.
             assert p.state["keys_written"] == keys + p.state["write_conflicts"], p.state
             looked_up = p.state["cache_hits"] + p.state["cache_misses"]

@@ -1,8 +1,9 @@
-"""A word count from Kafka into six states (Elasticsearch, Redis, SQLite x transactional, opaque) on Spark.
+"""A word count from Kafka into eight states (Elasticsearch, Redis, SQLite, PostgreSQL x transactional,
+opaque) on Spark.
 
-One topology, one run (module scope): six ``persistentAggregate`` on the same
+One topology, one run (module scope): eight ``persistentAggregate`` on the same
 word stream, each with its ``newValuesStream().collect()``, and a second
-stream of query words that reads all six states with ``stateQuery(MapGet)``.
+stream of query words that reads all eight states with ``stateQuery(MapGet)``.
 Every assertion compares with what a plain consumer and Spark's offsets log
 say: exact counts, the txid of the last batch that touched each key, opaque
 ``prev`` values, the per-batch new values and the per-batch state counters.
@@ -53,13 +54,13 @@ def _field(name: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def wordcount(spark, kafka_bootstrap, redis_url, elasticsearch_url, tmp_path_factory) -> Any:
+def wordcount(spark, kafka_bootstrap, redis_url, elasticsearch_url, postgres_dsn, tmp_path_factory) -> Any:
     tag = unique_tag()
     workdir = tmp_path_factory.mktemp("wordcount")
     topic, query_topic = f"eo-words-{tag}", f"eo-queries-{tag}"
     records = load_topic(kafka_bootstrap, topic, sentences(), partitions=4)
     create_topic(kafka_bootstrap, query_topic, partitions=1)
-    factories = six_states(tag, workdir, redis_url, elasticsearch_url)
+    factories = six_states(tag, workdir, redis_url, elasticsearch_url, postgres_dsn)
 
     topology = TridentTopology()
     words = (topology.newStream("sentences", KafkaSpout(kafka_bootstrap, [topic], starting_offsets="earliest",
@@ -80,7 +81,7 @@ def wordcount(spark, kafka_bootstrap, redis_url, elasticsearch_url, tmp_path_fac
     try:
         handle.processAllAvailable()        # every sentence counted ...
         produce(kafka_bootstrap, query_topic, [(None, " ".join(QUERY_WORDS).encode(), 0)])
-        handle.processAllAvailable()        # ... then the query words read the six states
+        handle.processAllAvailable()        # ... then the query words read the eight states
         assert handle.exception() is None
     finally:
         handle.stop()
@@ -127,7 +128,7 @@ def test_new_values_stream_gives_each_batch_its_updated_keys_with_new_values(wor
             sorted(expected.values_after(batch_id).items()), f"batch {batch_id}"
 
 
-def test_state_query_from_a_second_stream_reads_the_counts_of_all_six_states(wordcount):
+def test_state_query_from_a_second_stream_reads_the_counts_of_every_state(wordcount):
     counts = wordcount["expected"].counts
     answers = wordcount["answers"]
     assert [t["word"] for t in answers] == QUERY_WORDS
@@ -138,7 +139,7 @@ def test_state_query_from_a_second_stream_reads_the_counts_of_all_six_states(wor
 
 
 def test_progress_state_counters_add_up_per_batch(wordcount):
-    """Per batch: each of the six states wrote each distinct word once, plus one rewrite per lost race."""
+    """Per batch: each of the eight states wrote each distinct word once, plus one rewrite per lost race."""
     expected: Expected = wordcount["expected"]
     progress = {p.txid: p for p in wordcount["progress"]}
     assert sorted(progress) == sorted(wordcount["batches"])

@@ -83,7 +83,7 @@ def test_open_state_answers_current_values_outside_spark(name, tmp_path):
     assert open_state(SqliteState.transactional(path=path, table="t")).multiGet([["cat"]]) == [7]
 
 
-SUPPORTED = "supported: es, http, https, memory, redis, rediss, sqlite"
+SUPPORTED = "supported: es, http, https, memory, postgres, postgresql, redis, rediss, sqlite"
 BAD_URLS = [
     ("ftp://127.0.0.1/wc", f"unknown state URL scheme 'ftp' in ftp://127.0.0.1/wc; {SUPPORTED}"),
     ("ftp://user:hunter2@files.example/wc",

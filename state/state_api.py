@@ -1,0 +1,101 @@
+"""Trident's state interfaces, for a user's own state: ``StateFactory`` and the plain ``State``.
+
+A topology persists into a *state factory*: settings that are pickled to Spark's executors and
+make the working state there, once per partition (Trident's ``StateFactory.makeState(conf,
+metrics, partitionIndex, numPartitions)``, without the metrics context). What ``makeState``
+returns decides what the state can do:
+
+* a map state, ``OpaqueMap.build(backing)`` (or ``TransactionalMap``'s, ``NonTransactionalMap``'s)
+  over the user's ``IBackingMap``: ``persistentAggregate``, ``partitionPersist`` with a map
+  updater, and ``stateQuery`` (MapGet, TupleCollectionGet...), with Trident's rules applied
+  per txid;
+* a plain :class:`State`: ``partitionPersist`` calls ``beginCommit(txid)``, the updater's
+  ``updateState(state, tuples, collector)`` and ``commit(txid)`` for each partition of each
+  batch that has tuples; ``stateQuery`` hands it to the QueryFunction's ``batchRetrieve``.
+
+The built-in stores (``SqliteState``, ``RedisState``, ...) are state factories too
+(:class:`~.factory.StoreStateFactory`), with a URL and a commit record on top.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+
+class State(ABC):
+    """Trident's ``State``: told when a batch's updates in one partition begin and end.
+
+    The engine calls, per partition of a batch that has tuples: ``beginCommit(txid)``, the
+    StateUpdater's ``updateState(state, tuples, collector)``, then ``commit(txid)``. The txid is
+    the batch id: a replayed batch (a killed driver, a failed task) comes again with the same
+    txid, so a state that records the last txid it committed can skip or redo a replay (what
+    Trident's transactional states do). ``commit`` not being called means the batch did not
+    finish in this partition: nothing of it may become visible (roll back in the next
+    ``beginCommit``).
+
+    The state is made by its factory's ``makeState`` on the executor and kept by the process
+    for the next batches of the run; ``close()`` is called when the process lets it go.
+
+    Examples
+    --------
+    >>> class Sink(State):
+    ...     def __init__(self): self.pending, self.committed = [], {}
+    ...     def beginCommit(self, txid): self.pending = []
+    ...     def commit(self, txid): self.committed[txid] = self.pending
+    ...     def write(self, rows): self.pending.extend(rows)
+    >>> sink = Sink()
+    >>> sink.beginCommit(0); sink.write(["a", "b"]); sink.commit(0)
+    >>> sink.committed
+    {0: ['a', 'b']}
+    """
+
+    @abstractmethod
+    def beginCommit(self, txid: int) -> None:
+        """Batch ``txid``'s updates begin in this partition."""
+
+    @abstractmethod
+    def commit(self, txid: int) -> None:
+        """Batch ``txid``'s updates in this partition are all made: make them visible."""
+
+    def close(self) -> None:  # noqa: B027 (optional hook)
+        """Release connections; the state is not used afterwards."""
+
+
+class StateFactory(ABC):
+    """Trident's ``StateFactory``: makes a partition's state on the executor.
+
+    Subclass it with the settings the state needs (picklable: it travels to Spark's executors)
+    and ``makeState``. Pass it to ``persistentAggregate``, ``partitionPersist`` or
+    ``topology.newStaticState``. To let ``open_state`` URLs name it, register a URL scheme that
+    builds it (``trident_spark.state.url.register_scheme``; see docs/spouts-and-states.md).
+
+    Examples
+    --------
+    >>> from trident_spark.state import IBackingMap, OpaqueMap
+    >>> class DictMap(IBackingMap):
+    ...     data = {}
+    ...     def multiGet(self, keys): return [self.data.get(tuple(k)) for k in keys]
+    ...     def multiPut(self, keys, values): self.data.update(zip(map(tuple, keys), values))
+    >>> class DictStateFactory(StateFactory):
+    ...     def makeState(self, conf, partition_index, num_partitions):
+    ...         return OpaqueMap.build(DictMap())
+    >>> state = DictStateFactory().makeState({}, 0, 1)
+    >>> state.multiUpdate(3, [["cat"]], [lambda old: (old or 0) + 1])
+    [1]
+    """
+
+    @abstractmethod
+    def makeState(self, conf: dict[str, Any], partition_index: int, num_partitions: int) -> Any:
+        """The working state of one partition: a map state (``OpaqueMap.build(...)``) or a :class:`State`.
+
+        Parameters
+        ----------
+        conf : dict
+            The topology's configuration (``run(conf=...)``).
+        partition_index, num_partitions : int
+            This partition of the stage that persists or queries, and how many there are.
+        """
+
+
+__all__ = ["State", "StateFactory"]
