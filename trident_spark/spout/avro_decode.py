@@ -21,7 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from trident_spark.errors import InvalidArgumentError, MissingExtraError
+from trident_spark.errors import InvalidArgumentError, MissingExtraError, TridentSparkError
 from trident_spark.spout.kafka_decode import to_arrow
 from trident_spark.spout.schema_registry import (
     NotWireFormatError,
@@ -306,7 +306,7 @@ class AvroDecoder:
         return parsed
 
 
-class _MalformedError(Exception):
+class _MalformedError(TridentSparkError):
     """One value cannot be read: the reason, as the record's error."""
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from trident_spark.errors import InvalidArgumentError, MissingExtraError
+from trident_spark.errors import InvalidArgumentError, MissingExtraError, TridentSparkError
 from trident_spark.spout.kafka_decode import to_arrow
 from trident_spark.spout.schema_registry import (
     NotWireFormatError,
@@ -298,7 +298,7 @@ class ProtobufDecoder:
         self._checked.add(schema_id)
 
 
-class _MalformedError(Exception):
+class _MalformedError(TridentSparkError):
     """One value cannot be read: the reason, as the record's error."""
 
 

@@ -18,7 +18,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
-from trident_spark.errors import SchemaRegistryError
+from trident_spark.errors import SchemaRegistryError, TridentSparkError
 from trident_spark.state.redaction import redact_text
 
 #: The first byte of a record in Confluent's wire format.
@@ -33,7 +33,7 @@ class UnknownSchemaError(SchemaRegistryError):
     """The registry holds no schema with the id (or subject) asked for."""
 
 
-class NotWireFormatError(ValueError):
+class NotWireFormatError(TridentSparkError, ValueError):
     """A record is not in Confluent's wire format (too short, or no magic byte)."""
 
 
