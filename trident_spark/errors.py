@@ -97,6 +97,26 @@ class MalformedRecordError(SpoutError):
     """A record cannot be decoded with the spout's value format."""
 
 
+class SchemaRegistryError(SpoutError):
+    """The Schema Registry a spout decodes with did not answer, or refused; the message names its URL.
+
+    Examples
+    --------
+    >>> str(SchemaRegistryError("Schema Registry at http://r:8081 did not answer GET /schemas/ids/1"))
+    'Schema Registry at http://r:8081 did not answer GET /schemas/ids/1'
+    """
+
+
+class MissingExtraError(TridentSparkError, ImportError):
+    """An optional dependency is not installed; the message names the ``pip install`` that adds it.
+
+    Examples
+    --------
+    >>> str(MissingExtraError("value_format='avro' needs fastavro: pip install 'trident-spark[avro]'"))
+    "value_format='avro' needs fastavro: pip install 'trident-spark[avro]'"
+    """
+
+
 class OffsetOutOfRangeError(SpoutError):
     """An offset the spout was asked to start from lies past the end of its partition.
 
@@ -131,9 +151,11 @@ __all__ = [
     "FailedException",
     "InvalidArgumentError",
     "MalformedRecordError",
+    "MissingExtraError",
     "OffsetOutOfRangeError",
     "OperatorError",
     "ScanUnsupportedError",
+    "SchemaRegistryError",
     "SpoutError",
     "StateAdoptionError",
     "StateAheadError",

@@ -85,19 +85,45 @@ class KafkaSpout(Spout):
         longer than ``max_trigger_delay`` (default ``"15m"``).
     min_partitions : int, optional
         Split large offset ranges so a batch has at least this many Spark tasks.
-    value_format : "str", "bytes" or "json"
+    value_format : "str", "bytes", "json", "avro" or "protobuf"
         ``str`` decodes UTF-8 (the default); ``json`` parses objects into a struct
         described by ``value_schema`` (a Spark DDL string, ``"user STRING, clicks INT"``;
-        checked when the spout is built and parsed by Spark when the stream starts).
-    key_format : "str" or "bytes"
+        checked when the spout is built and parsed by Spark when the stream starts);
+        ``avro`` reads Avro binary into the struct of the Avro schema ``value_schema`` (a
+        dict or JSON text), or, with ``schema_registry_url``, Confluent's wire format
+        (needs ``pip install 'trident-spark[avro]'``); ``protobuf`` reads messages of the
+        type ``value_schema`` (a generated message class or its ``Descriptor``) into a
+        struct of its fields (needs ``pip install 'trident-spark[protobuf]'``).
+    schema_registry_url : str, optional
+        ``value_format="avro"``: records are in Confluent's wire format (magic byte 0,
+        4-byte schema id, Avro body); each is read with the schema its id names, fetched
+        from this registry once per id, and resolved to ``value_schema`` (by default the
+        latest version of subject ``"<topic>-value"``, read when the stream starts).
+        ``value_format="protobuf"``: the same framing with message indexes after the id;
+        each id must be a Protobuf schema of the registry, and messages are read as
+        ``value_schema``.
+        ``http://user:password@host:8081`` sends basic auth; the password is never shown.
+    key_format : "str", "bytes", "avro" or "protobuf"
+        As ``value_format`` for keys; ``avro`` and ``protobuf`` read them with ``key_schema``
+        (an Avro schema, e.g. ``"string"``, or a message type), or from the registry
+        (``schema_registry_url``; Avro keys default to the latest of subject ``"<topic>-key"``).
+    key_schema : dict, str or message type, optional
+        The keys' schema for ``key_format="avro"`` or ``"protobuf"``.
     include_headers : bool
         Add a ``headers`` field: a list of ``{key, value}``.
     fail_on_data_loss : bool
         When offsets the stream needs are gone (retention), fail naming topic,
         partition and offsets (default); ``False`` skips ahead and counts them.
-    on_malformed : "fail" or "skip"
+    on_malformed : "fail", "skip" or "dead_letter"
         A record that cannot be decoded fails the batch naming it (default), or is
-        dropped and counted in the batch metrics.
+        dropped and counted in the batch metrics (``skip``), or is dropped, counted and
+        sent to ``dead_letter_topic``, once per batch even when the batch is replayed
+        (``dead_letter``, see :mod:`trident_spark.spout.dead_letters`).
+    dead_letter_topic : str, optional
+        With ``on_malformed="dead_letter"``: the topic (which must exist) malformed
+        records go to, key and value unchanged, with headers naming their source
+        (``trident.source.topic``, ``trident.source.partition``, ``trident.source.offset``),
+        the reason (``trident.error``) and the stream (``trident.checkpoint``).
     kafka_options : dict
         Passed to librdkafka as is (``security.protocol``, ``sasl.*``, ``ssl.*`` ...).
     engine : "python" or "jvm"
@@ -129,11 +155,14 @@ class KafkaSpout(Spout):
         max_trigger_delay: float | str = "15m",
         min_partitions: int | None = None,
         value_format: ValueFormat = "str",
-        value_schema: str | None = None,
+        value_schema: Any = None,
         key_format: KeyFormat = "str",
+        key_schema: Any = None,
         include_headers: bool = False,
         fail_on_data_loss: bool = True,
         on_malformed: MalformedPolicy = "fail",
+        schema_registry_url: str | None = None,
+        dead_letter_topic: str | None = None,
         kafka_options: Mapping[str, Any] | None = None,
         engine: Engine = "python",
         timeout: float | str = 20.0,
@@ -148,6 +177,16 @@ class KafkaSpout(Spout):
                 "KafkaSpout(engine='jvm') supports neither ending_offsets= nor "
                 "adaptive_target_ms= (Spark's kafka stream source has no such options); "
                 "use engine='python'")
+        python_only = [f"{name}={value!r}" for name, value, of_python in (
+            ("value_format", value_format, value_format in ("avro", "protobuf")),
+            ("key_format", key_format, key_format in ("avro", "protobuf")),
+            ("on_malformed", on_malformed, on_malformed == "dead_letter")) if of_python]
+        if engine == "jvm" and python_only:
+            raise InvalidArgumentError(
+                f"KafkaSpout(engine='jvm') does not read {' and '.join(python_only)} (only the Python "
+                "source does); use engine='python'")
+        value_schema = _schema_text(value_format, value_schema, "value")
+        key_schema = _schema_text(key_format, key_schema, "key")
 
         self.config = KafkaSpoutConfig(
             bootstrap_servers=bootstrap_servers,
@@ -165,9 +204,12 @@ class KafkaSpout(Spout):
             value_format=value_format,
             value_schema=value_schema,
             key_format=key_format,
+            key_schema=key_schema,
             include_headers=include_headers,
             fail_on_data_loss=fail_on_data_loss,
             on_malformed=on_malformed,
+            schema_registry_url=schema_registry_url,
+            dead_letter_topic=dead_letter_topic,
             kafka_options=dict(kafka_options or {}),
             size_sample_bytes=size_sample_bytes,
             timeout_s=parse_seconds(timeout, what="KafkaSpout(timeout=)"),
@@ -194,8 +236,16 @@ class KafkaSpout(Spout):
         client = KafkaBrokerClient(self.config)
         try:
             client.topic_partitions()
+            if self.config.dead_letter_topic is not None:
+                client.check_topic(self.config.dead_letter_topic, "dead_letter_topic")
         finally:
             client.close()
+        if self.config.schema_registry_url is not None:
+            from trident_spark.spout.schema_registry import SchemaRegistryClient
+
+            SchemaRegistryClient(self.config.schema_registry_url, self.config.timeout_s).check()
+        for part in self._parts_from_registry():
+            self._registry_schema(part)  # the registry holds the subject
 
     def to_dataframe(self, spark: SparkSession) -> DataFrame:
         """The spout as a streaming DataFrame in ``spark`` (its fields plus internal columns).
@@ -203,8 +253,13 @@ class KafkaSpout(Spout):
         A ``value_schema`` Spark cannot parse fails here, before the query starts, with
         Spark's reason and the schema as given.
         """
-        if self.config.value_schema is not None:
+        if self.config.value_schema is not None and self.config.value_format == "json":
             check_value_schema(self.config.value_schema)
+        parts = self._parts_from_registry()
+        if "value" in parts:
+            self.config = dataclasses.replace(self.config, value_schema=self._registry_schema("value"))
+        if "key" in parts:
+            self.config = dataclasses.replace(self.config, key_schema=self._registry_schema("key"))
         if self.engine == "jvm":
             from trident_spark.spout.jvm import jvm_dataframe
 
@@ -231,10 +286,50 @@ class KafkaSpout(Spout):
         feedback = here if here is not None and config.adaptive else config.feedback_dir
         spout.config = dataclasses.replace(
             config, read_metrics=True, feedback_dir=feedback, outage_budget_s=run.outage_budget,
-            outage_dir=here if here is not None else config.outage_dir)
+            outage_dir=here if here is not None else config.outage_dir,
+            dead_letter_writer=here if here is not None else config.dead_letter_writer)
         return spout
+
+    def _parts_from_registry(self) -> list[str]:
+        """``"value"`` and/or ``"key"``: the Avro parts whose schema the registry gives."""
+        config = self.config
+        return [part for part, kind, schema in (("value", config.value_format, config.value_schema),
+                                                ("key", config.key_format, config.key_schema))
+                if kind == "avro" and schema is None]
+
+    def _registry_schema(self, part: str) -> str:
+        """The Avro schema the registry holds for the topic's values or keys (``value_schema`` or
+        ``key_schema`` not given): the latest version of subject ``"<topic>-value"`` (or ``-key``)."""
+        from trident_spark.spout.schema_registry import SchemaRegistryClient
+
+        config = self.config
+        assert config.schema_registry_url is not None
+        client = SchemaRegistryClient(config.schema_registry_url, config.timeout_s)
+        subject = f"{config.topics[0]}-{part}"
+        registered = client.latest(subject)
+        if registered.schema_type != "AVRO":
+            raise InvalidArgumentError(
+                f"KafkaSpout({part}_format='avro'): subject {subject!r} in the Schema Registry at "
+                f"{client.address} holds a {registered.schema_type} schema, not an Avro one")
+        return registered.schema
 
     @property
     def address(self) -> str:
         """The bootstrap address as given (no password), named when the broker does not answer."""
         return str(self.config.address)
+
+
+def _schema_text(kind: str, schema: Any, part: str) -> Any:
+    """``value_schema`` or ``key_schema`` as the settings keep it: Avro schemas and Protobuf
+    message types as JSON text; other values as given (the settings check them)."""
+    if schema is None:
+        return None
+    if kind == "avro":
+        from trident_spark.spout.avro_decode import avro_schema_text
+
+        return avro_schema_text(schema, part)
+    if kind == "protobuf":
+        from trident_spark.spout.protobuf_decode import protobuf_schema_text
+
+        return protobuf_schema_text(schema, part)
+    return schema

@@ -119,6 +119,18 @@ class KafkaBrokerClient:
             names = list(self.config.topics)
         return [(name, p) for name in names for p in sorted(metadata.topics[name].partitions)]
 
+    def check_topic(self, topic: str, option: str) -> None:
+        """Fail naming ``option`` when ``topic`` (one the spout writes, not reads) does not exist."""
+        try:
+            metadata = self._conn().list_topics(timeout=self.config.timeout_s)
+        except KafkaException as exc:
+            raise self._unavailable("a metadata request", exc.args[0]) from exc
+        found = metadata.topics.get(topic)
+        if found is None or found.error is not None:
+            raise UnknownTopicError(
+                f"KafkaSpout({option}={topic!r}): no such topic on {self.config.address}; create it "
+                "(any number of partitions) before the stream starts")
+
     def earliest_offsets(self, partitions: list[TopicPartition]) -> Offsets:
         """The first offset still stored in each partition (its low watermark)."""
         if not partitions:

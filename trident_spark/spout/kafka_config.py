@@ -18,9 +18,12 @@ from trident_spark.errors import InvalidArgumentError, check_int
 from trident_spark.spout import base as spout_base
 from trident_spark.state.redaction import redact_options, redact_text
 
-ValueFormat = Literal["str", "bytes", "json"]
-KeyFormat = Literal["str", "bytes"]
-MalformedPolicy = Literal["fail", "skip"]
+ValueFormat = Literal["str", "bytes", "json", "avro", "protobuf"]
+KeyFormat = Literal["str", "bytes", "avro", "protobuf"]
+MalformedPolicy = Literal["fail", "skip", "dead_letter"]
+VALUE_FORMATS = ("str", "bytes", "json", "avro", "protobuf")
+KEY_FORMATS = ("str", "bytes", "avro", "protobuf")
+MALFORMED_POLICIES = ("fail", "skip", "dead_letter")
 
 # librdkafka settings the spout relies on; a user value would break offset tracking.
 RESERVED_KAFKA_OPTIONS = {
@@ -70,9 +73,18 @@ class KafkaSpoutConfig:
     value_format: ValueFormat = "str"
     value_schema: str | None = None
     key_format: KeyFormat = "str"
+    #: key_format="avro" or "protobuf": the key's schema (as value_schema is the value's).
+    key_schema: str | None = None
     include_headers: bool = False
     fail_on_data_loss: bool = True
     on_malformed: MalformedPolicy = "fail"
+    #: Avro or Protobuf values in Confluent's wire format, their schemas read from this registry.
+    schema_registry_url: str | None = None
+    #: on_malformed="dead_letter": where records that cannot be decoded are sent.
+    dead_letter_topic: str | None = None
+    #: Set by the runtime: the query's checkpoint directory, which names the stream's dead
+    #: letters (spout/dead_letters.py).
+    dead_letter_writer: str | None = None
     kafka_options: dict[str, Any] = field(default_factory=dict)
     size_sample_bytes: int = 256 * 1024
     timeout_s: float = 20.0
@@ -175,32 +187,104 @@ class KafkaSpoutConfig:
             )
 
     def _check_formats(self) -> None:
-        if self.value_format not in ("str", "bytes", "json"):
+        if self.value_format not in VALUE_FORMATS:
             raise InvalidArgumentError(
-                f"KafkaSpout(value_format={self.value_format!r}): use 'str', 'bytes' or 'json'")
-        if self.key_format not in ("str", "bytes"):
-            raise InvalidArgumentError(f"KafkaSpout(key_format={self.key_format!r}): use 'str' or 'bytes'")
+                f"KafkaSpout(value_format={self.value_format!r}): use 'str', 'bytes', 'json', 'avro' or "
+                "'protobuf'")
+        if self.key_format not in KEY_FORMATS:
+            raise InvalidArgumentError(
+                f"KafkaSpout(key_format={self.key_format!r}): use 'str', 'bytes', 'avro' or 'protobuf'")
         if self.value_format == "json" and not self.value_schema:
             raise InvalidArgumentError(
                 "KafkaSpout(value_format='json') needs value_schema=, a Spark DDL string such as "
                 "'user STRING, clicks INT'"
             )
-        if self.value_schema is not None:
-            if not isinstance(self.value_schema, str):
-                raise value_schema_error(self.value_schema, "it is not a string")  # type: ignore[unreachable]
-            if self.value_format != "json":
-                raise InvalidArgumentError(
-                    f"KafkaSpout(value_schema=...) is read only with value_format='json' (values are "
-                    f"{self.value_format!r} here): add value_format='json', or drop value_schema=")
-            value_schema_fields(self.value_schema)
-        if self.on_malformed not in ("fail", "skip"):
+        for part in ("value", "key"):
+            if getattr(self, f"{part}_format") == "avro":
+                self._check_avro(part)
+            elif getattr(self, f"{part}_format") == "protobuf":
+                self._check_protobuf(part)
+        if self.schema_registry_url is not None and not ({self.value_format, self.key_format}
+                                                         & {"avro", "protobuf"}):
             raise InvalidArgumentError(
-                f"KafkaSpout(on_malformed={self.on_malformed!r}): use 'fail' or 'skip'")
+                f"KafkaSpout(schema_registry_url=...) is read only with value_format= or key_format= 'avro' "
+                f"or 'protobuf' (values are {self.value_format!r} here): add value_format='avro', or drop "
+                "schema_registry_url=")
+        if self.key_schema is not None and self.key_format not in ("avro", "protobuf"):
+            raise InvalidArgumentError(
+                f"KafkaSpout(key_schema=...) is read only with key_format='avro' or 'protobuf' (keys are "
+                f"{self.key_format!r} here): add key_format='avro', or drop key_schema=")
+        if self.value_schema is not None and self.value_format in ("str", "bytes"):
+            raise InvalidArgumentError(
+                f"KafkaSpout(value_schema=...) is read only with value_format='json' or 'avro' (values "
+                f"are {self.value_format!r} here): add value_format='json', or drop value_schema=")
+        if self.value_format == "json":
+            if not isinstance(self.value_schema, str):
+                raise value_schema_error(self.value_schema, "it is not a string")  # type: ignore[arg-type]
+            value_schema_fields(self.value_schema)
+        self._check_malformed_policy()
+
+    def _check_avro(self, part: str) -> None:
+        from trident_spark.spout.avro_decode import avro_spark_type
+
+        schema = getattr(self, f"{part}_schema")
+        if schema is None and self.schema_registry_url is None:
+            raise InvalidArgumentError(
+                f"KafkaSpout({part}_format='avro') needs {part}_schema= (the Avro schema, a dict or JSON "
+                f"text) or schema_registry_url= (records in Confluent's wire format, read as the latest "
+                f"schema of the topic's subject '<topic>-{part}')")
+        if schema is None and len(self.topics) != 1:
+            raise InvalidArgumentError(
+                f"KafkaSpout({part}_format='avro', schema_registry_url=...) without {part}_schema= reads the "
+                f"latest schema of subject '<topic>-{part}', so it needs exactly one topic in topics=[...]; "
+                f"give {part}_schema= (the schema records are read as) to read several")
+        if schema is not None:
+            avro_spark_type(schema, part)  # fails naming the schema and the reason
+        if self.schema_registry_url is not None:
+            from trident_spark.spout.schema_registry import SchemaRegistryClient
+
+            SchemaRegistryClient(self.schema_registry_url)  # an http(s) URL, or a clear error
+
+    def _check_protobuf(self, part: str) -> None:
+        from trident_spark.spout.protobuf_decode import protobuf_spark_type
+
+        schema = getattr(self, f"{part}_schema")
+        if schema is None:
+            raise InvalidArgumentError(
+                f"KafkaSpout({part}_format='protobuf') needs {part}_schema=, the generated message class "
+                f"(e.g. {part}_schema=clicks_pb2.Click) or its DESCRIPTOR")
+        protobuf_spark_type(schema, part)
+        if self.schema_registry_url is not None:
+            from trident_spark.spout.schema_registry import SchemaRegistryClient
+
+            SchemaRegistryClient(self.schema_registry_url)
+
+    def _check_malformed_policy(self) -> None:
+        if self.on_malformed not in MALFORMED_POLICIES:
+            raise InvalidArgumentError(
+                f"KafkaSpout(on_malformed={self.on_malformed!r}): use 'fail', 'skip' or 'dead_letter'")
+        if self.on_malformed == "dead_letter":
+            if not self.dead_letter_topic or not isinstance(self.dead_letter_topic, str):
+                raise InvalidArgumentError(
+                    "KafkaSpout(on_malformed='dead_letter') needs dead_letter_topic=, the topic malformed "
+                    "records are sent to, e.g. dead_letter_topic='clicks-dead-letters'")
+            reads = (self.dead_letter_topic in self.topics if self.topics
+                     else re.fullmatch(self.pattern or "", self.dead_letter_topic) is not None)
+            if reads:
+                raise InvalidArgumentError(
+                    f"KafkaSpout(dead_letter_topic={self.dead_letter_topic!r}) is a topic the spout reads: "
+                    "its dead letters would be read again; give another topic")
+        elif self.dead_letter_topic is not None:
+            raise InvalidArgumentError(
+                f"KafkaSpout(dead_letter_topic=...) is used only with on_malformed='dead_letter' (it is "
+                f"{self.on_malformed!r} here): add on_malformed='dead_letter', or drop dead_letter_topic=")
 
     def __repr__(self) -> str:
         # kafka_options may hold sasl.password, ssl.key.password, ...: shown as ***.
         shown = {**asdict(self), "bootstrap_servers": self.address,
                  "kafka_options": redact_options(self.kafka_options)}
+        if self.schema_registry_url is not None:
+            shown["schema_registry_url"] = redact_text(self.schema_registry_url)
         return f"KafkaSpoutConfig({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
 
     # --- derived -----------------------------------------------------------------
@@ -225,11 +309,11 @@ class KafkaSpoutConfig:
 
     def schema_ddl(self) -> str:
         """The Spark schema of the spout's records, as a DDL string."""
-        key = "key STRING" if self.key_format == "str" else "key BINARY"
+        key = f"key {self._spark_type('key')}"
         if self.value_format == "json":
             value = f"value STRUCT<{_struct_body(self.value_schema or '')}>"
         else:
-            value = "value STRING" if self.value_format == "str" else "value BINARY"
+            value = f"value {self._spark_type('value')}"
         columns = [key, value, "topic STRING", "partition INT", "offset BIGINT", "timestamp TIMESTAMP"]
         if self.include_headers:
             columns.append("headers ARRAY<STRUCT<key: STRING, value: BINARY>>")
@@ -238,6 +322,23 @@ class KafkaSpoutConfig:
         if self.read_metrics:
             columns.append(f"{READ_MS_COLUMN} DOUBLE")
         return ", ".join(columns)
+
+    def _spark_type(self, part: str) -> str:
+        """The Spark type of the record's key or value (not JSON)."""
+        kind, schema = getattr(self, f"{part}_format"), getattr(self, f"{part}_schema")
+        if kind in ("str", "bytes"):
+            return "STRING" if kind == "str" else "BINARY"
+        if schema is None:
+            raise InvalidArgumentError(
+                f"KafkaSpout({part}_format={kind!r}): the {part} schema was not read from the registry yet "
+                f"(the spout's DataFrame reads it); give {part}_schema=")
+        if kind == "avro":
+            from trident_spark.spout.avro_decode import avro_spark_type
+
+            return avro_spark_type(schema, part)
+        from trident_spark.spout.protobuf_decode import protobuf_spark_type
+
+        return protobuf_spark_type(schema, part)
 
     def consumer_conf(self, **overrides: Any) -> dict[str, Any]:
         """librdkafka settings: our defaults, then the user's kafka_options, then ``overrides``."""

@@ -1,4 +1,4 @@
-"""Decoding record keys and values into Arrow columns: bytes, UTF-8 text or JSON.
+"""Decoding record keys and values into Arrow columns: bytes, UTF-8 text, JSON, Avro or Protobuf.
 
 The whole column is decoded in Arrow's C++ code at once; only when that fails
 does a per-record pass find which records are malformed, so good data stays
@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.json as pa_json
@@ -112,3 +113,31 @@ def _decode_json_slowly(raw: Sequence[bytes | None], struct_type: pa.StructType,
             out.append(None)
             errors[i] = errors[i] or f"value is not JSON matching value_schema ({exc})"
     return pa.array(out, struct_type)
+
+
+def to_arrow(values: list[Any], arrow_type: pa.DataType, errors: list[str | None],
+             part: str = "value") -> pa.Array:
+    """Decoded values (Python objects) as one Arrow array; a value Arrow refuses (a long too large
+    for a Spark INT given by a registry schema...) becomes null, its reason put in ``errors``.
+
+    Examples
+    --------
+    >>> errors = [None, None]
+    >>> to_arrow([{"n": 1}, {"n": 2**40}], pa.struct([("n", pa.int32())]), errors).to_pylist()
+    [{'n': 1}, None]
+    >>> errors[1].startswith("value does not fit the stream's value type")
+    True
+    """
+    try:
+        return pa.array(values, arrow_type)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+        pass
+    for i, value in enumerate(values):
+        if value is None:
+            continue
+        try:
+            pa.array([value], arrow_type)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError) as exc:
+            values[i] = None
+            errors[i] = errors[i] or f"{part} does not fit the stream's {part} type ({exc})"
+    return pa.array(values, arrow_type)

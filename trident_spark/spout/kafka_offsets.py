@@ -257,6 +257,9 @@ class OffsetRange:
     partition: int
     start: int
     until: int
+    #: Where the batch's records of this partition start, when the range is a part of them
+    #: (``min_partitions`` splits a partition's range): the dead-letter scan stops before it.
+    batch_start: int | None = field(default=None, compare=False)
 
     @property
     def size(self) -> int:
@@ -300,6 +303,6 @@ def _split_evenly(r: OffsetRange, parts: int) -> Sequence[OffsetRange]:
     cursor = r.start
     for i in range(parts):
         length = base + (1 if i < extra else 0)
-        out.append(OffsetRange(r.topic, r.partition, cursor, cursor + length))
+        out.append(OffsetRange(r.topic, r.partition, cursor, cursor + length, r.start))
         cursor += length
     return out

@@ -29,10 +29,12 @@ import numpy as np
 import pyarrow as pa
 
 from trident_spark.errors import BrokerUnavailableError, DataLossError, MalformedRecordError
+from trident_spark.spout.dead_letters import DeadLetter, send_dead_letters
 from trident_spark.spout.kafka_config import READ_MS_COLUMN, KafkaSpoutConfig
 from trident_spark.spout.kafka_decode import decode_column
 from trident_spark.spout.kafka_offsets import OffsetRange
 from trident_spark.spout.kafka_pool import borrowed_consumer
+from trident_spark.spout.value_decoders import avro_decoder, protobuf_decoder
 from trident_spark.worker_gc import gc_paused, settle_imports
 
 log = logging.getLogger(__name__)
@@ -75,15 +77,19 @@ def _read(config: KafkaSpoutConfig, schema: pa.Schema, r: OffsetRange, consumer:
 
     consumer.assign([TopicPartition(r.topic, r.partition, r.start)])
     position = r.start
+    letters: list[DeadLetter] = []
     try:
         while position < r.until:
             started = time.perf_counter()
-            columns = _Columns(config.include_headers)
+            columns = _Columns(config.include_headers or config.on_malformed == "dead_letter")
             with gc_paused():
                 position = _fill(config, consumer, r, position, columns)
-                batch = columns.record_batch(config, schema, r) if columns.rows else None
+                batch = columns.record_batch(config, schema, r, letters) if columns.rows else None
             if batch is not None:
                 yield with_read_time(batch, config, (time.perf_counter() - started) * 1000)
+        if letters:  # the range read whole: its dead letters, once (spout/dead_letters.py)
+            consumer.unassign()
+            send_dead_letters(config, r, letters, consumer)
     finally:
         consumer.unassign()
 
@@ -210,11 +216,24 @@ def _handle_events(config: KafkaSpoutConfig, consumer: Any, r: OffsetRange, posi
 
 
 def to_record_batch(config: KafkaSpoutConfig, schema: pa.Schema, r: OffsetRange,
-                    msgs: Sequence[Any]) -> pa.RecordBatch:
-    """Turn consumed messages into one Arrow record batch in the spout's schema."""
-    columns = _Columns(config.include_headers)
+                    msgs: Sequence[Any], letters: list[DeadLetter] | None = None) -> pa.RecordBatch:
+    """Turn consumed messages into one Arrow record batch in the spout's schema (with
+    ``on_malformed="dead_letter"``, the malformed ones are added to ``letters``)."""
+    columns = _Columns(config.include_headers or config.on_malformed == "dead_letter")
     columns.add(msgs)
-    return columns.record_batch(config, schema, r)
+    return columns.record_batch(config, schema, r, [] if letters is None else letters)
+
+
+def _decode(config: KafkaSpoutConfig, part: str, raw: list[bytes | None], arrow_type: pa.DataType,
+            errors: list[str | None]) -> pa.Array:
+    """The record keys or values ``raw`` decoded as the spout's ``key_format`` or ``value_format``."""
+    kind, schema = getattr(config, f"{part}_format"), getattr(config, f"{part}_schema")
+    if kind in ("avro", "protobuf"):
+        assert schema is not None
+        decoder = avro_decoder if kind == "avro" else protobuf_decoder
+        found = decoder(schema, config.schema_registry_url, config.timeout_s, part)
+        return found.decode(raw, arrow_type, errors)
+    return decode_column(raw, arrow_type, "key" if part == "key" else kind, errors)
 
 
 class _Columns:
@@ -247,15 +266,18 @@ class _Columns:
             self.headers += [[{"key": k, "value": v} for k, v in (m.headers() or [])] for m in msgs]
         self.rows += n
 
-    def record_batch(self, config: KafkaSpoutConfig, schema: pa.Schema, r: OffsetRange) -> pa.RecordBatch:
+    def record_batch(self, config: KafkaSpoutConfig, schema: pa.Schema, r: OffsetRange,
+                     letters: list[DeadLetter]) -> pa.RecordBatch:
+        """The gathered records as one Arrow batch; with ``on_malformed="dead_letter"`` the records
+        that cannot be decoded are appended to ``letters`` (and kept in the batch, marked malformed)."""
         n = self.rows
         offsets = pa.array(np.concatenate(self.offsets))
         millis = np.concatenate(self.millis)
         missing = millis < 0  # no timestamp
         timestamps = pa.array(millis, pa.timestamp("ms", tz="UTC"), mask=missing if missing.any() else None)
         errors: list[str | None] = [None] * n
-        key = decode_column(self.keys, schema.field("key").type, "key", errors)
-        value = decode_column(self.values, schema.field("value").type, config.value_format, errors)
+        key = _decode(config, "key", self.keys, schema.field("key").type, errors)
+        value = _decode(config, "value", self.values, schema.field("value").type, errors)
         columns: dict[str, pa.Array] = {
             "key": key,
             "value": value,
@@ -264,7 +286,7 @@ class _Columns:
             "offset": offsets,
             "timestamp": timestamps.cast(schema.field("timestamp").type),
         }
-        if self.include_headers:
+        if config.include_headers:
             columns["headers"] = pa.array(self.headers, schema.field("headers").type)
         clean = errors.count(None) == n
         if config.on_malformed == "fail":
@@ -273,10 +295,22 @@ class _Columns:
                 raise MalformedRecordError(
                     f"KafkaSpout: record {r.topic}[{r.partition}]@{offsets[bad].as_py()} cannot be read: "
                     f"{errors[bad]}. Fix the producer, or set on_malformed='skip' to count and drop "
-                    "such records."
+                    "such records, or on_malformed='dead_letter' to send them to a dead-letter topic."
                 )
         else:
+            if not clean and config.on_malformed == "dead_letter":
+                letters.extend(self._dead_letters(r, offsets, millis, errors))
             columns["malformed"] = pa.nulls(n, pa.string()) if clean else pa.array(errors, pa.string())
         if config.read_metrics:
             columns[READ_MS_COLUMN] = pa.nulls(n, pa.float64())  # filled in by with_read_time
         return pa.RecordBatch.from_arrays([columns[name] for name in schema.names], schema=schema)
+
+    def _dead_letters(self, r: OffsetRange, offsets: pa.Array, millis: np.ndarray[Any, Any],
+                      errors: list[str | None]) -> list[DeadLetter]:
+        out = []
+        for i, error in enumerate(errors):
+            if error is not None:
+                headers = [(h["key"], h["value"]) for h in self.headers[i]]
+                out.append(DeadLetter(r.topic, r.partition, offsets[i].as_py(), self.keys[i], self.values[i],
+                                      int(millis[i]) if millis[i] >= 0 else None, headers, error))
+        return out

@@ -86,9 +86,10 @@ def test_json_needs_value_schema():
 @pytest.mark.parametrize(
     ("kwargs", "fragment"),
     [
-        ({"value_format": "avro"}, "KafkaSpout(value_format='avro'): use 'str', 'bytes' or 'json'"),
-        ({"key_format": "json"}, "KafkaSpout(key_format='json'): use 'str' or 'bytes'"),
-        ({"on_malformed": "drop"}, "KafkaSpout(on_malformed='drop'): use 'fail' or 'skip'"),
+        ({"value_format": "xml"},
+         "KafkaSpout(value_format='xml'): use 'str', 'bytes', 'json', 'avro' or 'protobuf'"),
+        ({"key_format": "json"}, "KafkaSpout(key_format='json'): use 'str', 'bytes', 'avro' or 'protobuf'"),
+        ({"on_malformed": "drop"}, "KafkaSpout(on_malformed='drop'): use 'fail', 'skip' or 'dead_letter'"),
     ],
 )
 def test_bad_formats(kwargs, fragment):

@@ -153,8 +153,8 @@ def test_a_value_schema_of_the_wrong_shape_is_named_with_an_example(schema, reas
 
 def test_a_value_schema_without_value_format_json_would_be_ignored():
     assert spout_error(value_schema="n INT") == (
-        "KafkaSpout(value_schema=...) is read only with value_format='json' (values are 'str' here): add "
-        "value_format='json', or drop value_schema=")
+        "KafkaSpout(value_schema=...) is read only with value_format='json' or 'avro' (values are 'str' "
+        "here): add value_format='json', or drop value_schema=")
 
 
 def test_quoted_field_names_and_comments_with_commas_keep_their_text():

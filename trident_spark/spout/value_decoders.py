@@ -1,0 +1,49 @@
+"""The worker process's decoders of Avro and Protobuf values: one per schema and registry, kept
+between tasks, so writer schemas are fetched and parsed, and message classes built, once per
+process."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from trident_spark.spout.avro_decode import AvroDecoder
+    from trident_spark.spout.protobuf_decode import ProtobufDecoder
+
+# Decoders by (schema, registry URL).
+_avro_decoders: dict[tuple[str, str | None, str], AvroDecoder] = {}
+_protobuf_decoders: dict[tuple[str, str | None, str], ProtobufDecoder] = {}
+_lock = threading.Lock()
+
+
+def avro_decoder(reader_schema: str, registry_url: str | None, timeout_s: float,
+                 part: str = "value") -> AvroDecoder:
+    """The worker process's decoder of Avro values read as ``reader_schema`` (one per schema
+    and registry, so writer schemas are fetched and parsed once per process)."""
+    from trident_spark.spout.avro_decode import AvroDecoder
+
+    key = (reader_schema, registry_url, part)
+    with _lock:
+        decoder = _avro_decoders.get(key)
+        if decoder is None:
+            decoder = _avro_decoders[key] = AvroDecoder(reader_schema, registry_url, timeout_s, part)
+    return decoder
+
+
+def protobuf_decoder(schema: str, registry_url: str | None, timeout_s: float,
+                     part: str = "value") -> ProtobufDecoder:
+    """The worker process's decoder of Protobuf values of the message type ``schema`` describes."""
+    from trident_spark.spout.protobuf_decode import ProtobufDecoder
+
+    key = (schema, registry_url, part)
+    with _lock:
+        decoder = _protobuf_decoders.get(key)
+        if decoder is None:
+            decoder = _protobuf_decoders[key] = ProtobufDecoder(schema, registry_url, timeout_s, part)
+    return decoder
+
+
+
+
+__all__ = ["avro_decoder", "protobuf_decoder"]
