@@ -85,6 +85,14 @@ class StateFactory(ABC):
     [1]
     """
 
+    def check_available(self) -> None:  # noqa: B027 (optional hook)
+        """Optional: on the driver, once per run before any query starts, raise if the store does
+        not answer (a :class:`~.errors.StateUnavailableError` naming its address) or is
+        misconfigured, so a run fails at once rather than at its first batch's tasks.
+
+        The default checks nothing. Connect with a short timeout; open nothing that lasts.
+        """
+
     @abstractmethod
     def makeState(self, conf: dict[str, Any], partition_index: int, num_partitions: int) -> Any:
         """The working state of one partition: a map state (``OpaqueMap.build(...)``) or a :class:`State`.

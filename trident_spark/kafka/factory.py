@@ -171,6 +171,18 @@ producer properties {'sasl.password': '***', 'linger.ms': 20})
         if self.exactly_once:
             self.transactionalId()
 
+    def check_available(self) -> None:
+        """On the driver before the run starts: the settings (:meth:`check`), the broker answers
+        within ``timeout`` (else :class:`~trident_spark.state.StateUnavailableError` naming it),
+        and a :class:`DefaultTopicSelector`'s topic exists (else ``StateConfigError``)."""
+        self.check()
+        probe = TridentKafkaState(self, 0, 1)
+        try:
+            probe.check_broker(self.topicSelector.topicName
+                               if isinstance(self.topicSelector, DefaultTopicSelector) else None)
+        finally:
+            probe.close()
+
     def makeState(self, conf: dict[str, Any], partition_index: int, num_partitions: int) -> TridentKafkaState:
         """Trident's ``makeState``: partition ``partition_index``'s Kafka output (connects at its
         first batch)."""

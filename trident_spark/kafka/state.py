@@ -254,6 +254,12 @@ class TridentKafkaState(State):  # type: ignore[misc]  # (state/ is Any to mypy 
                                                              self.factory.producerProperties, group))
         return self._consumer
 
+    def check_broker(self, topic: str | None = None) -> None:
+        """The broker answers within the factory's ``timeout``, and ``topic`` (if given) exists."""
+        broker.check_reachable(self._marker_consumer(), self.address, self.factory.timeout)
+        if topic is not None:
+            self._check_topics({topic})
+
     def _check_topics(self, topics: set[str]) -> None:
         for topic in sorted(topics - self._known_topics):
             if not broker.topic_exists(self._marker_consumer(), self.address, topic, self.factory.timeout):

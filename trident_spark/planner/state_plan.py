@@ -68,13 +68,20 @@ def _active_master() -> str | None:
 
 def check_reachable(factories: list[Any]) -> None:
     """Open each state once on the driver and read one key: an unreachable store (or an
-    unreadable one) fails before anything starts, naming its address."""
+    unreadable one) fails before anything starts, naming its address. A user's own
+    ``StateFactory`` is asked its ``check_available()`` instead."""
     from trident_spark.state.keys import GLOBAL_KEY
 
     seen: set[str] = set()
     for factory in factories:
         url = str(getattr(factory, "url", id(factory)))
-        if url in seen or not callable(getattr(factory, "open", None)):
+        if url in seen:
+            continue
+        if not opens_one_state(factory):
+            check_available = getattr(factory, "check_available", None)
+            if callable(check_available):  # a user's own StateFactory: its optional hook
+                seen.add(url)
+                check_available()
             continue
         seen.add(url)
         with factory.open() as state:

@@ -117,13 +117,10 @@ def test_an_unknown_output_topic_fails_the_run_naming_topic_and_broker(spark, ka
      .partitionPersist(output(kafka_bootstrap, f"ko-missing-{tag}", exactly_once=True, transactional_id=tag)
                        .withTridentTupleToKafkaMapper(FieldNameBasedTupleToKafkaMapper(None, "word")),
                        ["word"], TridentKafkaStateUpdater(), []))
-    handle = topology.run(checkpoint_location=tmp_path / "checkpoint", trigger="available_now", spark=spark)
-    try:
-        with pytest.raises(StateConfigError) as caught:
-            handle.awaitTermination(120)
-    finally:
-        handle.stop()
+    with pytest.raises(StateConfigError) as caught:  # before any query starts (check_available)
+        topology.run(checkpoint_location=tmp_path / "checkpoint", trigger="available_now", spark=spark)
     assert f"topic 'ko-missing-{tag}' does not exist on {kafka_bootstrap}" in str(caught.value)
+    assert not spark.streams.active
 
 
 # -- (b), (c): driver programs ---------------------------------------------------------------------

@@ -418,3 +418,13 @@ def test_a_missing_output_topic_names_topic_and_broker():
     with pytest.raises(StateConfigError,
                        match=r"topic 'counts' does not exist on 127\.0\.0\.1:9092; create it"):
         state.updateState([tup("cat", 3)])
+
+
+def test_a_broker_that_does_not_answer_fails_the_check_before_the_run_naming_it():
+    from trident_spark.state import StateUnavailableError
+
+    factory = (TridentKafkaStateFactory(bootstrap_servers="127.0.0.1:1", exactly_once=True, timeout=2)
+               .withKafkaTopicSelector(DefaultTopicSelector("counts"))
+               .withTridentTupleToKafkaMapper(FieldNameBasedTupleToKafkaMapper("word", "count")))
+    with pytest.raises(StateUnavailableError, match=r"127\.0\.0\.1:1.*did not answer within 2 s"):
+        factory.check_available()
