@@ -2,10 +2,12 @@
 
 When a batch is replayed inside the run (``FailedException``, lost conditional writes,
 an outage), every attempt reads the batch's source again, and Spark adds each attempt's
-reads to the batch's ``numInputRows`` and observed metrics (the spout's malformed records
-and read time). Before each replay, the batch runner takes what Spark has counted so far
-(:func:`spark_reads_so_far`); the handle takes that off the batch's progress, so a
-batch's figures are those of the attempt that succeeded.
+reads to the batch's ``numInputRows``. Before each replay, the batch runner takes what Spark
+has counted so far (:func:`spark_reads_so_far`); the handle takes that off the batch's
+progress, so a batch's rows are those of the attempt that succeeded. The observed metrics
+(the spout's malformed records and read time) are not added up by Spark: they are one
+attempt's already (seen: a batch of 3 malformed records replayed once reports 3 before and
+after its replay), and are left as Spark reports them.
 
 The figures travel from the batch runner to the handle with the batch's task counters
 (:func:`with_attempts`, :func:`take_attempts`), under keys no task uses.
@@ -13,9 +15,8 @@ The figures travel from the batch runner to the handle with the batch's task cou
 
 from __future__ import annotations
 
-import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -27,11 +28,9 @@ ROWS_BEFORE = (_KEY, "rows")
 
 @dataclass
 class SparkReads:
-    """What Spark counted of a running batch's sources: rows, and the observed metrics
-    (``{observation name: {metric: value}}``, numbers only)."""
+    """What Spark counted of a running batch's sources: the rows read so far."""
 
     rows: int
-    observed: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def spark_reads_so_far(query: Any) -> SparkReads | None:
@@ -63,24 +62,10 @@ def spark_reads_so_far(query: Any) -> SparkReads | None:
                 scans += 1
         if not scans:
             return None
-        return SparkReads(rows, _observed(execution))
+        return SparkReads(rows)
     except Exception as exc:  # counting must never fail a batch
         log.debug("cannot read what Spark counted of the running batch: %s", exc)
         return None
-
-
-def _observed(execution: Any) -> dict[str, dict[str, float]]:
-    found: dict[str, dict[str, float]] = {}
-    try:
-        entries = execution.observedMetrics().iterator()
-        while entries.hasNext():
-            entry = entries.next()
-            row = json.loads(entry._2().json())
-            found[str(entry._1())] = {k: float(v) for k, v in row.items()
-                                      if isinstance(v, int | float) and not isinstance(v, bool)}
-    except Exception as exc:
-        log.debug("cannot read the running batch's observed metrics: %s", exc)
-    return found
 
 
 def with_attempts(counters: dict[Any, float], attempts: int, before: SparkReads | None) -> dict[Any, float]:
@@ -92,16 +77,13 @@ def with_attempts(counters: dict[Any, float], attempts: int, before: SparkReads 
     >>> with_attempts({"store_reads": 2}, 3, SparkReads(6))
     {'store_reads': 2, ('replay', 'attempts'): 3, ('replay', 'rows'): 6}
     >>> take_attempts(_)
-    (3, SparkReads(rows=6, observed={}))
+    (3, SparkReads(rows=6))
     """
     if attempts <= 1:
         return counters
     counters = {**counters, ATTEMPTS: attempts}
     if before is not None:
         counters[ROWS_BEFORE] = before.rows
-        for name, metrics in before.observed.items():
-            for metric, value in metrics.items():
-                counters[(_KEY, "observed", name, metric)] = value
     return counters
 
 
@@ -110,22 +92,19 @@ def take_attempts(counters: dict[Any, float]) -> tuple[int, SparkReads | None]:
     Spark had counted before the last attempt)``; ``(1, None)`` for a batch run once."""
     attempts = int(counters.pop(ATTEMPTS, 1))
     rows = counters.pop(ROWS_BEFORE, None)
-    observed: dict[str, dict[str, float]] = {}
-    for key in [k for k in counters if isinstance(k, tuple) and len(k) == 4 and k[:2] == (_KEY, "observed")]:
-        observed.setdefault(str(key[2]), {})[str(key[3])] = counters.pop(key)
-    return attempts, None if rows is None else SparkReads(int(rows), observed)
+    return attempts, None if rows is None else SparkReads(int(rows))
 
 
 def count_once(progress: dict[str, Any], before: SparkReads) -> dict[str, Any]:
-    """A batch's ``StreamingQueryProgress`` (as JSON) with what Spark had counted before the
-    attempt that succeeded taken off: its rows (``numInputRows``, the sources' and the rates
-    scaled to match) and its observed metrics.
+    """A batch's ``StreamingQueryProgress`` (as JSON) with the rows Spark had counted before the
+    attempt that succeeded taken off (``numInputRows``, the sources' and the rates scaled to
+    match). Its observed metrics are one attempt's already: left as they are.
 
     Examples
     --------
     >>> seen = {"numInputRows": 9, "processedRowsPerSecond": 90.0,
-    ...         "observedMetrics": {"s_spout": {"malformed_records": 3, "read_ms": 12.0}}}
-    >>> counted = count_once(seen, SparkReads(6, {"s_spout": {"malformed_records": 2, "read_ms": 8.0}}))
+    ...         "observedMetrics": {"s_spout": {"malformed_records": 1, "read_ms": 4.0}}}
+    >>> counted = count_once(seen, SparkReads(6))
     >>> counted["numInputRows"], counted["processedRowsPerSecond"], counted["observedMetrics"]
     (3, 30.0, {'s_spout': {'malformed_records': 1, 'read_ms': 4.0}})
     """
@@ -139,20 +118,7 @@ def count_once(progress: dict[str, Any], before: SparkReads) -> dict[str, Any]:
     counted["sources"] = [{**s, "numInputRows": round(s["numInputRows"] * scale)}
                           if isinstance(s, dict) and isinstance(s.get("numInputRows"), int | float) else s
                           for s in progress.get("sources") or []]
-    observed = {}
-    for name, metrics in (progress.get("observedMetrics") or {}).items():
-        earlier = before.observed.get(name, {})
-        observed[name] = {m: _less(v, earlier.get(m)) for m, v in metrics.items()} \
-            if isinstance(metrics, dict) else metrics
-    counted["observedMetrics"] = observed
     return counted
-
-
-def _less(value: Any, earlier: float | None) -> Any:
-    if earlier is None or isinstance(value, bool) or not isinstance(value, int | float):
-        return value
-    less = max(0.0, float(value) - earlier)
-    return int(less) if isinstance(value, int) else less
 
 
 __all__ = ["ATTEMPTS", "ROWS_BEFORE", "SparkReads", "count_once", "spark_reads_so_far", "take_attempts",

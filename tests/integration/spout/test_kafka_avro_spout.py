@@ -111,11 +111,8 @@ def test_wire_format_with_a_registry_and_dead_letters_once_across_a_replay(spark
     assert (tmp_path / "failed").exists()  # batch 0 was replayed
     assert sorted((t["key"], t["user"], t["clicks"]) for t in sink.tuples) == [
         ("k1", "old", 0), ("k2", "ann", 4), ("k3", "bob", 2)]
-    # The replay read the source again (the batch's rows, counted once, are 6). Its malformed_records
-    # is not asserted: the runtime's replay accounting (runtime/replays.count_once) takes the first
-    # attempt's observed metrics off the batch's, but Spark's observed metrics here are the last
-    # attempt's alone (not a sum), which leaves 0 instead of 3.
-    assert [p.rows for p in handle.progress] == [6]
+    # The replay read the source again: the batch's rows and malformed records, counted once.
+    assert [(p.rows, p.malformed_records) for p in handle.progress] == [(6, 3)]
     letters = dead_letters(kafka_bootstrap, dlq)
     assert sorted((key, value) for _, key, value in letters) == sorted((k, v) for k, v, _ in bad)
     checkpoint = {source[0] for source, _, _ in letters}

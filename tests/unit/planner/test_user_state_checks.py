@@ -36,5 +36,5 @@ def test_a_user_factory_is_checked_once_and_not_opened():
 
 
 def test_a_user_factory_that_does_not_answer_fails_the_start_naming_its_address():
-    with pytest.raises(StateUnavailableError, match="mystore://10.0.0.1"):
+    with pytest.raises(StateUnavailableError, match=r"mystore://10\.0\.0\.1"):
         check_reachable([Probed(answers=False)])

@@ -196,12 +196,12 @@ def test_a_batch_replayed_in_the_run_reports_the_rows_of_one_attempt(tmp_path):
     handle = make_handle(tmp_path)
     seen: list[BatchProgress] = []
     handle.on_progress(seen.append)
-    # Three attempts of 3,999 rows: Spark had counted 7,998 rows and 2 malformed records (and
-    # 83 ms of reading) before the attempt that succeeded, and reports the sum of all three.
-    before = SparkReads(7998, {"words_spout": {"malformed_records": 2.0, "read_ms": 83.0}})
+    # Three attempts of 3,999 rows: Spark had counted 7,998 rows before the attempt that
+    # succeeded, and reports the sum of all three; its observed metrics are one attempt's.
+    before = SparkReads(7998)
     handle._record_metrics("words", [], 5, with_attempts(task_counters(3999), 3, before))
     handle._on_progress(QUERY_ID, spark_progress(
-        5, rows=3 * 3999, observedMetrics={"words_spout": {"malformed_records": 3, "read_ms": 124.5}}))
+        5, rows=3 * 3999, observedMetrics={"words_spout": {"malformed_records": 1, "read_ms": 41.5}}))
 
     batch = seen[0]
     assert (batch.rows, batch.attempts, batch.malformed_records) == (3999, 3, 1)

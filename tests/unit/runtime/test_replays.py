@@ -20,8 +20,8 @@ def test_a_batch_run_once_carries_nothing_extra():
 
 def test_the_accounting_round_trips_and_leaves_the_task_counters_as_they_were():
     counters = {"store_reads": 2.0, ("stage", "python", "f", "ms"): 1.5}
-    sent = with_attempts(counters, 4, SparkReads(12, {"s_spout": {"malformed_records": 1.0}}))
-    assert take_attempts(sent) == (4, SparkReads(12, {"s_spout": {"malformed_records": 1.0}}))
+    sent = with_attempts(counters, 4, SparkReads(12))
+    assert take_attempts(sent) == (4, SparkReads(12))
     assert sent == counters
     assert split_counters(with_attempts(counters, 4, SparkReads(12))) == split_counters(counters)
 
@@ -30,12 +30,13 @@ def test_a_union_of_spouts_scales_each_source_and_keeps_what_spark_did_not_count
     progress = {"numInputRows": 30, "inputRowsPerSecond": 60.0, "processedRowsPerSecond": "NaN",
                 "sources": [{"numInputRows": 20}, {"numInputRows": 10}],
                 "observedMetrics": {"a_spout": {"read_ms": 9.0}, "b_spout": {"read_ms": 4.0}}}
-    counted = count_once(progress, SparkReads(20, {"a_spout": {"read_ms": 6.0}}))
+    counted = count_once(progress, SparkReads(20))
     assert counted["numInputRows"] == 10
     assert counted["inputRowsPerSecond"] == pytest.approx(20.0)
     assert counted["processedRowsPerSecond"] == "NaN"  # not a number: left as Spark wrote it
     assert [s["numInputRows"] for s in counted["sources"]] == [7, 3]
-    assert counted["observedMetrics"] == {"a_spout": {"read_ms": 3.0}, "b_spout": {"read_ms": 4.0}}
+    # Observed metrics are one attempt's as Spark reports them (it does not add them up)
+    assert counted["observedMetrics"] == {"a_spout": {"read_ms": 9.0}, "b_spout": {"read_ms": 4.0}}
     assert progress["numInputRows"] == 30  # Spark's document is not changed
 
 
