@@ -30,12 +30,15 @@ pytest_plugins = ["tests.servicefixtures", "tests.sparkfixtures"]
 LONG_FIRST = (
     "tests/integration/test_docs_examples.py",  # 90 examples, minutes in one file (loadfile)
     "tests/integration/exactly_once/test_driver_crash.py",
+    "tests/integration/exactly_once/test_kafka_output_exact.py",
+    "tests/integration/spout/test_user_spout_driver_kill.py",
     "tests/integration/spout/test_kafka_broker_outage.py",
     "tests/integration/dsl/test_conformance_kafka.py",
     "tests/integration/dsl/test_conformance_feeder.py",
     "tests/integration/test_standalone_cluster.py",
     "tests/integration/runtime/test_driver_kill_replay.py",
     "tests/integration/exactly_once/test_task_retry_and_races.py",
+    "tests/integration/spout/test_dead_letters_driver_kill.py",
     "tests/integration/spout/test_adaptive_batching.py",
     "tests/integration/tuning/test_sweep.py",
     "tests/integration/test_demo_command.py",

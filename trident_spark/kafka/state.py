@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trident_spark.errors import FailedException
+from trident_spark.errors import FailedException, TridentSparkError
 from trident_spark.fields import TridentTuple
 from trident_spark.operation import StateUpdater, TridentCollector
 from trident_spark.state import State
@@ -39,7 +39,7 @@ __all__ = ["KafkaRecord", "KafkaRecordError", "TridentKafkaState", "TridentKafka
 log = logging.getLogger(__name__)
 
 
-class KafkaRecordError(TypeError):
+class KafkaRecordError(TridentSparkError, TypeError):
     """A tuple cannot become a Kafka record: its mapper or topic selector failed, or a value has
     no bytes. The message names the tuple, the part (key, value, header) and its field.
 
