@@ -23,13 +23,11 @@ read_committed``, must hold exactly that multiset of records: no duplicate, no g
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -38,6 +36,7 @@ import pytest
 from exactly_once_support import batch_sentences, committed, load_topic, make_sentences, unique_tag
 from kafka_output_support import expected_records, marker_txids, read_committed
 
+from tests.driver_processes import kill_token_processes
 from trident_spark import TridentTopology
 from trident_spark.builtin import Count, Split
 from trident_spark.errors import StateConfigError
@@ -125,34 +124,6 @@ def test_an_unknown_output_topic_fails_the_run_naming_topic_and_broker(spark, ka
 
 # -- (b), (c): driver programs ---------------------------------------------------------------------
 
-def token_processes(token: str) -> list[int]:
-    """Live processes whose environment carries ``KO_TOKEN=token`` (a driver, its JVM and workers)."""
-    needle = f"KO_TOKEN={token}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if needle not in (entry / "environ").read_bytes().split(b"\0"):
-                continue
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state not in ("Z", "X"):
-            found.append(int(entry.name))
-    return found
-
-
-def kill_everything(token: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while alive := token_processes(token):
-        assert time.monotonic() < deadline, f"processes {alive} of the killed driver do not go away"
-        for pid in alive:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.2)
-
-
 class Driver:
     """Starts of the driver program on one topic, checkpoint and output."""
 
@@ -186,7 +157,7 @@ class Driver:
                 if driver.poll() is None:
                     os.killpg(driver.pid, signal.SIGKILL)
                     driver.wait()
-                kill_everything(token)
+                kill_token_processes("KO_TOKEN", token)
             log.seek(0)
             self.stderr = log.read()
         return code

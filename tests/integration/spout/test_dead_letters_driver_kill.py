@@ -4,20 +4,19 @@ record once (Kafka via Tansu, Spark in a driver subprocess, the Schema Registry 
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
 import fastavro
 import pytest
 
+from tests.driver_processes import kill_token_processes
 from tests.integration.spout.test_dead_letter_writes import dead_letters
 from tests.schema_registry_server import schema_registry
 from trident_spark.local.kafka import produce
@@ -36,34 +35,6 @@ def avro(record) -> bytes:
     return out.getvalue()
 
 
-def token_processes(token: str) -> list[int]:
-    """Live processes whose environment carries ``DL_TOKEN=token`` (the driver, its JVM, workers)."""
-    needle = f"DL_TOKEN={token}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if needle not in (entry / "environ").read_bytes().split(b"\0"):
-                continue
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state not in ("Z", "X"):
-            found.append(int(entry.name))
-    return found
-
-
-def kill_everything(token: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while alive := token_processes(token):
-        assert time.monotonic() < deadline, f"processes {alive} of the killed driver do not go away"
-        for pid in alive:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.2)
-
-
 def start_driver(config: dict, tmp_path: Path) -> int:
     """Run the driver once to its end (or its death); its exit code."""
     path = tmp_path / f"config-{config['run']}.json"
@@ -76,7 +47,8 @@ def start_driver(config: dict, tmp_path: Path) -> int:
         try:
             return driver.wait(timeout=240)
         finally:
-            kill_everything(token)  # the killed driver's JVM and Python workers, before the next start
+            # the killed driver's JVM and Python workers, before the next start
+            kill_token_processes("DL_TOKEN", token)
 
 
 def test_dead_letters_once_after_the_driver_is_killed(kafka_bootstrap, new_topic, tmp_path):

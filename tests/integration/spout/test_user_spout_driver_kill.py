@@ -14,13 +14,11 @@ from the logged offsets:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -29,6 +27,7 @@ from typing import Any
 import pytest
 
 from examples.db_polling_spout import load_sentences
+from tests.driver_processes import kill_token_processes
 from trident_spark.state import SqliteState, open_state
 
 pytestmark = pytest.mark.integration
@@ -37,35 +36,6 @@ DRIVER = Path(__file__).with_name("user_spout_kill_driver.py")
 REPO = Path(__file__).resolve().parents[3]
 RUN_TIMEOUT = 240.0
 KILL_BATCH = 1
-
-
-def token_processes(token: str) -> list[int]:
-    """Live processes whose environment carries ``SPOUT_KILL_TOKEN=token`` (the driver's tree)."""
-    needle = f"SPOUT_KILL_TOKEN={token}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if needle not in (entry / "environ").read_bytes().split(b"\0"):
-                continue
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state not in ("Z", "X"):
-            found.append(int(entry.name))
-    return found
-
-
-def kill_leftovers(token: str, timeout: float = 60.0) -> None:
-    """SIGKILL what is left of a killed driver (its JVM, Python workers) and wait until it is gone."""
-    deadline = time.monotonic() + timeout
-    while alive := token_processes(token):
-        assert time.monotonic() < deadline, f"processes {alive} of the killed driver do not go away"
-        for pid in alive:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.2)
 
 
 def start(out: Path, config: dict[str, Any], run: int, kill_batch: int | None) -> int:
@@ -84,7 +54,7 @@ def start(out: Path, config: dict[str, Any], run: int, kill_batch: int | None) -
             if driver.poll() is None:
                 os.killpg(driver.pid, signal.SIGKILL)
                 driver.wait()
-            kill_leftovers(token)
+            kill_token_processes("SPOUT_KILL_TOKEN", token)
 
 
 def kill_then_restart(tmp_path: Path, config: dict[str, Any]) -> tuple[Path, list[list[Any]]]:
