@@ -48,6 +48,8 @@ from exactly_once_support import (
     unique_tag,
 )
 
+from tests.driver_processes import kill_token_processes
+
 pytestmark = pytest.mark.integration
 
 DRIVER = Path(__file__).with_name("crash_driver.py")
@@ -61,38 +63,6 @@ BATCHES = SENTENCES // PER_TRIGGER
 KILLS = int(os.environ.get("EO_CRASH_KILLS", "3"))
 SHUFFLE_PARTITIONS = 2
 RUN_TIMEOUT = 240.0
-
-
-def token_processes(token: str) -> list[int]:
-    """Live processes (not zombies) whose environment carries ``EO_CRASH_TOKEN=token``."""
-    needle = f"EO_CRASH_TOKEN={token}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if needle not in (entry / "environ").read_bytes().split(b"\0"):
-                continue
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state not in ("Z", "X"):
-            found.append(int(entry.name))
-    return found
-
-
-def kill_everything(token: str, timeout: float = 60.0) -> None:
-    """SIGKILL the driver's process tree (driver, JVM, Python daemon and workers) and wait until gone."""
-    deadline = time.monotonic() + timeout
-    while True:
-        alive = token_processes(token)
-        if not alive:
-            return
-        assert time.monotonic() < deadline, f"processes {alive} of the killed driver do not go away"
-        for pid in alive:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        time.sleep(0.2)
 
 
 @dataclass
@@ -154,7 +124,8 @@ class Crashes:
             if driver.poll() is None:
                 os.killpg(driver.pid, signal.SIGKILL)
                 driver.wait()
-            kill_everything(token)     # the orphaned JVM and Python workers, before anything else starts
+            # the orphaned JVM and Python workers, before anything else starts
+            kill_token_processes("EO_CRASH_TOKEN", token)
             start.seconds = time.monotonic() - began
             log.seek(0)
             start.stderr = log.read()
