@@ -16,7 +16,6 @@ from trident_spark.errors import (
     FailedException,
     StateConflictError,
     StateUnavailableError,
-    TridentSparkError,
 )
 from trident_spark.runtime.failures import StreamFailedError
 
@@ -190,12 +189,11 @@ def main(args: argparse.Namespace) -> int:
     def say(line: str) -> None:
         console.print(f"[yellow]{escape(line)}[/]")
 
+    # A failure leaves the live view and the watcher first, then is the command's one `error:` line
+    # (cli/failure.py), its traceback with -v.
     try:
         with progress, WaitWatcher(Path(checkpoint), console):
             run_with_restarts(run_once, args.restart_on_failure, args.restart_delay, say)
-    except TridentSparkError as exc:  # the state errors included
-        console.print(f"[red]error:[/] {escape(str(exc))}")  # messages show lists: [txid, val]
-        return 1
     except KeyboardInterrupt:
         console.print("stopping (the running batch will be replayed on restart)")
         if handle is not None:

@@ -1,0 +1,116 @@
+"""The command's logging: trident-spark's Python loggers on stderr, and Spark's log4j kept to what matters.
+
+The package itself configures no logging (a library leaves that to the application);
+the ``trident-spark`` command is an application, so it does: our records
+(``trident_spark.*``: a batch replayed, an outage waited out, ...) go to stderr as
+``HH:MM:SS LEVEL logger: message``, at WARNING unless ``--log-level`` (or ``-v``: INFO)
+says otherwise. Spark's driver JVM logs with log4j: the command hands it
+``trident_spark/data/log4j2-cli.properties`` (Spark's defaults less the lines that
+repeat a failed task's error, which the command reports once), except with ``-v``
+or when the user has a log4j2 configuration of their own.
+
+Examples
+--------
+>>> log_level(None, verbose=False), log_level(None, verbose=True), log_level("debug", verbose=False)
+(30, 20, 10)
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+DATE_FORMAT = "%H:%M:%S"
+LOG4J_FILE = "log4j2-cli.properties"
+_CONFIGURED = "_trident_spark_cli_handler"
+
+
+def log_level(name: str | None, *, verbose: bool) -> int:
+    """The level of our loggers: ``--log-level NAME``, else INFO with ``-v``, else WARNING."""
+    if name:
+        return int(logging.getLevelName(name.upper()))
+    return logging.INFO if verbose else logging.WARNING
+
+
+class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to the ``sys.stderr`` of the moment, so records go through a live display that
+    redirects it (rich's ``Live``) instead of tearing it."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property  # type: ignore[override]
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass  # always the current sys.stderr
+
+
+def configure_python_logging(level: int) -> logging.Handler:
+    """Send the ``trident_spark`` loggers' records at ``level`` and above to stderr (once per process)."""
+    logger = logging.getLogger("trident_spark")
+    logger.setLevel(level)
+    for handler in logger.handlers:
+        if getattr(handler, _CONFIGURED, False):
+            handler.setLevel(level)
+            return handler
+    handler = StderrHandler()
+    handler.setFormatter(logging.Formatter(FORMAT, DATE_FORMAT))
+    handler.setLevel(level)
+    setattr(handler, _CONFIGURED, True)
+    logger.addHandler(handler)
+    return handler
+
+
+def log4j_file() -> Path:
+    """The command's log4j2 configuration, shipped in the package."""
+    return Path(str(importlib.resources.files("trident_spark").joinpath("data", LOG4J_FILE)))
+
+
+def users_log4j(environ: dict[str, str] | os._Environ[str] | None = None) -> str | None:
+    """Where the user configured Spark's log4j, if they did (then the command leaves it alone)."""
+    env = os.environ if environ is None else environ
+    if "log4j2.configurationFile" in env.get("SPARK_SUBMIT_OPTS", ""):
+        return "SPARK_SUBMIT_OPTS"
+    conf_dir = env.get("SPARK_CONF_DIR") or (f"{env['SPARK_HOME']}/conf" if env.get("SPARK_HOME") else "")
+    if conf_dir and Path(conf_dir, "log4j2.properties").is_file():
+        return str(Path(conf_dir, "log4j2.properties"))
+    return None
+
+
+def quiet_spark_logging(environ: dict[str, str] | os._Environ[str] | None = None) -> bool:
+    """Make the driver JVM the command starts use :func:`log4j_file`; False if the user has their own.
+
+    Works through ``SPARK_SUBMIT_OPTS`` (options of the JVM spark-submit starts), so that
+    ``spark.driver.extraJavaOptions`` of a spark-defaults.conf keeps its value. A JVM that
+    is running already keeps its logging.
+
+    Examples
+    --------
+    >>> env = {}
+    >>> quiet_spark_logging(env), env["SPARK_SUBMIT_OPTS"].startswith("-Dlog4j2.configurationFile=")
+    (True, True)
+    >>> quiet_spark_logging(env)   # once is enough
+    False
+    """
+    env = os.environ if environ is None else environ
+    if users_log4j(env):
+        return False
+    option = f"-Dlog4j2.configurationFile={log4j_file().as_uri()}"
+    env["SPARK_SUBMIT_OPTS"] = f"{option} {env.get('SPARK_SUBMIT_OPTS', '')}".strip()
+    return True
+
+
+def configure(*, verbose: bool, level_name: str | None) -> None:
+    """The command's logging for a run: our loggers on stderr, and Spark's log4j unless ``verbose``."""
+    configure_python_logging(log_level(level_name, verbose=verbose))
+    if not verbose:
+        quiet_spark_logging()
