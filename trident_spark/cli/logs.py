@@ -4,7 +4,8 @@ The package itself configures no logging (a library leaves that to the applicati
 the ``trident-spark`` command is an application, so it does: our records
 (``trident_spark.*``: a batch replayed, an outage waited out, ...) go to stderr as
 ``HH:MM:SS LEVEL logger: message``, at WARNING unless ``--log-level`` (or ``-v``: INFO)
-says otherwise. Spark's driver JVM logs with log4j: the command hands it
+says otherwise; a message repeated within a minute (librdkafka's line for each failed
+connection to a broker that is down) is shown once. Spark's driver JVM logs with log4j: the command hands it
 ``trident_spark/data/log4j2-cli.properties`` (Spark's defaults less the lines that
 repeat a failed task's error, which the command reports once), except with ``-v``
 or when the user has a log4j2 configuration of their own.
@@ -54,6 +55,53 @@ class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
         pass  # always the current sys.stderr
 
 
+class RepeatFilter(logging.Filter):
+    """Lets a message through once per ``every`` seconds: librdkafka logs each failed connection to a
+    broker that is down (hundreds of lines a minute), the same but for a number.
+
+    Messages that differ only in their numbers count as one; a suppressed repeat is
+    counted and the count shown with the next one let through.
+
+    Examples
+    --------
+    >>> now = [0.0]
+    >>> repeats = RepeatFilter(every=60, clock=lambda: now[0])
+    >>> def record(msg):
+    ...     return logging.LogRecord("trident_spark.librdkafka", logging.ERROR, "", 0, msg, None, None)
+    >>> [repeats.filter(record(f"connect failed (after {n}ms)")) for n in (0, 1, 2)]
+    [True, False, False]
+    >>> now[0] = 61.0
+    >>> shown = record("connect failed (after 3ms)")
+    >>> repeats.filter(shown), shown.getMessage()
+    (True, 'connect failed (after 3ms) [2 more like it in the last 61 s]')
+    """
+
+    def __init__(self, every: float = 60.0, clock: Any = None) -> None:
+        super().__init__()
+        import time
+
+        self.every = every
+        self.clock = clock or time.monotonic
+        self._seen: dict[tuple[str, int, str], tuple[float | None, int]] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        import re
+
+        key = (record.name, record.levelno, re.sub(r"\d+", "#", record.getMessage()))
+        now = self.clock()
+        shown_at, skipped = self._seen.get(key, (None, 0))
+        if shown_at is not None and now - shown_at < self.every:
+            self._seen[key] = (shown_at, skipped + 1)
+            return False
+        if skipped and shown_at is not None:
+            record.msg = f"{record.getMessage()} [{skipped} more like it in the last {now - shown_at:.0f} s]"
+            record.args = None
+        if len(self._seen) > 1000:  # many distinct messages: forget the old ones
+            self._seen.clear()
+        self._seen[key] = (now, 0)
+        return True
+
+
 def configure_python_logging(level: int) -> logging.Handler:
     """Send the ``trident_spark`` loggers' records at ``level`` and above to stderr (once per process)."""
     logger = logging.getLogger("trident_spark")
@@ -65,6 +113,7 @@ def configure_python_logging(level: int) -> logging.Handler:
     handler = StderrHandler()
     handler.setFormatter(logging.Formatter(FORMAT, DATE_FORMAT))
     handler.setLevel(level)
+    handler.addFilter(RepeatFilter())
     setattr(handler, _CONFIGURED, True)
     logger.addHandler(handler)
     return handler
