@@ -4,7 +4,7 @@ The package itself configures no logging (a library leaves that to the applicati
 the ``trident-spark`` command is an application, so it does: our records
 (``trident_spark.*``: a batch replayed, an outage waited out, ...) go to stderr as
 ``HH:MM:SS LEVEL logger: message``, at WARNING unless ``--log-level`` (or ``-v``: INFO)
-says otherwise; a message repeated within a minute (librdkafka's line for each failed
+says otherwise; a librdkafka message repeated within a minute (its line for each failed
 connection to a broker that is down) is shown once. Spark's driver JVM logs with log4j: the command hands it
 ``trident_spark/data/log4j2-cli.properties`` (Spark's defaults less the lines that
 repeat a failed task's error, which the command reports once), except with ``-v``
@@ -30,6 +30,7 @@ FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 DATE_FORMAT = "%H:%M:%S"
 LOG4J_FILE = "log4j2-cli.properties"
 _CONFIGURED = "_trident_spark_cli_handler"
+LIBRDKAFKA_LOGGER = "trident_spark.librdkafka"  # trident_spark/spout/kafka_pool.py
 
 
 def log_level(name: str | None, *, verbose: bool) -> int:
@@ -56,8 +57,9 @@ class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
 
 
 class RepeatFilter(logging.Filter):
-    """Lets a message through once per ``every`` seconds: librdkafka logs each failed connection to a
-    broker that is down (hundreds of lines a minute), the same but for a number.
+    """Lets a message of librdkafka's through once per ``every`` seconds: it logs each failed connection
+    to a broker that is down (hundreds of lines a minute), the same but for a number. Records of
+    other loggers all pass (each retry of a replayed batch shows).
 
     Messages that differ only in their numbers count as one; a suppressed repeat is
     counted and the count shown with the next one let through.
@@ -76,8 +78,8 @@ class RepeatFilter(logging.Filter):
     (True, 'connect failed (after 3ms) [2 more like it in the last 61 s]')
     """
 
-    def __init__(self, every: float = 60.0, clock: Any = None) -> None:
-        super().__init__()
+    def __init__(self, every: float = 60.0, clock: Any = None, logger: str = LIBRDKAFKA_LOGGER) -> None:
+        super().__init__(logger)
         import time
 
         self.every = every
@@ -87,6 +89,8 @@ class RepeatFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         import re
 
+        if not super().filter(record):  # another logger's record
+            return True
         key = (record.name, record.levelno, re.sub(r"\d+", "#", record.getMessage()))
         now = self.clock()
         shown_at, skipped = self._seen.get(key, (None, 0))

@@ -16,6 +16,7 @@ from trident_spark.errors import (
     FailedException,
     StateConflictError,
     StateUnavailableError,
+    TridentSparkError,
 )
 from trident_spark.runtime.failures import StreamFailedError
 
@@ -43,6 +44,10 @@ DEFAULT_ATTRS = ("topology", "build_topology")
 RESTARTABLE: tuple[type[BaseException], ...] = (
     BrokerUnavailableError, StateUnavailableError, StateConflictError, FailedException, StreamFailedError)
 DEFAULT_RESTART_DELAY = 30.0
+
+
+class TopologyFileError(TridentSparkError):
+    """FILE[:ATTR] names no topology: the file does not exist, or has no such attribute."""
 
 
 def register(commands: Any) -> None:
@@ -131,7 +136,7 @@ def load_topology(target: str) -> Any:
     path_text, _, attr = target.partition(":")
     path = Path(path_text)
     if not path.is_file():
-        raise SystemExit(f"trident-spark run: no such file: {path}")
+        raise TopologyFileError(f"no such file: {path}")
     # A name of its own, so a file called like an installed module (types.py) cannot clash.
     name = "trident_spark_app_" + re.sub(r"\W", "_", path.stem)
     spec = importlib.util.spec_from_file_location(name, path)
@@ -149,7 +154,7 @@ def load_topology(target: str) -> Any:
     names = [attr] if attr else [a for a in DEFAULT_ATTRS if hasattr(module, a)]
     if not names or not hasattr(module, names[0]):
         wanted = attr or " or ".join(DEFAULT_ATTRS)
-        raise SystemExit(f"trident-spark run: {path} has no {wanted}; name it with {path}:ATTR")
+        raise TopologyFileError(f"{path} has no {wanted}; name it with {path}:ATTR")
     value = getattr(module, names[0])
     return value() if callable(value) and not hasattr(value, "run") else value
 

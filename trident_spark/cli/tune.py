@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,6 @@ def register(commands: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.markup import escape
 
     from trident_spark.cli.run import load_topology
     from trident_spark.runtime.session import local_session
@@ -73,7 +73,7 @@ def main(args: argparse.Namespace) -> int:
         sizes = parse_sweep(args.sweep)
         start = _offsets(args.start)
     except SweepError as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}")
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     out = Path(args.out or f"tune-report-{time.strftime('%Y%m%d-%H%M%S')}")
     settings = SweepSettings(sizes=sizes, out_dir=out, records=args.records, start=start, repeat=args.repeat,
@@ -88,7 +88,7 @@ def main(args: argparse.Namespace) -> int:
         "sweep": args.sweep, "records": args.records, "repeat": args.repeat,
         "max_batches": args.max_batches, "from": start})
     report = write_report(results, out)
-    _print_summary(console, results)
+    _print_summary(Console(), results)  # the result: stdout (the progress went to stderr)
     print(report)
     return 0
 
