@@ -22,6 +22,8 @@ import importlib.resources
 import logging
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -109,7 +111,8 @@ class RepeatFilter(logging.Filter):
 def configure_python_logging(level: int) -> logging.Handler:
     """Send the ``trident_spark`` loggers' records at ``level`` and above to stderr (once per process)."""
     logger = logging.getLogger("trident_spark")
-    logger.setLevel(level)
+    if logger.level == logging.NOTSET or logger.level > level:  # a finer level set already stays
+        logger.setLevel(level)
     for handler in logger.handlers:
         if getattr(handler, _CONFIGURED, False):
             handler.setLevel(level)
@@ -162,8 +165,25 @@ def quiet_spark_logging(environ: dict[str, str] | os._Environ[str] | None = None
     return True
 
 
-def configure(*, verbose: bool, level_name: str | None) -> None:
-    """The command's logging for a run: our loggers on stderr, and Spark's log4j unless ``verbose``."""
-    configure_python_logging(log_level(level_name, verbose=verbose))
-    if not verbose:
-        quiet_spark_logging()
+@contextmanager
+def configured(*, verbose: bool, level_name: str | None) -> Iterator[None]:
+    """The command's logging while it runs: our loggers on stderr, and Spark's log4j unless ``verbose``.
+
+    On exit the process's logging and environment are as they were (``main()`` may be called
+    in a process that goes on: a test, a notebook).
+    """
+    logger = logging.getLogger("trident_spark")
+    level, handlers = logger.level, list(logger.handlers)
+    submit_opts = os.environ.get("SPARK_SUBMIT_OPTS")
+    try:
+        configure_python_logging(log_level(level_name, verbose=verbose))
+        if not verbose:
+            quiet_spark_logging()
+        yield
+    finally:
+        logger.setLevel(level)
+        logger.handlers[:] = handlers
+        if submit_opts is None:
+            os.environ.pop("SPARK_SUBMIT_OPTS", None)
+        else:
+            os.environ["SPARK_SUBMIT_OPTS"] = submit_opts

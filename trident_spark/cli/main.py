@@ -101,8 +101,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     from trident_spark.cli import logs
 
-    logs.configure(verbose=args.verbose, level_name=args.log_level)
-    return run_handler(args.handler, args, verbose=args.verbose)
+    with logs.configured(verbose=args.verbose, level_name=args.log_level):
+        return run_handler(args.handler, args, verbose=args.verbose)
 
 
 if __name__ == "__main__":

@@ -16,10 +16,13 @@ from trident_spark.cli.main import main
 
 @pytest.fixture
 def logged(monkeypatch, capsys):
-    """Run the command with a handler that logs what the runtime logs; the stderr lines."""
+    """Run the command with a handler that logs what the runtime logs; the stderr lines.
+    ``seen`` holds SPARK_SUBMIT_OPTS as the handler saw it."""
+    monkeypatch.setenv("SPARK_SUBMIT_OPTS", "")
 
     def run(*argv):
         def handler(args):
+            seen["SPARK_SUBMIT_OPTS"] = os.environ["SPARK_SUBMIT_OPTS"]
             logging.getLogger("trident_spark.runtime.batch").warning(
                 "stream lines: batch 0 asked to be replayed (store down); retry 1 of 3 in 0.5 s")
             logging.getLogger("trident_spark.spout.kafka_source").info("adaptive batching: batch 3 "
@@ -30,6 +33,9 @@ def logged(monkeypatch, capsys):
         return capsys.readouterr().err.splitlines()
 
     return run
+
+
+seen: dict[str, str] = {}
 
 
 def test_a_replayed_batch_shows_at_the_default_level(logged):
@@ -51,16 +57,17 @@ def test_errors_only_with_log_level_error(logged):
     assert logged("status", "ck", "--log-level", "ERROR") == []
 
 
-def test_a_second_main_in_one_process_adds_no_second_handler(logged):
-    logged("status", "ck")
+def test_main_leaves_the_processs_logging_and_environment_as_it_found_them(logged):
+    logger = logging.getLogger("trident_spark")
+    before = (logger.level, list(logger.handlers))
     logged("status", "ck", "--log-level", "info")
-    handlers = logging.getLogger("trident_spark").handlers
-    assert [type(h) for h in handlers].count(logs.StderrHandler) == 1
+    assert (logger.level, logger.handlers) == before
+    assert os.environ["SPARK_SUBMIT_OPTS"] == ""
 
 
 def test_each_replay_warning_shows(logged):
     assert len(logged("status", "ck")) == 1
-    assert len(logged("status", "ck")) == 1  # the same warning again, a moment later
+    assert len(logged("status", "ck")) == 1  # the same warning again, a moment later (each main)
 
 
 def test_librdkafkas_repeats_show_once_a_minute(monkeypatch, capsys):
@@ -78,12 +85,12 @@ def test_librdkafkas_repeats_show_once_a_minute(monkeypatch, capsys):
 
 def test_spark_gets_the_quiet_log4j_configuration_by_default(logged):
     logged("status", "ck")
-    assert os.environ["SPARK_SUBMIT_OPTS"] == f"-Dlog4j2.configurationFile={logs.log4j_file().as_uri()}"
+    assert seen["SPARK_SUBMIT_OPTS"] == f"-Dlog4j2.configurationFile={logs.log4j_file().as_uri()}"
 
 
 def test_with_v_spark_logs_as_spark_configures_it(logged):
     logged("-v", "status", "ck")
-    assert os.environ["SPARK_SUBMIT_OPTS"] == ""
+    assert seen["SPARK_SUBMIT_OPTS"] == ""
 
 
 def test_a_users_log4j_configuration_is_kept(tmp_path):
@@ -107,3 +114,9 @@ def test_the_log4j_file_is_in_the_package_and_hides_only_a_failed_tasks_repeats(
     assert "rootLogger.level = warn" in text
     assert text.count("onMatch = DENY") == 5  # five message patterns, no logger turned off
     assert ".level = off" not in text
+
+
+def test_a_finer_level_set_by_the_process_stays(logged, caplog):
+    caplog.set_level(logging.DEBUG, logger="trident_spark")  # as a test or an application may
+    assert len(logged("status", "ck")) == 1  # stderr still shows WARNING and above
+    assert [r.levelname for r in caplog.records] == ["WARNING", "INFO"]  # the process's own handler: all
