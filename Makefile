@@ -91,7 +91,7 @@ images: setup
 
 # The cluster of containers, the faults, and the fixtures' testcontainers provider (docker/README.md).
 test-containers: setup
-	$(PY) -m pip install --quiet 'testcontainers>=4'
+	$(PY) -m pip install --quiet -e '.[dev,containers]'
 	PY=$(PY) docker/dockerd.sh run docker/test-containers.sh $(PYTEST_ARGS)
 
 test-unit: setup

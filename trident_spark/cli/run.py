@@ -46,6 +46,10 @@ RESTARTABLE: tuple[type[BaseException], ...] = (
 DEFAULT_RESTART_DELAY = 30.0
 
 
+class TopologyFileError(TridentSparkError):
+    """FILE[:ATTR] names no topology: the file does not exist, or has no such attribute."""
+
+
 def register(commands: Any) -> None:
     parser = commands.add_parser("run", help=HELP, description=HELP, epilog=EPILOG,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -132,7 +136,7 @@ def load_topology(target: str) -> Any:
     path_text, _, attr = target.partition(":")
     path = Path(path_text)
     if not path.is_file():
-        raise SystemExit(f"trident-spark run: no such file: {path}")
+        raise TopologyFileError(f"no such file: {path}")
     # A name of its own, so a file called like an installed module (types.py) cannot clash.
     name = "trident_spark_app_" + re.sub(r"\W", "_", path.stem)
     spec = importlib.util.spec_from_file_location(name, path)
@@ -150,7 +154,7 @@ def load_topology(target: str) -> Any:
     names = [attr] if attr else [a for a in DEFAULT_ATTRS if hasattr(module, a)]
     if not names or not hasattr(module, names[0]):
         wanted = attr or " or ".join(DEFAULT_ATTRS)
-        raise SystemExit(f"trident-spark run: {path} has no {wanted}; name it with {path}:ATTR")
+        raise TopologyFileError(f"{path} has no {wanted}; name it with {path}:ATTR")
     value = getattr(module, names[0])
     return value() if callable(value) and not hasattr(value, "run") else value
 
@@ -190,12 +194,11 @@ def main(args: argparse.Namespace) -> int:
     def say(line: str) -> None:
         console.print(f"[yellow]{escape(line)}[/]")
 
+    # A failure leaves the live view and the watcher first, then is the command's one `error:` line
+    # (cli/failure.py), its traceback with -v.
     try:
         with progress, WaitWatcher(Path(checkpoint), console):
             run_with_restarts(run_once, args.restart_on_failure, args.restart_delay, say)
-    except TridentSparkError as exc:  # the state errors included
-        console.print(f"[red]error:[/] {escape(str(exc))}")  # messages show lists: [txid, val]
-        return 1
     except KeyboardInterrupt:
         console.print("stopping (the running batch will be replayed on restart)")
         if handle is not None:
