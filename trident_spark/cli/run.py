@@ -205,10 +205,12 @@ def main(args: argparse.Namespace) -> int:
         exporter = PrometheusExporter(args.metrics_port, args.metrics_host, trigger_millis(trigger)).start()
         console.print(f"metrics for Prometheus on {exporter.url}")
 
-    def on_progress(batch: Any) -> None:
+    def both(batch: Any) -> None:
         progress(batch)
         if exporter is not None:
             exporter.record(batch)
+
+    on_progress = progress if exporter is None else both
 
     handle = None
 
