@@ -1,5 +1,5 @@
-"""pyproject.toml: one version source, the PySpark range and its dependency floors, an extra for every optional
-package the code imports (state/extras.py), the LICENSE."""
+"""pyproject.toml: one version source, the PySpark range and its dependency floors, an extra for
+every optional package the code imports (state/extras.py), the LICENSE."""
 
 from __future__ import annotations
 

@@ -18,8 +18,8 @@ from collections import defaultdict, deque
 from collections.abc import Iterator
 from typing import Any
 
-from trident_spark.state.extras import require_extra
 from trident_spark.runtime.progress import BatchProgress
+from trident_spark.state.extras import require_extra
 from trident_spark.tuning.diagnosis import DEFAULT_WINDOW, diagnose
 
 #: Buckets of ``trident_batch_duration_seconds``: from a tiny batch to a batch falling far behind.
