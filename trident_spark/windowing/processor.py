@@ -141,7 +141,8 @@ class WindowProcessor:
         """Add batch ``txid``'s tuples (``values``, in order; ``timestamps`` per tuple for event
         time) and return the windows it closes. ``now_ms``: the batch's timestamp."""
         base = self._base(txid)
-        state = WindowState(txid=txid, base=base.txid, segments=[dataclasses.replace(s) for s in base.segments],
+        state = WindowState(txid=txid, base=base.txid,
+                            segments=[dataclasses.replace(s) for s in base.segments],
                             since_trigger=base.since_trigger, fired_until=base.fired_until,
                             watermark=base.watermark, late=base.late, windows=base.windows)
         if self.event_time:
@@ -228,7 +229,7 @@ class WindowProcessor:
             if (state.since_trigger + j + 1) % slide == 0:
                 ranges.append((max(0, old_n + j + 1 - n), old_n + j))
         state.since_trigger = (state.since_trigger + m) % slide
-        sequence: list[list[Any]] = []
+        sequence: list[Any] = []
         if ranges and ranges[0][0] < old_n:
             needed, position = [], 0
             for s in old:
@@ -248,7 +249,8 @@ class WindowProcessor:
         return windows
 
     @staticmethod
-    def _trimmed(old: list[Segment], keep: int, txid: int, kept: list[tuple[int, list[Any]]]) -> list[Segment]:
+    def _trimmed(old: list[Segment], keep: int, txid: int,
+                 kept: list[tuple[int, list[Any]]]) -> list[Segment]:
         """The segments holding the tuples from index ``keep`` on (old ones, then this batch's)."""
         result, position = [], 0
         for s in old:

@@ -208,7 +208,7 @@ class BackingMapWindowsStore(WindowsStore):
 
     @property
     def address(self) -> str:
-        return self.backing.address
+        return str(self.backing.address)
 
 
 class StateWindowsStoreFactory(WindowsStoreFactory):
@@ -234,7 +234,8 @@ class StateWindowsStoreFactory(WindowsStoreFactory):
     def __init__(self, state: StoreStateFactory) -> None:
         if not isinstance(state, StoreStateFactory):
             raise TopologyError(f"{type(self).__name__}: expected a built-in state's settings "
-                                f"(SqliteState, RedisState, ElasticsearchState, PostgresState), got {state!r}")
+                                "(SqliteState, RedisState, ElasticsearchState, PostgresState), "
+                                f"got {state!r}")
         self.state = state
 
     def create(self, conf: dict[str, Any]) -> WindowsStore:
@@ -243,7 +244,7 @@ class StateWindowsStoreFactory(WindowsStoreFactory):
     @property
     def address(self) -> str:
         """The store's URL without secrets."""
-        return self.state.redacted_url
+        return str(self.state.redacted_url)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.address!r})"
@@ -299,7 +300,8 @@ class RedisWindowsStoreFactory(StateWindowsStoreFactory):
     """
 
     def __init__(self, url: str, key_prefix: str = "trident-windows", **settings: Any) -> None:
-        super().__init__(RedisState.nonTransactional(url=url, key_prefix=key_prefix, cache_size=0, **settings))
+        super().__init__(RedisState.nonTransactional(url=url, key_prefix=key_prefix, cache_size=0,
+                                                     **settings))
 
 
 class ElasticsearchWindowsStoreFactory(StateWindowsStoreFactory):
@@ -321,7 +323,8 @@ class ElasticsearchWindowsStoreFactory(StateWindowsStoreFactory):
     'es://127.0.0.1:9200/w?type=non_transactional&cache_size=0'
     """
 
-    def __init__(self, hosts: list[str] | None = None, index: str = "trident_windows", **settings: Any) -> None:
+    def __init__(self, hosts: list[str] | None = None, index: str = "trident_windows",
+                 **settings: Any) -> None:
         if hosts is not None:
             settings["hosts"] = hosts
         super().__init__(ElasticsearchState.nonTransactional(index=index, cache_size=0, **settings))

@@ -24,7 +24,8 @@ def count_windows(stream: list[int], n: int, slide: int) -> list[list[int]]:
     return [stream[max(0, end - n):end] for end in range(slide, len(stream) + 1, slide)]
 
 
-def duration_windows(stamped: list[tuple[int, int]], length: int, slide: int, until: int) -> dict[int, list[int]]:
+def duration_windows(stamped: list[tuple[int, int]], length: int, slide: int,
+                     until: int) -> dict[int, list[int]]:
     """Windows ending at multiples of ``slide`` up to ``until``: the values with ts in [end - length, end)."""
     found: dict[int, list[int]] = {}
     for end in range(slide, until + 1, slide):
@@ -126,12 +127,12 @@ def test_a_store_ahead_of_the_stream_is_refused_with_what_to_do():
     processor = WindowProcessor(store, "q/1/0", TumblingCountWindow.of(2))
     for t in range(5):
         processor.run_batch(t, 0, [[t]])
-    with pytest.raises(WindowsStoreAheadError, match="up to 4 but the stream is at batch 0.*new table"):
+    with pytest.raises(WindowsStoreAheadError, match=r"up to 4 but the stream is at batch 0.*new table"):
         processor.run_batch(0, 0, [[0]])
 
 
 def test_window_configs_check_their_sizes():
-    with pytest.raises(TopologyError, match="slide .*longer than the window"):
+    with pytest.raises(TopologyError, match=r"slide .*longer than the window"):
         SlidingCountWindow.of(2, 5)
     with pytest.raises(TopologyError, match="at least 1"):
         TumblingCountWindow.of(0)
