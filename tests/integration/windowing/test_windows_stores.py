@@ -49,7 +49,8 @@ def make_factory(kind: str, request: pytest.FixtureRequest, tmp_path: Any) -> An
     if kind == "redis":
         return RedisWindowsStoreFactory(url=request.getfixturevalue("redis_url"), key_prefix=name)
     if kind == "elasticsearch":
-        return ElasticsearchWindowsStoreFactory(hosts=[request.getfixturevalue("elasticsearch_url")], index=name)
+        hosts = [request.getfixturevalue("elasticsearch_url")]
+        return ElasticsearchWindowsStoreFactory(hosts=hosts, index=name)
     return PostgresWindowsStoreFactory(dsn=request.getfixturevalue("postgres_dsn"), table=name)
 
 
