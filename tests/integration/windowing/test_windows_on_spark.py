@@ -95,6 +95,7 @@ def ran(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                     .each(["w"], ReplayOnce(str(work / "replayed"), 2)).collect()),
         "time": numbers.slidingWindow(Duration.of(300), Duration.of(100), memory, ["n"], Gather(),
                                       ["w"]).collect(),
+        "partitioned": numbers.tumblingWindow(3, memory, ["n"], Gather(), ["w"]).parallelismHint(2).collect(),
         "event": numbers.window(SlidingDurationWindow.of(Duration.seconds(4), Duration.seconds(2)), memory,
                                 ["n"], Gather(), ["w"], timestamp_field="ts",
                                 lateness=Duration.of(LATENESS)).collect(),
@@ -148,6 +149,15 @@ def test_event_time_windows_close_at_the_watermark_and_drop_late_tuples(ran):
     reported = sum(n for p in ran["progress"] for name, n in p.errors_reported.items() if "late" in name)
     assert reported == late
     assert windows_of(ran["sinks"]["event"]) == time_windows(accepted, 4000, 2000, (watermark // 2000) * 2000)
+
+
+def test_with_a_parallelism_hint_each_partition_keeps_its_own_windows(ran):
+    windows = windows_of(ran["sinks"]["partitioned"])
+    stream = [v for values, _ in BATCHES for v in values]
+    assert all(len(w) == 3 and w == sorted(w) for w in windows)  # each in arrival order
+    taken = [v for w in windows for v in w]
+    assert len(taken) == len(set(taken)) and set(taken) <= set(stream)  # disjoint, from the stream
+    assert len(windows) >= (len(stream) - 2 * 2) // 3  # at most 2 tuples wait in each partition
 
 
 def test_a_replayed_batch_gives_each_window_once(ran):
