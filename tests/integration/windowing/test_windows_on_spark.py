@@ -96,6 +96,7 @@ def ran(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "time": numbers.slidingWindow(Duration.of(300), Duration.of(100), memory, ["n"], Gather(),
                                       ["w"]).collect(),
         "partitioned": numbers.tumblingWindow(3, memory, ["n"], Gather(), ["w"]).parallelismHint(2).collect(),
+        "shuffled": numbers.shuffle().window(TumblingCountWindow.of(5), ["n"], Gather(), ["w"]).collect(),
         "event": numbers.window(SlidingDurationWindow.of(Duration.seconds(4), Duration.seconds(2)), memory,
                                 ["n"], Gather(), ["w"], timestamp_field="ts",
                                 lateness=Duration.of(LATENESS)).collect(),
@@ -158,6 +159,14 @@ def test_with_a_parallelism_hint_each_partition_keeps_its_own_windows(ran):
     taken = [v for w in windows for v in w]
     assert len(taken) == len(set(taken)) and set(taken) <= set(stream)  # disjoint, from the stream
     assert len(windows) >= (len(stream) - 2 * 2) // 3  # at most 2 tuples wait in each partition
+
+
+def test_after_a_repartitioning_windows_take_the_tuples_in_an_order_of_their_values(ran):
+    # a shuffled batch may come in another order when Spark runs it again: the window sorts by a
+    # hash of each tuple's values, so the windows hold 5 tuples each and, together, the stream
+    windows = windows_of(ran["sinks"]["shuffled"])
+    assert [len(w) for w in windows] == [5, 5, 5]
+    assert sorted(v for w in windows for v in w) == [v for values, _ in BATCHES for v in values]
 
 
 def test_a_replayed_batch_gives_each_window_once(ran):
