@@ -1,5 +1,5 @@
-"""One small window scenario on every windows store: memory, SQLite, Redis, Elasticsearch
-(osmem) and PostgreSQL, each the real service the suite runs.
+"""One small window scenario on every durable windows store: SQLite, Redis, Elasticsearch (osmem)
+and PostgreSQL, each the real service the suite runs (the in-memory store: test_windows_on_spark).
 
 Each store gives the same windows, and holds afterwards only what a replay of the next batch
 could need (the last two states, the head, the tuples of open windows): what no replay can
@@ -20,7 +20,6 @@ from trident_spark.operation import ReducerAggregator
 from trident_spark.spout import FeederBatchSpout
 from trident_spark.windowing import (
     ElasticsearchWindowsStoreFactory,
-    InMemoryWindowsStoreFactory,
     PostgresWindowsStoreFactory,
     RedisWindowsStoreFactory,
     SqliteWindowsStoreFactory,
@@ -42,8 +41,6 @@ class Gather(ReducerAggregator):
 
 def make_factory(kind: str, request: pytest.FixtureRequest, tmp_path: Any) -> Any:
     name = f"w{uuid.uuid4().hex[:8]}"
-    if kind == "memory":
-        return InMemoryWindowsStoreFactory()
     if kind == "sqlite":
         return SqliteWindowsStoreFactory(path=str(tmp_path / "windows.db"), table=name)
     if kind == "redis":
@@ -54,7 +51,7 @@ def make_factory(kind: str, request: pytest.FixtureRequest, tmp_path: Any) -> An
     return PostgresWindowsStoreFactory(dsn=request.getfixturevalue("postgres_dsn"), table=name)
 
 
-@pytest.mark.parametrize("kind", ["memory", "sqlite", "redis", "elasticsearch", "postgres"])
+@pytest.mark.parametrize("kind", ["sqlite", "redis", "elasticsearch", "postgres"])
 def test_windows_on_each_store(kind: str, spark: Any, request: pytest.FixtureRequest, tmp_path: Any) -> None:
     factory = make_factory(kind, request, tmp_path)
     spout = FeederBatchSpout(["n"], num_partitions=1)
@@ -67,8 +64,6 @@ def test_windows_on_each_store(kind: str, spark: Any, request: pytest.FixtureReq
     handle.stop()
     closed = {txid: [t["w"] for t in tuples] for txid, tuples in sink.batches.items() if tuples}
     assert closed == {1: [[0, 1, 2], [3, 4, 5]]}
-    if kind == "memory":
-        return
     store = factory.create({})
     try:
         keys = sorted(store.getAllKeys())
