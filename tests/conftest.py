@@ -32,6 +32,7 @@ LONG_FIRST = (
     "tests/integration/exactly_once/test_driver_crash.py",
     "tests/integration/exactly_once/test_kafka_output_exact.py",
     "tests/integration/spout/test_user_spout_driver_kill.py",
+    "tests/integration/windowing/test_windows_driver_kill.py",
     "tests/integration/spout/test_kafka_broker_outage.py",
     "tests/integration/dsl/test_conformance_kafka.py",
     "tests/integration/dsl/test_conformance_feeder.py",

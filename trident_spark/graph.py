@@ -227,6 +227,23 @@ class PersistNode(Node):
     aggregator: Any = None
 
 
+@dataclass(eq=False)
+class WindowNode(Node):
+    """``tumblingWindow``/``slidingWindow``/``window``: each task's windows over the stream; emits
+    ``spec``'s aggregate of every window that closes (``fields``: the aggregator's only).
+
+    ``config`` is a window config (``trident_spark.windowing``), ``store_factory`` a windows
+    store factory; with ``timestamp_field`` a duration window runs on event time, allowing
+    tuples ``lateness_ms`` behind the largest timestamp seen.
+    """
+
+    config: Any = None
+    store_factory: Any = None
+    spec: AggSpec | None = None
+    timestamp_field: str | None = None
+    lateness_ms: int = 0
+
+
 def spouts_of(node: Node) -> list[SpoutNode]:
     """The spouts ``node`` reads from (several after ``merge``/``join``), in first-seen order."""
     found: dict[int, SpoutNode] = {}

@@ -76,6 +76,9 @@ from trident_spark.validation import (
 
 if TYPE_CHECKING:
     from trident_spark.grouped import ChainedAggregatorDeclarer, GroupedStream
+    from trident_spark.windowing import Duration, WindowConfig, WindowsStoreFactory
+
+    WindowsStoreFactoryLike = WindowsStoreFactory
     from trident_spark.topology import TridentTopology
     from trident_spark.trident_state import TridentState
 
@@ -324,6 +327,85 @@ class Stream:
         """
         spec = self._agg_spec("aggregate", args)
         return self._aggregate([spec], Fields(), "batch")
+
+    # --- windows (trident_spark.windowing) ----------------------------------------------
+    @overload
+    def tumblingWindow(self, window_count: int, store_factory: WindowsStoreFactoryLike,
+                       input_fields: FieldsLike, aggregator: AnyAggregator, function_fields: FieldsLike, /, *,
+                       timestamp_field: None = None, lateness: None = None) -> Stream: ...
+    @overload
+    def tumblingWindow(self, window_duration: Duration, store_factory: WindowsStoreFactoryLike,
+                       input_fields: FieldsLike, aggregator: AnyAggregator, function_fields: FieldsLike, /, *,
+                       timestamp_field: str | None = None, lateness: Duration | None = None) -> Stream: ...
+    def tumblingWindow(self, size: int | Duration, *args: Any, timestamp_field: str | None = None,
+                       lateness: Duration | None = None) -> Stream:
+        """Trident's tumbling window: every ``n`` tuples, or every ``Duration``, each partition's
+        tuples of that window through ``aggregator``; emits the aggregator's fields only.
+
+        ``tumblingWindow(n | Duration, store_factory, input_fields, aggregator, function_fields)``;
+        ``timestamp_field=``/``lateness=``: event time (duration windows). See docs/windows.md.
+
+        Examples
+        --------
+        >>> stream.tumblingWindow(100, factory, ["word"], Count(), ["count"])   # doctest: +SKIP
+        """
+        from trident_spark.windowing.builder import tumbling_config
+
+        config = tumbling_config("tumblingWindow", size)
+        return self._window("tumblingWindow", config, args, timestamp_field, lateness)
+
+    @overload
+    def slidingWindow(self, window_count: int, sliding_count: int, store_factory: WindowsStoreFactoryLike,
+                      input_fields: FieldsLike, aggregator: AnyAggregator, function_fields: FieldsLike, /, *,
+                      timestamp_field: None = None, lateness: None = None) -> Stream: ...
+    @overload
+    def slidingWindow(self, window_duration: Duration, sliding_interval: Duration,
+                      store_factory: WindowsStoreFactoryLike, input_fields: FieldsLike,
+                      aggregator: AnyAggregator, function_fields: FieldsLike, /, *,
+                      timestamp_field: str | None = None,
+                      lateness: Duration | None = None) -> Stream: ...
+    def slidingWindow(self, size: int | Duration, slide: int | Duration, *args: Any,
+                      timestamp_field: str | None = None, lateness: Duration | None = None) -> Stream:
+        """Trident's sliding window: the last ``n`` tuples (or fewer) every ``s`` tuples, or the
+        last ``Duration`` every ``Duration``, through ``aggregator``.
+
+        ``slidingWindow(n, s | d, s, store_factory, input_fields, aggregator, function_fields)``.
+
+        Examples
+        --------
+        >>> stream.slidingWindow(100, 10, factory, ["x"], Sum(), ["sum"])   # doctest: +SKIP
+        """
+        from trident_spark.windowing.builder import sliding_config
+
+        config = sliding_config("slidingWindow", size, slide)
+        return self._window("slidingWindow", config, args, timestamp_field, lateness)
+
+    @overload
+    def window(self, config: WindowConfig, store_factory: WindowsStoreFactoryLike, input_fields: FieldsLike,
+               aggregator: AnyAggregator, function_fields: FieldsLike, /, *,
+               timestamp_field: str | None = None, lateness: Duration | None = None) -> Stream: ...
+    @overload
+    def window(self, config: WindowConfig, input_fields: FieldsLike, aggregator: AnyAggregator,
+               function_fields: FieldsLike, /, *, timestamp_field: str | None = None,
+               lateness: Duration | None = None) -> Stream: ...
+    def window(self, config: WindowConfig, *args: Any, timestamp_field: str | None = None,
+               lateness: Duration | None = None) -> Stream:
+        """A window of ``config`` (``TumblingCountWindow.of(n)``, ...): ``window(config,
+        [store_factory,] input_fields, aggregator, function_fields)``; no store factory: in memory.
+
+        Examples
+        --------
+        >>> stream.window(TumblingCountWindow.of(1000), ["x"], Count(), ["n"])   # doctest: +SKIP
+        """
+        return self._window("window", config, args, timestamp_field, lateness)
+
+    def _window(self, kind: str, config: object, args: tuple[Any, ...], timestamp_field: str | None,
+                lateness: Duration | None) -> Stream:
+        from trident_spark.windowing.builder import bind_window_args, window_node
+
+        factory, inputs, aggregator, outputs = bind_window_args(kind, args)
+        return self._child(window_node(self.node, kind, config, factory, inputs, aggregator, outputs,
+                                       timestamp_field, lateness))
 
     def chainedAgg(self) -> ChainedAggregatorDeclarer:
         """Several aggregators in one pass: ``.chainedAgg().aggregate(...)...chainEnd()``."""

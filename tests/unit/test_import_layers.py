@@ -30,6 +30,10 @@ CLI, TUNING, SPOUT_ENGINE = "trident_spark.cli", "trident_spark.tuning", "triden
 #: The Kafka output: state factories users build beside the DSL (on the state API), run by the
 #: state stage; it imports no layer that plans or runs a topology, and no pyspark.
 KAFKA_OUTPUT = "trident_spark.kafka"
+#: Windows: configs, the window logic and its stores, beside the DSL (the builders use its
+#: configs); no layer that plans or runs a topology, and no pyspark. The window task is in the
+#: executor, its driver half in the planner.
+WINDOWING = "trident_spark.windowing"
 
 #: layer (package prefix) -> the packages it must not import: cli -> tuning -> runtime -> planner
 #: -> executor -> (spout, state).
@@ -40,6 +44,7 @@ FORBIDDEN = {
     RUNTIME: (TUNING, CLI),
     TUNING: (CLI,),
     KAFKA_OUTPUT: (SPOUT_ENGINE, EXECUTOR, PLANNER, RUNTIME, TUNING, CLI),
+    WINDOWING: (SPOUT_ENGINE, EXECUTOR, PLANNER, RUNTIME, TUNING, CLI),
 }
 
 
@@ -197,6 +202,13 @@ def test_the_graph_sees_imports_inside_functions_and_under_type_checking(tmp_pat
                       "def f():\n    import c.d\n", encoding="utf-8")
     found = {target for target, _, _ in imports("x.probe", source, {})}
     assert {"a", "c.d"} <= found
+
+
+def test_windowing_imports_no_pyspark():
+    offending = [f"{name}:{line}: {written}" for name, found in graph().items() if _in(name, WINDOWING)
+                 for target, written, line in found if _in(target, "pyspark")]
+    assert any(_in(name, WINDOWING) for name in graph()), "trident_spark.windowing not found"
+    assert not offending, "trident_spark.windowing imports pyspark:\n" + "\n".join(offending)
 
 
 def test_the_kafka_output_imports_no_pyspark():

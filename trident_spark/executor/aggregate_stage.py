@@ -160,6 +160,10 @@ class _Running:
         return emitted
 
 
+#: One aggregator over one group's tuples: ``add`` each tuple, then ``finish`` (the window task's too).
+RunningAggregate = _Running
+
+
 def _full(steps: Sequence[AggStep], layout: AggLayout, txid: int,
           batches: Iterator[pa.RecordBatch]) -> list[list[Any]]:
     groups: dict[Any, tuple[list[Any], list[_Running]]] = {}

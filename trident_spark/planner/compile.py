@@ -25,6 +25,7 @@ from trident_spark.graph import (
     RepartitionNode,
     SpoutNode,
     StateQueryNode,
+    WindowNode,
 )
 from trident_spark.operation import Consumer
 from trident_spark.planner.python_plan import python_stage, python_step
@@ -64,6 +65,9 @@ class BatchFrames:
     state_generations : dict
         ``{id(factory): generation}``: each written store's generation as the driver checked it
         before this batch's writes (set by the runtime); a cache filled under another is dropped.
+    batch_timestamp_ms : int or None
+        The batch's timestamp from Spark's offset log (set by the runtime; the same on a
+        replay): a window's processing time. None: the time the batch was first built.
     """
 
     def __init__(self, query: QueryPlan, sources: dict[int, DataFrame], txid: int,
@@ -73,6 +77,7 @@ class BatchFrames:
         self.expressions: Expressions = {} if expressions is None else expressions
         self.run_id = run_id
         self.state_generations: dict[int, str] = {}
+        self.batch_timestamp_ms: int | None = None
         self.state_stats = state_stats
         self.sources = sources
         self.txid = txid
@@ -180,7 +185,21 @@ class BatchFrames:
             return query_dataframe(self.dataframe(node.inputs[0]), node, self.txid, self.conf,
                                    self.query.partitions_of(stage_boundary(node)), same_query,
                                    self.state_stats, self.scope(node))
+        if isinstance(node, WindowNode):
+            return self._window(node)
         raise TopologyError(f"{node.label}: no Spark plan for {type(node).__name__}")
+
+    def _window(self, node: WindowNode) -> DataFrame:
+        import time
+
+        from trident_spark.planner.window_plan import arrival_order_is_stable, window_dataframe
+
+        if self.batch_timestamp_ms is None:
+            self.batch_timestamp_ms = int(time.time() * 1000)
+        position = next(str(i) for i, n in enumerate(self.query.nodes) if n is node)
+        return window_dataframe(self.dataframe(node.inputs[0]), node, self.txid, self.batch_timestamp_ms,
+                                self.conf, self.query.partitions_of(node), f"{self.query.name}/{position}",
+                                arrival_order_is_stable(self.query, node), self.state_stats, self.scope(node))
 
     def scope(self, node: Node) -> InstanceScope | None:
         """Which kept instances ``node``'s stage uses: the run's, under the node's place in the

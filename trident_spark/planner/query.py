@@ -17,6 +17,7 @@ from trident_spark.graph import (
     Node,
     RepartitionNode,
     SpoutNode,
+    WindowNode,
     ancestors,
     spouts_of,
 )
@@ -38,7 +39,7 @@ def is_stage_boundary(node: Node) -> bool:
     so ``parallelismHint`` on a TridentState sizes that stage (after persistentAggregate's
     batch aggregation, or its partitionBy/global for a Reducer), keeping each key in one task.
     """
-    if isinstance(node, SpoutNode | RepartitionNode | MergeNode | JoinNode | MultiReduceNode):
+    if isinstance(node, SpoutNode | RepartitionNode | MergeNode | JoinNode | MultiReduceNode | WindowNode):
         return True
     return isinstance(node, AggregateNode) and node.scope == AggregationScope.BATCH
 

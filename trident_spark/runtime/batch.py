@@ -96,6 +96,7 @@ class BatchRunner:
     #: Re-base a state that lost data on the checkpoint instead of failing (``run(accept_state_loss=)``).
     accept_state_loss: bool = False
     commits: StateCommits | None = field(default=None, init=False, repr=False)
+    _first_attempt_ms: tuple[int, int] = field(default=(-1, 0), init=False, repr=False)
 
     def __post_init__(self) -> None:
         # Trident's two phases of a batch: everything that reads (stateQuery included) first,
@@ -161,6 +162,7 @@ class BatchRunner:
         stats = self._counters(df)
         sources = split_sources(df, self.query.spouts)
         frames = BatchFrames(self.query, sources, batch_id, self.conf, stats, self.run_id, self._expressions)
+        frames.batch_timestamp_ms = self._batch_timestamp(batch_id)
         try:
             if self.has_state:
                 replaying = self._began_writing() == batch_id
@@ -189,6 +191,16 @@ class BatchRunner:
             if shared:
                 df.unpersist()
         return dict(stats.value)
+
+    def _batch_timestamp(self, batch_id: int) -> int:
+        """The batch's timestamp (ms): Spark's, from its offset log, the same when the batch is
+        replayed after a restart; without a checkpoint, the time of the batch's first attempt."""
+        logged = batch_timestamp_ms(self.checkpoint, batch_id)
+        if logged is not None:
+            return logged
+        if self._first_attempt_ms[0] != batch_id:
+            self._first_attempt_ms = (batch_id, int(time.time() * 1000))
+        return self._first_attempt_ms[1]
 
     def _offsets(self, batch_id: int) -> dict[str, Any]:
         return batch_offsets(self.checkpoint, batch_id, [node.stream_name for node in self.query.spouts])
@@ -275,6 +287,21 @@ class BatchRunner:
                 first = errors[0]
                 assert first is not None
                 raise first
+
+
+def batch_timestamp_ms(checkpoint: Path | None, batch_id: int) -> int | None:
+    """``batchTimestampMs`` of batch ``batch_id`` in Spark's offset log (``offsets/<id>``, its second
+    line: the batch's metadata), logged before the batch ran; None if there is none."""
+    import json
+
+    if checkpoint is None:
+        return None
+    try:
+        lines = (checkpoint / "offsets" / str(batch_id)).read_text(encoding="utf-8").splitlines()
+        value = json.loads(lines[1]).get("batchTimestampMs")
+    except (OSError, IndexError, ValueError, AttributeError):
+        return None
+    return int(value) if isinstance(value, int | float) else None
 
 
 def _finish(output: Output, result: DataFrame, batch_id: int, stream: str = "") -> None:
