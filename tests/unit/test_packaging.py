@@ -69,3 +69,11 @@ def test_the_license_file():
     assert PROJECT["license"] == "Apache-2.0" and PROJECT["license-files"] == ["LICENSE"]
     text = (ROOT / "LICENSE").read_text()
     assert "Apache License" in text and "Version 2.0, January 2004" in text
+
+
+def test_every_package_of_the_source_tree_is_installed():
+    """setuptools installs the packages pyproject lists: a package left out works from a checkout
+    (editable install) and is missing from the wheel."""
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(path.parent.relative_to(ROOT).parts) for path in (ROOT / "trident_spark").rglob("__init__.py")}
+    assert found - listed == set()
