@@ -75,5 +75,6 @@ def test_every_package_of_the_source_tree_is_installed():
     """setuptools installs the packages pyproject lists: a package left out works from a checkout
     (editable install) and is missing from the wheel."""
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
-    found = {".".join(path.parent.relative_to(ROOT).parts) for path in (ROOT / "trident_spark").rglob("__init__.py")}
+    inits = (ROOT / "trident_spark").rglob("__init__.py")
+    found = {".".join(path.parent.relative_to(ROOT).parts) for path in inits}
     assert found - listed == set()
