@@ -30,6 +30,9 @@ CLI, TUNING, SPOUT_ENGINE = "trident_spark.cli", "trident_spark.tuning", "triden
 #: The Kafka output: state factories users build beside the DSL (on the state API), run by the
 #: state stage; it imports no layer that plans or runs a topology, and no pyspark.
 KAFKA_OUTPUT = "trident_spark.kafka"
+#: DRPC: the server, its clients and the DRPC spout (on the Spout interface); the runtime posts
+#: the results through it. It imports nothing that plans or runs a topology.
+DRPC = "trident_spark.drpc"
 
 #: layer (package prefix) -> the packages it must not import: cli -> tuning -> runtime -> planner
 #: -> executor -> (spout, state).
@@ -40,6 +43,7 @@ FORBIDDEN = {
     RUNTIME: (TUNING, CLI),
     TUNING: (CLI,),
     KAFKA_OUTPUT: (SPOUT_ENGINE, EXECUTOR, PLANNER, RUNTIME, TUNING, CLI),
+    DRPC: (EXECUTOR, PLANNER, RUNTIME, TUNING, CLI),
 }
 
 

@@ -76,7 +76,9 @@ class RequestBoard:
     '[[5]]'
     """
 
-    def __init__(self, request_timeout: float = DEFAULT_REQUEST_TIMEOUT, lease: float = DEFAULT_LEASE) -> None:
+    def __init__(
+        self, request_timeout: float = DEFAULT_REQUEST_TIMEOUT, lease: float = DEFAULT_LEASE
+    ) -> None:
         for name, value in (("request_timeout", request_timeout), ("lease", lease)):
             if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
                 raise InvalidArgumentError(f"RequestBoard({name}={value!r}): give a number of seconds > 0")
@@ -91,7 +93,9 @@ class RequestBoard:
     def submit(self, function: str, args: str) -> Request:
         """A new request of ``function`` with ``args``, pending until a consumer fetches it."""
         if not isinstance(function, str) or not function:
-            raise InvalidArgumentError(f"DRPC: the function name must be a non-empty string, got {function!r}")
+            raise InvalidArgumentError(
+                f"DRPC: the function name must be a non-empty string, got {function!r}"
+            )
         if not isinstance(args, str):
             raise InvalidArgumentError(f"DRPC {function!r}: args must be a string, got {type(args).__name__}")
         request = Request(function, args)
@@ -101,8 +105,9 @@ class RequestBoard:
             self._lock.notify_all()
         return request
 
-    def wait(self, request: Request, timeout: float | None = None,
-             gone: Callable[[], bool] | None = None) -> str:
+    def wait(
+        self, request: Request, timeout: float | None = None, gone: Callable[[], bool] | None = None
+    ) -> str:
         """The request's result (Trident's JSON); raises :class:`DRPCExecutionException` if it
         failed or timed out (after ``timeout`` seconds, at most the board's ``request_timeout``).
 
@@ -117,14 +122,18 @@ class RequestBoard:
             if time.monotonic() >= deadline:
                 with self._lock:
                     taken = request.consumer is not None
-                what = ("the topology that took it did not answer in time" if taken else
-                        f"no topology serving {request.function!r} took it (is one running and connected "
-                        "to this DRPC server?)")
+                what = (
+                    "the topology that took it did not answer in time"
+                    if taken
+                    else f"no topology serving {request.function!r} took it (is one running and connected "
+                    "to this DRPC server?)"
+                )
                 self.cancel(request, "timed out")
                 if request.done.is_set() and request.error is None and request.result is not None:
                     return request.result  # answered in the last instant
                 raise RequestTimedOut(
-                    f"DRPC request {request.function!r} timed out after {limit:g} s: {what}")
+                    f"DRPC request {request.function!r} timed out after {limit:g} s: {what}"
+                )
         if request.error is not None:
             raise DRPCExecutionException(request.error)
         assert request.result is not None
@@ -204,10 +213,12 @@ class RequestBoard:
                 silent = now - self._contact.get(consumer, now)
                 if silent > self.lease:
                     self._forget(request)
-                    request.error = (f"DRPC request {request.function!r} failed: the topology serving "
-                                     f"{request.function!r} stopped answering ({silent:.0f} s without a "
-                                     f"fetch or heartbeat, lease {self.lease:g} s); was its driver stopped "
-                                     "or killed? Start it again and retry")
+                    request.error = (
+                        f"DRPC request {request.function!r} failed: the topology serving "
+                        f"{request.function!r} stopped answering ({silent:.0f} s without a "
+                        f"fetch or heartbeat, lease {self.lease:g} s); was its driver stopped "
+                        "or killed? Start it again and retry"
+                    )
                     request.done.set()
                     failed += 1
             for consumer, last in list(self._contact.items()):

@@ -75,17 +75,22 @@ class DRPCClient:
         reached; never waits longer than ``timeout`` (and a second).
         """
         if not isinstance(function, str) or not function:
-            raise InvalidArgumentError(f"DRPCClient.execute: the function name must be a non-empty string, "
-                                       f"got {function!r}")
+            raise InvalidArgumentError(
+                f"DRPCClient.execute: the function name must be a non-empty string, got {function!r}"
+            )
         if not isinstance(args, str):
-            raise InvalidArgumentError(f"DRPCClient.execute({function!r}): args must be a string, got "
-                                       f"{type(args).__name__}")
+            raise InvalidArgumentError(
+                f"DRPCClient.execute({function!r}): args must be a string, got {type(args).__name__}"
+            )
         path = f"/drpc/{quote(function, safe='')}?{urlencode({'timeout': f'{self.timeout:g}'})}"
-        status, text = _call(self.host, self.port, "POST", path, args, self.timeout + 1.0,
-                             f"DRPC request {function!r}")
+        status, text = _call(
+            self.host, self.port, "POST", path, args, self.timeout + 1.0, f"DRPC request {function!r}"
+        )
         if status == 200:
             return text
-        raise DRPCExecutionException(text or f"DRPC request {function!r} failed: HTTP {status} from {self.address}")
+        raise DRPCExecutionException(
+            text or f"DRPC request {function!r} failed: HTTP {status} from {self.address}"
+        )
 
     def close(self) -> None:
         """Nothing to release (each request opens its own connection); Storm's name."""
@@ -124,19 +129,35 @@ class TopologyClient:
     def fetch(self, function: str, wait: float) -> Taken | None:
         """Take the next request of ``function`` (long-polling up to ``wait`` s), or None."""
         query = urlencode({"function": function, "consumer": self.consumer, "wait": f"{wait:g}"})
-        status, text = _call(self.host, self.port, "POST", f"/topology/fetch?{query}", "", wait + TOPOLOGY_CALL_TIMEOUT,
-                             f"DRPC fetch of {function!r}")
+        status, text = _call(
+            self.host,
+            self.port,
+            "POST",
+            f"/topology/fetch?{query}",
+            "",
+            wait + TOPOLOGY_CALL_TIMEOUT,
+            f"DRPC fetch of {function!r}",
+        )
         if status == 204:
             return None
         if status != 200:
-            raise DRPCExecutionException(f"DRPC fetch of {function!r} from {self.address}: HTTP {status}: {text}")
+            raise DRPCExecutionException(
+                f"DRPC fetch of {function!r} from {self.address}: HTTP {status}: {text}"
+            )
         found = json.loads(text)
         return Taken(str(found["id"]), str(found["args"]))
 
     def heartbeat(self) -> None:
         """Renew this consumer's lease on what it took."""
-        _call(self.host, self.port, "POST", f"/topology/heartbeat?{urlencode({'consumer': self.consumer})}", "",
-              TOPOLOGY_CALL_TIMEOUT, "DRPC heartbeat")
+        _call(
+            self.host,
+            self.port,
+            "POST",
+            f"/topology/heartbeat?{urlencode({'consumer': self.consumer})}",
+            "",
+            TOPOLOGY_CALL_TIMEOUT,
+            "DRPC heartbeat",
+        )
 
     def result(self, request_id: str, result: str) -> bool:
         """Post a request's result; False if the server no longer knows it."""
@@ -147,8 +168,15 @@ class TopologyClient:
         return self._answer("fail", request_id, message)
 
     def _answer(self, kind: str, request_id: str, body: str) -> bool:
-        status, text = _call(self.host, self.port, "POST", f"/topology/{kind}?{urlencode({'id': request_id})}",
-                             body, TOPOLOGY_CALL_TIMEOUT, f"DRPC {kind}")
+        status, text = _call(
+            self.host,
+            self.port,
+            "POST",
+            f"/topology/{kind}?{urlencode({'id': request_id})}",
+            body,
+            TOPOLOGY_CALL_TIMEOUT,
+            f"DRPC {kind}",
+        )
         if status not in (200, 404):
             raise DRPCExecutionException(f"DRPC {kind} to {self.address}: HTTP {status}: {text}")
         return status == 200
@@ -163,26 +191,34 @@ def is_drpc_server(host: str, port: int, timeout: float = 2.0) -> bool:
     return status == 200 and text == HEALTH
 
 
-def _call(host: str, port: int, method: str, path: str, body: str, timeout: float, what: str) -> tuple[int, str]:
+def _call(
+    host: str, port: int, method: str, path: str, body: str, timeout: float, what: str
+) -> tuple[int, str]:
     """One HTTP exchange: ``(status, text)``; a connection error or a timeout raises
     :class:`DRPCExecutionException` naming ``host:port``."""
     connection = http.client.HTTPConnection(host, port, timeout=timeout)
     data = body.encode("utf-8")
-    headers: dict[str, Any] = {"Content-Type": "text/plain; charset=utf-8"} if data or method == "POST" else {}
+    headers: dict[str, Any] = (
+        {"Content-Type": "text/plain; charset=utf-8"} if data or method == "POST" else {}
+    )
     try:
         connection.request(method, path, body=data if method == "POST" else None, headers=headers)
         response = connection.getresponse()
         return response.status, response.read().decode("utf-8", errors="replace")
     except TimeoutError as exc:
-        raise DRPCExecutionException(f"{what}: the DRPC server {host}:{port} gave no answer within "
-                                     f"{timeout:g} s") from exc
+        raise DRPCExecutionException(
+            f"{what}: the DRPC server {host}:{port} gave no answer within {timeout:g} s"
+        ) from exc
     except ConnectionRefusedError as exc:
-        raise DRPCExecutionException(f"{what}: no DRPC server at {host}:{port} (connection refused); start "
-                                     "one with `trident-spark drpc-server` or check the address") from exc
+        raise DRPCExecutionException(
+            f"{what}: no DRPC server at {host}:{port} (connection refused); start "
+            "one with `trident-spark drpc-server` or check the address"
+        ) from exc
     except (OSError, http.client.HTTPException) as exc:
         reason = getattr(exc, "strerror", None) or type(exc).__name__
-        raise DRPCExecutionException(f"{what}: the DRPC server {host}:{port} cannot be reached or closed the "
-                                     f"connection ({reason})") from exc
+        raise DRPCExecutionException(
+            f"{what}: the DRPC server {host}:{port} cannot be reached or closed the connection ({reason})"
+        ) from exc
     finally:
         connection.close()
 

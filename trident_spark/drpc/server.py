@@ -79,14 +79,21 @@ class DRPCServer:
     '[[1]]'
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = DEFAULT_PORT, request_timeout: float = 600.0,
-                 lease: float = 20.0) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = DEFAULT_PORT,
+        request_timeout: float = 600.0,
+        lease: float = 20.0,
+    ) -> None:
         self.board = RequestBoard(request_timeout, lease)
         try:
             self._http = _HTTPServer((host, port), _Handler)
         except OSError as exc:
-            raise InvalidArgumentError(f"DRPC server: cannot listen on {host}:{port}: {exc.strerror or exc}; "
-                                       "give another --port (or stop what listens there)") from exc
+            raise InvalidArgumentError(
+                f"DRPC server: cannot listen on {host}:{port}: {exc.strerror or exc}; "
+                "give another --port (or stop what listens there)"
+            ) from exc
         self._http.board = self.board
         self.host = host
         self.port = int(self._http.server_address[1])
@@ -101,9 +108,15 @@ class DRPCServer:
     def start(self) -> DRPCServer:
         """Serve in background threads; returns self."""
         if not self._threads:
-            self._threads = [threading.Thread(target=self._http.serve_forever, kwargs={"poll_interval": 0.2},
-                                              name=f"drpc-server-{self.port}", daemon=True),
-                             threading.Thread(target=self._reap, name=f"drpc-leases-{self.port}", daemon=True)]
+            self._threads = [
+                threading.Thread(
+                    target=self._http.serve_forever,
+                    kwargs={"poll_interval": 0.2},
+                    name=f"drpc-server-{self.port}",
+                    daemon=True,
+                ),
+                threading.Thread(target=self._reap, name=f"drpc-leases-{self.port}", daemon=True),
+            ]
             for thread in self._threads:
                 thread.start()
         return self
@@ -121,8 +134,11 @@ class DRPCServer:
         while not self._stop.wait(TICK * 5):
             failed = self.board.expire()
             if failed:
-                log.warning("DRPC server %s: %d requests failed, their topology stopped answering",
-                            self.address, failed)
+                log.warning(
+                    "DRPC server %s: %d requests failed, their topology stopped answering",
+                    self.address,
+                    failed,
+                )
 
     def shutdown(self) -> None:
         """Stop serving; callers still waiting get an error."""
@@ -170,8 +186,11 @@ class _Handler(BaseHTTPRequestHandler):
         if len(parts) == 4 and parts[1] == "drpc" and parts[2]:
             self._execute(unquote(parts[2]), unquote(parts[3]), params)
             return
-        self._send(HTTPStatus.NOT_FOUND, f"unknown path {path!r}; ask GET /drpc/<function>/<args> or "
-                   "POST /drpc/<function> with the args as the body")
+        self._send(
+            HTTPStatus.NOT_FOUND,
+            f"unknown path {path!r}; ask GET /drpc/<function>/<args> or "
+            "POST /drpc/<function> with the args as the body",
+        )
 
     def do_POST(self) -> None:
         path, params = self._target()
@@ -187,9 +206,13 @@ class _Handler(BaseHTTPRequestHandler):
         elif path in ("/topology/result", "/topology/fail"):
             request_id = params.get("id", "")
             board = self.server.board
-            known = board.result(request_id, body) if path.endswith("result") else board.fail(request_id, body)
-            self._send(HTTPStatus.OK if known else HTTPStatus.NOT_FOUND,
-                       "" if known else f"unknown request {request_id!r} (timed out, or its caller left)")
+            known = (
+                board.result(request_id, body) if path.endswith("result") else board.fail(request_id, body)
+            )
+            self._send(
+                HTTPStatus.OK if known else HTTPStatus.NOT_FOUND,
+                "" if known else f"unknown request {request_id!r} (timed out, or its caller left)",
+            )
         else:
             self._send(HTTPStatus.NOT_FOUND, f"unknown path {path!r}")
 
@@ -215,7 +238,9 @@ class _Handler(BaseHTTPRequestHandler):
             if self._gone():
                 return
             timed_out = isinstance(exc, RequestTimedOut)
-            self._send(HTTPStatus.GATEWAY_TIMEOUT if timed_out else HTTPStatus.INTERNAL_SERVER_ERROR, str(exc))
+            self._send(
+                HTTPStatus.GATEWAY_TIMEOUT if timed_out else HTTPStatus.INTERNAL_SERVER_ERROR, str(exc)
+            )
             return
         self._send(HTTPStatus.OK, result, "application/json")
 
@@ -232,7 +257,9 @@ class _Handler(BaseHTTPRequestHandler):
         if request is None:
             self._send(HTTPStatus.NO_CONTENT, "")
         else:
-            self._send(HTTPStatus.OK, json.dumps({"id": request.id, "args": request.args}), "application/json")
+            self._send(
+                HTTPStatus.OK, json.dumps({"id": request.id, "args": request.args}), "application/json"
+            )
 
     def _gone(self) -> bool:
         """Whether the caller closed its connection (readable with nothing to read)."""

@@ -76,7 +76,9 @@ class DRPCSpout(Spout):
     def client(self) -> TopologyClient:
         """The topology's side of the server (a bound spout's)."""
         if self.server_address is None:
-            raise TopologyError(f"newDRPCStream({self.function!r}): no DRPC server; give run(drpc='host:port')")
+            raise TopologyError(
+                f"newDRPCStream({self.function!r}): no DRPC server; give run(drpc='host:port')"
+            )
         return TopologyClient(self.server_address, self.consumer or consumer_id("", self.function))
 
     def check(self) -> None:
@@ -84,9 +86,11 @@ class DRPCSpout(Spout):
         if self.server_address is not None:
             host, port = parse_address(self.server_address, f"newDRPCStream({self.function!r})")
             if not is_drpc_server(host, port):
-                raise TopologyError(f"newDRPCStream({self.function!r}): no trident-spark DRPC server answers at "
-                                    f"{self.server_address}; start one (`trident-spark drpc-server`) or give "
-                                    "another address")
+                raise TopologyError(
+                    f"newDRPCStream({self.function!r}): no trident-spark DRPC server answers at "
+                    f"{self.server_address}; start one (`trident-spark drpc-server`) or give "
+                    "another address"
+                )
 
     def to_dataframe(self, spark: SparkSession) -> DataFrame:
         """The requests as a streaming DataFrame (Spark data source ``trident_drpc``)."""
@@ -96,12 +100,14 @@ class DRPCSpout(Spout):
             spark.dataSource.register(DRPCDataSource)
             spark._trident_drpc_registered = True  # type: ignore[attr-defined]
         client = self.client()
-        return (spark.readStream.format(FORMAT_NAME)
-                .option("address", client.address)
-                .option("consumer", client.consumer)
-                .option("function", self.function)
-                .option("poll", str(self.poll))
-                .load())
+        return (
+            spark.readStream.format(FORMAT_NAME)
+            .option("address", client.address)
+            .option("consumer", client.consumer)
+            .option("function", self.function)
+            .option("poll", str(self.poll))
+            .load()
+        )
 
     def __repr__(self) -> str:
         where = self.server_address or "the run's server"
@@ -129,8 +135,10 @@ def drpc_spout(function: str, drpc: Any) -> DRPCSpout:
     if isinstance(drpc, str):
         host, port = parse_address(drpc, f"newDRPCStream({function!r})")
         return DRPCSpout(function, f"{host}:{port}")
-    raise TopologyError(f"newDRPCStream({function!r}, drpc): give a LocalDRPC, a DRPCClient, 'host:port' of a "
-                        f"DRPC server, or None (the run's server), got {type(drpc).__name__}")
+    raise TopologyError(
+        f"newDRPCStream({function!r}, drpc): give a LocalDRPC, a DRPCClient, 'host:port' of a "
+        f"DRPC server, or None (the run's server), got {type(drpc).__name__}"
+    )
 
 
 def request_of_batch(offset: Any) -> tuple[str, str] | None:
@@ -175,10 +183,19 @@ def resolve_run_server(address: str | Any) -> tuple[str, DRPCServer | None]:
         server = DRPCServer(host, 0).start()
         return server.address, server
     if not is_drpc_server(host, port):
-        raise DRPCExecutionException(f"run(drpc={address!r}): no trident-spark DRPC server answers at "
-                                     f"{host}:{port}; start one with `trident-spark drpc-server --port {port}`")
+        raise DRPCExecutionException(
+            f"run(drpc={address!r}): no trident-spark DRPC server answers at "
+            f"{host}:{port}; start one with `trident-spark drpc-server --port {port}`"
+        )
     return f"{host}:{port}", None
 
 
-__all__ = ["ARGS", "DRPCSpout", "consumer_id", "drpc_spout", "request_of_batch", "resolve_run_server",
-           "result_json"]
+__all__ = [
+    "ARGS",
+    "DRPCSpout",
+    "consumer_id",
+    "drpc_spout",
+    "request_of_batch",
+    "resolve_run_server",
+    "result_json",
+]

@@ -49,8 +49,9 @@ class DRPCResults:
         for node in query.spouts:
             if isinstance(node.spout, DRPCSpout):
                 self.clients[node.stream_name] = node.spout.for_run(run).client()
-        self.sinks = [sink for output in query.outputs for sink in output.sinks
-                      if isinstance(sink, DRPCResultSink)]
+        self.sinks = [
+            sink for output in query.outputs for sink in output.sinks if isinstance(sink, DRPCResultSink)
+        ]
         self._stop = threading.Event()
 
     @classmethod
@@ -78,7 +79,9 @@ class DRPCResults:
             request_id = requests.get(sink.stream_name)
             if request_id is None:
                 continue
-            self._post(sink.stream_name, batch_id, "result", request_id, result_json(list(sink.fields), tuples))
+            self._post(
+                sink.stream_name, batch_id, "result", request_id, result_json(list(sink.fields), tuples)
+            )
 
     def failed(self, batch_id: int, error: BaseException) -> None:
         """The batch failed for good: fail its requests with the error's message."""
@@ -93,15 +96,21 @@ class DRPCResults:
         try:
             known = client.result(request_id, body) if kind == "result" else client.fail(request_id, body)
             if not known:
-                log.info("stream %s: batch %d's DRPC request is no longer known to %s (timed out or "
-                         "the server restarted); its answer is dropped", stream, batch_id, client.address)
+                log.info(
+                    "stream %s: batch %d's DRPC request is no longer known to %s (timed out or "
+                    "the server restarted); its answer is dropped",
+                    stream,
+                    batch_id,
+                    client.address,
+                )
         except DRPCExecutionException as exc:
             log.warning("stream %s: batch %d's DRPC answer not delivered: %s", stream, batch_id, exc)
 
     def start_heartbeat(self, active: Callable[[], bool]) -> None:
         """Renew the run's lease every few seconds while ``active()`` (a daemon thread)."""
-        thread = threading.Thread(target=self._beat, args=(active,), daemon=True,
-                                  name=f"drpc-heartbeat-{'+'.join(self.streams)}")
+        thread = threading.Thread(
+            target=self._beat, args=(active,), daemon=True, name=f"drpc-heartbeat-{'+'.join(self.streams)}"
+        )
         thread.start()
 
     def _beat(self, active: Callable[[], bool]) -> None:
