@@ -99,6 +99,7 @@ class DRPCServer:
         self.port = int(self._http.server_address[1])
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._serving = False
 
     @property
     def address(self) -> str:
@@ -125,10 +126,14 @@ class DRPCServer:
         """Serve in this thread until :meth:`shutdown` (or Ctrl-C)."""
         reaper = threading.Thread(target=self._reap, name=f"drpc-leases-{self.port}", daemon=True)
         reaper.start()
+        self._serving = True
         try:
             self._http.serve_forever(poll_interval=0.2)
         finally:
+            self._serving = False
             self._stop.set()
+            self._http.server_close()
+            self.board.close("the DRPC server was shut down")
 
     def _reap(self) -> None:
         while not self._stop.wait(TICK * 5):
@@ -142,6 +147,9 @@ class DRPCServer:
 
     def shutdown(self) -> None:
         """Stop serving; callers still waiting get an error."""
+        if self._serving:  # serve_forever() in another thread: it closes what it served
+            self._http.shutdown()
+            return
         if self._stop.is_set() and not self._threads:
             return
         self._stop.set()
