@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import signal
 import sys
 import threading
@@ -31,26 +32,49 @@ timed out or the server cannot be reached (one line on stderr says which)
 
 
 def register(commands: Any) -> None:
-    server = commands.add_parser("drpc-server", help="run a DRPC server (topologies serve its requests)",
-                                 description="Run a DRPC server until Ctrl-C.", epilog=SERVER_EPILOG,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    server = commands.add_parser(
+        "drpc-server",
+        help="run a DRPC server (topologies serve its requests)",
+        description="Run a DRPC server until Ctrl-C.",
+        epilog=SERVER_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     server.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     server.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
-    server.add_argument("--request-timeout", type=float, default=600.0, metavar="SECONDS",
-                        help="seconds a request waits for its answer (Storm's drpc.request.timeout.secs; 600)")
-    server.add_argument("--lease", type=float, default=20.0, metavar="SECONDS",
-                        help="seconds a topology that took requests may stay silent before they fail (20)")
+    server.add_argument(
+        "--request-timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="seconds a request waits for its answer (Storm's drpc.request.timeout.secs; 600)",
+    )
+    server.add_argument(
+        "--lease",
+        type=float,
+        default=20.0,
+        metavar="SECONDS",
+        help="seconds a topology that took requests may stay silent before they fail (20)",
+    )
     server.set_defaults(handler=serve)
 
-    call = commands.add_parser("drpc", help="ask a DRPC function of a running topology",
-                               description="Ask a DRPC server to run FUNCTION with ARGS; print the result.",
-                               epilog=CALL_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    call = commands.add_parser(
+        "drpc",
+        help="ask a DRPC function of a running topology",
+        description="Ask a DRPC server to run FUNCTION with ARGS; print the result.",
+        epilog=CALL_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     call.add_argument("function", metavar="FUNCTION")
     call.add_argument("args", metavar="ARGS", help="the request's string (quote it)")
     call.add_argument("--host", default="127.0.0.1", help="the DRPC server's host (default 127.0.0.1)")
     call.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"its port (default {DEFAULT_PORT})")
-    call.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
-                      help="seconds to wait for the answer (default 600)")
+    call.add_argument(
+        "--timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="seconds to wait for the answer (default 600)",
+    )
     call.set_defaults(handler=execute)
 
 
@@ -62,17 +86,19 @@ def serve(args: argparse.Namespace) -> int:
     except TridentSparkError as exc:
         print(f"trident-spark drpc-server: {exc}", file=sys.stderr)
         return 1
-    print(f"DRPC server on {server.address} (request timeout {args.request_timeout:g} s, lease "
-          f"{args.lease:g} s); Ctrl-C stops it", file=sys.stderr, flush=True)
+    print(
+        f"DRPC server on {server.address} (request timeout {args.request_timeout:g} s, lease "
+        f"{args.lease:g} s); Ctrl-C stops it",
+        file=sys.stderr,
+        flush=True,
+    )
 
     def stop(signum: int, frame: Any) -> None:
         threading.Thread(target=server.shutdown, daemon=True).start()
 
     signal.signal(signal.SIGTERM, stop)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever()
-    except KeyboardInterrupt:
-        pass
     return 0
 
 

@@ -69,8 +69,8 @@ def register(commands: Any) -> None:
     parser.add_argument("--restart-delay", type=_seconds, default=DEFAULT_RESTART_DELAY,
                         metavar="DURATION", help="wait before each restart (default 30s)")
     parser.add_argument("--drpc", metavar="HOST:PORT",
-                        help="DRPC server of the topology's DRPC streams (default: the one on 127.0.0.1:3772, "
-                             "else one started with the run there)")
+                        help="DRPC server of the topology's DRPC streams (default: the one on "
+                             "127.0.0.1:3772, else one started with the run there)")
     parser.add_argument("--explain", action="store_true",
                         help="print the queries and their Spark plans instead of running")
     parser.set_defaults(handler=main)

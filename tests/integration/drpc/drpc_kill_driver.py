@@ -26,8 +26,11 @@ class Slow(BaseFunction):
 
 def main() -> None:
     address, marker = sys.argv[1], sys.argv[2]
-    spark = local_session("drpc-kill-driver", master="local[1]",
-                          conf={"spark.sql.shuffle.partitions": "1", "spark.ui.enabled": "false"})
+    spark = local_session(
+        "drpc-kill-driver",
+        master="local[1]",
+        conf={"spark.sql.shuffle.partitions": "1", "spark.ui.enabled": "false"},
+    )
     topology = TridentTopology()
     topology.newDRPCStream("slow", address).each(["args"], Slow(marker), ["out"])
     handle = topology.run(Path(marker) / "ckpt", spark=spark)

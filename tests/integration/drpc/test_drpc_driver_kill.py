@@ -46,15 +46,27 @@ def test_a_killed_driver_fails_the_waiting_request_and_a_killed_server_its_calle
     port = free_port()
     token = uuid.uuid4().hex
     env = {**os.environ, "DRPC_KILL_TOKEN": token, "PYTHONPATH": str(REPO), "PYSPARK_PYTHON": sys.executable}
-    server = subprocess.Popen([*CLI, "drpc-server", "--port", str(port), "--lease", "5"], cwd=REPO, env=env,
-                              stderr=subprocess.PIPE)
-    driver = subprocess.Popen([sys.executable, str(DRIVER), f"127.0.0.1:{port}", str(tmp_path)], cwd=REPO,
-                              env=env, stdout=subprocess.DEVNULL, stderr=(tmp_path / "driver.txt").open("w"),
-                              start_new_session=True)
+    server = subprocess.Popen(
+        [*CLI, "drpc-server", "--port", str(port), "--lease", "5"], cwd=REPO, env=env, stderr=subprocess.PIPE
+    )
+    driver = subprocess.Popen(
+        [sys.executable, str(DRIVER), f"127.0.0.1:{port}", str(tmp_path)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=(tmp_path / "driver.txt").open("w"),
+        start_new_session=True,
+    )
     try:
         wait_for(tmp_path / "running", driver, "the driver")
-        caller = subprocess.Popen([*CLI, "drpc", "slow", "hello", "--port", str(port), "--timeout", "300"],
-                                  cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        caller = subprocess.Popen(
+            [*CLI, "drpc", "slow", "hello", "--port", str(port), "--timeout", "300"],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         wait_for(tmp_path / "taken", driver, "the request's batch")
         os.killpg(driver.pid, signal.SIGKILL)
         driver.wait()
@@ -63,8 +75,14 @@ def test_a_killed_driver_fails_the_waiting_request_and_a_killed_server_its_calle
         assert "the topology serving 'slow' stopped answering" in err
         assert err.count("\n") == 1  # one clear line
         # A killed server: its waiting caller gets an error too.
-        waiting = subprocess.Popen([*CLI, "drpc", "slow", "again", "--port", str(port), "--timeout", "300"],
-                                   cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        waiting = subprocess.Popen(
+            [*CLI, "drpc", "slow", "again", "--port", str(port), "--timeout", "300"],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         time.sleep(1.0)  # not an assertion's timing: lets the request reach the server first
         server.kill()
         server.wait()

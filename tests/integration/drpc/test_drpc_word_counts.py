@@ -44,9 +44,13 @@ class Split(BaseFunction):
 
 
 def summed(words: TridentTopology, counts: Any, stream: Any) -> Any:
-    return (stream.each(["args"], Split(), ["word"]).groupBy(["word"])
-            .stateQuery(counts, ["word"], MapGet(), ["count"])
-            .each(["count"], FilterNull()).aggregate(["count"], Sum(), ["sum"]))
+    return (
+        stream.each(["args"], Split(), ["word"])
+        .groupBy(["word"])
+        .stateQuery(counts, ["word"], MapGet(), ["count"])
+        .each(["count"], FilterNull())
+        .aggregate(["count"], Sum(), ["sum"])
+    )
 
 
 @pytest.fixture(scope="module")
@@ -57,13 +61,22 @@ def served(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
     for batch in SENTENCES:
         spout.feed(batch)
     topology = TridentTopology()
-    counts = (topology.newStream("sentences", spout).each(["sentence"], Split(), ["word"])
-              .groupBy(["word"]).persistentAggregate(factory, Count(), ["count"]))
+    counts = (
+        topology.newStream("sentences", spout)
+        .each(["sentence"], Split(), ["word"])
+        .groupBy(["word"])
+        .persistentAggregate(factory, Count(), ["count"])
+    )
     drpc = LocalDRPC()
     summed(topology, counts, topology.newDRPCStream("words", drpc))
-    (topology.newDRPCStream("total").each(["args"], Split(), ["word"]).groupBy(["word"])
-     .stateQuery(counts, ["word"], MapGet(), ["count"]).each(["count"], FilterNull())
-     .project(["word", "count"]))
+    (
+        topology.newDRPCStream("total")
+        .each(["args"], Split(), ["word"])
+        .groupBy(["word"])
+        .stateQuery(counts, ["word"], MapGet(), ["count"])
+        .each(["count"], FilterNull())
+        .project(["word", "count"])
+    )
     handle = topology.run(work / "ckpt", spark=spark, drpc="127.0.0.1:0")
     try:
         handle.queries["sentences"].processAllAvailable()
@@ -97,7 +110,8 @@ def test_a_client_of_the_runs_own_server_gets_each_words_count(served: Any) -> N
     for args, answer in zip(asked, answers, strict=True):
         values = factory.open().multiGet([[w] for w in args.split(" ")])
         assert sorted(map(tuple, json.loads(answer))) == sorted(
-            (w, v) for w, v in zip(args.split(" "), values, strict=True) if v is not None)
+            (w, v) for w, v in zip(args.split(" "), values, strict=True) if v is not None
+        )
 
 
 def test_a_request_whose_operation_raises_fails_at_its_caller_and_the_stream_goes_on(served: Any) -> None:

@@ -71,7 +71,7 @@ def test_a_failed_request_raises_the_topologys_message(server: DRPCServer) -> No
 
 
 def test_a_request_nobody_takes_times_out_naming_the_function(server: DRPCServer) -> None:
-    with pytest.raises(DRPCExecutionException, match="'nobody' timed out after 0.5 s: no topology serving"):
+    with pytest.raises(DRPCExecutionException, match=r"'nobody' timed out after 0\.5 s: no topology serving"):
         DRPCClient("127.0.0.1", server.port, timeout=0.5).execute("nobody", "x")
     assert server.board.open_requests() == 0
 
