@@ -76,7 +76,9 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path, trigger: str | Non
     run_id = uuid.uuid4().hex  # one per run, for all its queries: their kept instances end with it
     handle._on_stop.append(partial(_stop_instances, spark, run_id))
     try:
-        drpc_address = _drpc_server(queries, drpc, handle)
+        # A run that stops by itself serves no caller: its server, if it needs one, takes a free port.
+        drpc_address = _drpc_server(queries, "127.0.0.1:0" if drpc is None and trigger in ONCE_TRIGGERS
+                                    else drpc, handle)
         for query in queries:
             (checkpoint / query.name).mkdir(parents=True, exist_ok=True)
             clear_wait(checkpoint / query.name)  # left by a run stopped while it waited
