@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from trident_spark.drpc.client import DRPCClient, TopologyClient, is_drpc_server, parse_address
 from trident_spark.drpc.local import LocalDRPC
 from trident_spark.drpc.server import DRPCServer
-from trident_spark.errors import DRPCExecutionException, TopologyError
+from trident_spark.errors import DRPCExecutionException, InvalidArgumentError, TopologyError
 from trident_spark.fields import Fields
 from trident_spark.spout.base import Spout, SpoutRun
 
@@ -176,7 +176,14 @@ def resolve_run_server(address: str | Any) -> tuple[str, DRPCServer | None]:
     if address is None:
         if is_drpc_server("127.0.0.1", DEFAULT_PORT, timeout=1.0):
             return f"127.0.0.1:{DEFAULT_PORT}", None
-        server = DRPCServer("127.0.0.1", DEFAULT_PORT).start()
+        try:
+            server = DRPCServer("127.0.0.1", DEFAULT_PORT).start()
+        except InvalidArgumentError as exc:
+            raise TopologyError(
+                f"run(): a DRPC stream needs a DRPC server and none answers on 127.0.0.1:{DEFAULT_PORT}, "
+                f"where one cannot start ({exc}); give run(drpc='host:port') of a running one, or "
+                "run(drpc='127.0.0.1:0') to start one on a free port"
+            ) from exc
         return server.address, server
     host, port = parse_address(address, "run(drpc=...)")
     if port == 0:
