@@ -7,9 +7,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from trident_spark.cli import demo, drpc, query, run, status, tune
+from trident_spark.cli import demo, drpc, drpc_server, query, run, status, tune
 
-SUBCOMMANDS = (run, demo, query, status, tune, drpc)
+SUBCOMMANDS = (run, demo, query, status, tune, drpc_server, drpc)
 
 EPILOG = """examples:
   trident-spark demo                                  word count on a local broker, start to end
