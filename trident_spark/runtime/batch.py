@@ -121,9 +121,13 @@ class BatchRunner:
         except Exception as exc:
             if self._stopped():
                 raise
+            from trident_spark.runtime.failures import translate
+
+            # The caller gets our error's one line (the operation, its tuple, the cause), not Spark's text.
+            cause = exc if isinstance(exc, TridentSparkError) else translate(self.query.name, exc)
             log.warning("stream %s: batch %d failed; its DRPC request fails: %s", self.query.name, batch_id,
-                        exc)
-            self.drpc.failed(batch_id, exc)
+                        cause)
+            self.drpc.failed(batch_id, cause)
             return
         self.drpc.answered(batch_id)
 

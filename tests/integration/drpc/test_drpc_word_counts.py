@@ -116,8 +116,10 @@ def test_a_client_of_the_runs_own_server_gets_each_words_count(served: Any) -> N
 
 def test_a_request_whose_operation_raises_fails_at_its_caller_and_the_stream_goes_on(served: Any) -> None:
     drpc, _, factory = served
-    with pytest.raises(DRPCExecutionException, match="Split does not take 'boom'"):
+    with pytest.raises(DRPCExecutionException, match="Split does not take 'boom'") as failure:
         drpc.execute("words", "cat boom")
+    print(failure.value)
+    assert "Traceback" not in str(failure.value) and "\n" not in str(failure.value).strip()
     assert json.loads(drpc.execute("words", "cat")) == expected_sum(factory, "cat")
 
 
