@@ -58,6 +58,10 @@ class RunHandle(Protocol):
         """The last batches' progress, oldest first."""
 
     @property
+    def drpc_address(self) -> str | None:
+        """The DRPC server (``host:port``) of DRPC streams given none, if the topology has any."""
+
+    @property
     def isActive(self) -> bool:
         """Whether any query still runs."""
 
