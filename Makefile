@@ -9,7 +9,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
 PYTEST_ARGS ?=
 
-.PHONY: setup system-deps demo test test-fast test-unit test-containers images lint typecheck bench bench-state clean
+.PHONY: setup system-deps demo test test-fast test-lowest-pyspark test-unit test-containers images lint typecheck bench bench-state clean
 
 setup: system-deps $(STAMP)
 
@@ -91,8 +91,20 @@ images: setup
 
 # The cluster of containers, the faults, and the fixtures' testcontainers provider (docker/README.md).
 test-containers: setup
-	$(PY) -m pip install --quiet 'testcontainers>=4'
+	$(PY) -m pip install --quiet -e '.[dev,containers]'
 	PY=$(PY) docker/dockerd.sh run docker/test-containers.sh $(PYTEST_ARGS)
+
+# The oldest PySpark the package supports (pyproject: pyspark>=4.2,<4.4), in a virtualenv of its
+# own: the quick tests (those of `make test-fast`) on it. `make test` runs everything on the newest.
+LOWEST_PYSPARK ?= 4.2.0
+LOW_VENV       ?= .venv-pyspark-$(LOWEST_PYSPARK)
+test-lowest-pyspark: system-deps
+	@test -x $(LOW_VENV)/bin/python || $(PYTHON) -m venv $(LOW_VENV)
+	$(LOW_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LOW_VENV)/bin/python -m pip install --quiet -e '.[dev]' 'pyspark==$(LOWEST_PYSPARK)'
+	@$(LOW_VENV)/bin/python -c "import pyspark; print('PySpark', pyspark.__version__)"
+	@$(LOW_VENV)/bin/python -m pytest -m "not slow" tests/unit $(FAST_INTEGRATION) $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
 test-unit: setup
 	$(PY) -m pytest tests/unit $(PYTEST_ARGS)
@@ -113,4 +125,4 @@ bench-state: setup
 	$(PY) bench/state.py
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-pyspark-* build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

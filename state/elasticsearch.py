@@ -48,6 +48,7 @@ from .checks import is_int
 from .errors import StateConfigError, StateError, StateUnavailableError, UnreadableValueError
 from .es_documents import RESERVED_FIELDS, index_mapping, state_document, stored_bytes
 from .es_scan import MAX_PAGE, IndexConnection, scan_index
+from .extras import require_extra
 from .factory import CREATED_BY, StoreStateFactory
 from .keys import encode_key
 from .serializers import Serializer, deserialize_stored, serialize_stored
@@ -173,11 +174,7 @@ class ElasticsearchBackingMap(VersionedBackingMap):
         return transport
 
     def _connect(self) -> Transport:
-        try:
-            from elastic_transport import NodeConfig, Transport
-        except ImportError as exc:
-            raise StateUnavailableError(self.address, "the elastic-transport package is not installed: "
-                                                      "pip install elastic-transport") from exc
+        transport_module = require_extra("elastic_transport", f"the Elasticsearch state at {self.address}")
         spec = self.spec
         headers = self._auth_header()
         configs = []
@@ -188,10 +185,12 @@ class ElasticsearchBackingMap(VersionedBackingMap):
                 options["ssl_show_warn"] = spec.verify_certs
                 if spec.ca_certs is not None:
                     options["ca_certs"] = spec.ca_certs
-            configs.append(NodeConfig(scheme, hostname, port, path_prefix=prefix, headers=headers,
-                                      request_timeout=spec.request_timeout, **options))
-        return Transport(configs, max_retries=max(1, len(configs) - 1), retry_on_timeout=False,
-                         meta_header=False)
+            configs.append(transport_module.NodeConfig(scheme, hostname, port, path_prefix=prefix,
+                                                       headers=headers, request_timeout=spec.request_timeout,
+                                                       **options))
+        transport: Transport = transport_module.Transport(configs, max_retries=max(1, len(configs) - 1),
+                                                          retry_on_timeout=False, meta_header=False)
+        return transport
 
     def _request(self, method: str, target: str, body: Any = None, *, headers: dict[str, str] = _JSON,
                  timeout: float | None = None, transport: Transport | None = None,
@@ -200,8 +199,10 @@ class ElasticsearchBackingMap(VersionedBackingMap):
 
         401/403 raise too, unless ``denied_ok`` (an optional request: the caller checks the status).
         """
-        from elastic_transport import ConnectionError, ConnectionTimeout, TlsError, TransportError
-
+        transport_module = require_extra("elastic_transport", f"the Elasticsearch state at {self.address}")
+        ConnectionError, ConnectionTimeout, TlsError, TransportError = (  # noqa: N806
+            transport_module.ConnectionError, transport_module.ConnectionTimeout, transport_module.TlsError,
+            transport_module.TransportError)
         client = transport if transport is not None else self._client()
         try:
             response = client.perform_request(

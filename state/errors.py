@@ -57,6 +57,19 @@ class WrongTypeError(TridentSparkError, TypeError):
     """
 
 
+class MissingExtraError(TridentSparkError, ImportError):
+    """An optional dependency is not installed; the message names the ``pip install`` that adds it.
+
+    Raised by :func:`trident_spark.state.extras.require_extra`, the one place an optional
+    package is imported. It is an :class:`ImportError` too.
+
+    Examples
+    --------
+    >>> str(MissingExtraError("value_format='avro' needs fastavro: pip install 'trident-spark[avro]'"))
+    "value_format='avro' needs fastavro: pip install 'trident-spark[avro]'"
+    """
+
+
 class StateError(TridentSparkError):
     """Base class of every error the state layer raises on purpose.
 
@@ -409,6 +422,7 @@ class StateLostError(StateError):
 
 __all__ = [
     "InvalidArgumentError",
+    "MissingExtraError",
     "ScanUnsupportedError",
     "StateAdoptionError",
     "StateAheadError",

@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 from .base import Key, Version, Versioned, VersionedBackingMap, check_scan_batch_size
 from .checks import is_int
 from .errors import StateConfigError, StateError, StateUnavailableError
+from .extras import require_extra
 from .factory import CREATED_BY, StoreStateFactory
 from .keys import decode_scanned_key, encode_key, is_reserved
 from .serializers import Serializer, deserialize_stored, serialize_stored
@@ -79,16 +80,10 @@ LIBPQ_PARAMS = (
 
 _TABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 _DEADLOCK_RETRIES = 5
-_INSTALL = "pip install 'trident-spark[postgres]'"
 
 
 def _import_psycopg(address: str) -> Any:
-    try:
-        import psycopg
-    except ImportError as exc:
-        raise StateUnavailableError(
-            address, f"the psycopg package (psycopg 3) is not installed: {_INSTALL}") from exc
-    return psycopg
+    return require_extra("psycopg", f"the PostgreSQL state at {address}")
 
 
 def _check_dsn(dsn: Any) -> urllib.parse.SplitResult:

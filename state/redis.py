@@ -72,6 +72,7 @@ from typing import TYPE_CHECKING, Any
 
 from .base import Key, Version, Versioned, VersionedBackingMap, check_scan_batch_size
 from .errors import StateConfigError, StateError, StateUnavailableError, WrongTypeError
+from .extras import require_extra
 from .factory import StoreStateFactory
 from .keys import decode_scanned_key, encode_key, is_reserved
 from .serializers import Serializer, deserialize_stored, serialize_stored
@@ -235,13 +236,9 @@ class RedisBackingMap(VersionedBackingMap):
             return self._client
 
     def _connect(self) -> redis_py.Redis:
-        try:
-            import redis as redis_py
-            from redis.backoff import ExponentialBackoff
-            from redis.retry import Retry
-        except ImportError as exc:
-            raise StateUnavailableError(self.address, "the redis package is not installed: "
-                                                      "pip install redis") from exc
+        redis_module = self._redis_module("redis")
+        ExponentialBackoff = self._redis_module("redis.backoff").ExponentialBackoff  # noqa: N806
+        Retry = self._redis_module("redis.retry").Retry  # noqa: N806
         spec = self.spec
         options: dict[str, Any] = {
             "socket_connect_timeout": spec.connect_timeout,
@@ -249,7 +246,7 @@ class RedisBackingMap(VersionedBackingMap):
             # One retry of a failed connection (refused, reset); a timeout is not retried so
             # that a server that accepts but never answers fails after one socket_timeout.
             "retry": Retry(ExponentialBackoff(cap=0.5, base=0.05), _RETRIES,
-                           supported_errors=(redis_py.ConnectionError,)),
+                           supported_errors=(redis_module.ConnectionError,)),
             "decode_responses": False,
         }
         if urllib.parse.urlsplit(spec.redis_url).scheme.lower() == "rediss":
@@ -259,13 +256,18 @@ class RedisBackingMap(VersionedBackingMap):
             if not spec.verify_certs:
                 options["ssl_check_hostname"] = False
         try:
-            return redis_py.Redis.from_url(spec.redis_url, **options)
+            client: redis_py.Redis = redis_module.Redis.from_url(spec.redis_url, **options)
+            return client
         except ValueError as exc:
             raise StateConfigError(f"Redis URL {redact(spec.redis_url)}: {exc}") from None
 
+    def _redis_module(self, name: str) -> Any:
+        """redis-py's module ``name``, or the error naming the extra that installs it."""
+        return require_extra(name, f"the Redis state at {self.address}")
+
     def _failed(self, exc: Exception, doing: str) -> StateError:
         """The state error for a redis-py exception raised while ``doing`` something."""
-        import redis.exceptions as errors
+        errors = self._redis_module("redis.exceptions")
 
         message = f"{type(exc).__name__}: {exc}"
         if isinstance(exc, errors.AuthenticationError | errors.AuthorizationError) or \
@@ -291,8 +293,7 @@ class RedisBackingMap(VersionedBackingMap):
         return StateError(f"{self.address}: {message} ({doing})")
 
     def _call(self, doing: str, command: Callable[[redis_py.Redis], Any]) -> Any:
-        import redis.exceptions as errors
-
+        errors = self._redis_module("redis.exceptions")
         client = self._redis()
         try:
             return command(client)
@@ -383,8 +384,7 @@ class RedisBackingMap(VersionedBackingMap):
         return [version_token(blob) if int(flag) == 1 else None for flag, blob in zip(won, data, strict=True)]
 
     def _eval(self, names: list[str], args: list[bytes]) -> list[Any]:
-        import redis.exceptions as errors
-
+        errors = self._redis_module("redis.exceptions")
         doing = f"compare-and-set script on {len(names)} keys"
         client = self._redis()
         try:

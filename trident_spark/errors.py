@@ -3,7 +3,8 @@
 Every error trident-spark raises on purpose derives from :class:`TridentSparkError`:
 catch that one class for all of them. The root, the two classes for users'
 mistakes (:class:`InvalidArgumentError`, a ValueError; :class:`WrongTypeError`,
-a TypeError) and the state layer's errors (``StateError`` and its subclasses) are
+a TypeError), :class:`MissingExtraError` (an optional package
+is not installed) and the state layer's errors (``StateError`` and its subclasses) are
 defined in ``trident_spark.state.errors``, because the state layer imports nothing
 outside itself, and are re-exported here: ``trident_spark.errors.TridentSparkError``
 is ``trident_spark.state.errors.TridentSparkError``.
@@ -44,13 +45,20 @@ if TYPE_CHECKING:
 
     class WrongTypeError(TridentSparkError, TypeError): ...
 
+    class MissingExtraError(TridentSparkError, ImportError): ...
+
     def is_int(value: object, minimum: int | None = None, maximum: int | None = None) -> TypeGuard[int]: ...
 
     def check_int(value: object, name: str, *, minimum: int = 1, where: str = "", note: str = "",
                   message: str | None = None, error: type[TridentSparkError] = ...) -> int: ...
 else:
     from trident_spark.state.checks import check_int, is_int
-    from trident_spark.state.errors import InvalidArgumentError, TridentSparkError, WrongTypeError
+    from trident_spark.state.errors import (
+        InvalidArgumentError,
+        MissingExtraError,
+        TridentSparkError,
+        WrongTypeError,
+    )
 
 
 class TopologyError(TridentSparkError):
@@ -122,14 +130,6 @@ class SchemaRegistryError(SpoutError):
     """
 
 
-class MissingExtraError(TridentSparkError, ImportError):
-    """An optional dependency is not installed; the message names the ``pip install`` that adds it.
-
-    Examples
-    --------
-    >>> str(MissingExtraError("value_format='avro' needs fastavro: pip install 'trident-spark[avro]'"))
-    "value_format='avro' needs fastavro: pip install 'trident-spark[avro]'"
-    """
 
 
 class OffsetOutOfRangeError(SpoutError):

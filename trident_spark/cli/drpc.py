@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from trident_spark.drpc.server import DEFAULT_PORT
-from trident_spark.errors import TridentSparkError
 
 HELP = "ask a DRPC function of a running topology"
 
@@ -36,9 +34,6 @@ def register(commands: Any) -> None:
 def main(args: argparse.Namespace) -> int:
     from trident_spark.drpc.client import DRPCClient
 
-    try:
-        print(DRPCClient(args.host, args.port, timeout=args.timeout).execute(args.function, args.args))
-    except TridentSparkError as exc:
-        print(f"trident-spark drpc: {exc}", file=sys.stderr)
-        return 1
+    # A failed or timed-out request raises DRPCExecutionException: one `error: ...` line, exit status 1.
+    print(DRPCClient(args.host, args.port, timeout=args.timeout).execute(args.function, args.args))
     return 0

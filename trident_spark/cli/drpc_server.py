@@ -10,7 +10,6 @@ import threading
 from typing import Any
 
 from trident_spark.drpc.server import DEFAULT_PORT
-from trident_spark.errors import TridentSparkError
 
 HELP = "run a DRPC server (running topologies answer its requests)"
 
@@ -41,11 +40,7 @@ def register(commands: Any) -> None:
 def main(args: argparse.Namespace) -> int:
     from trident_spark.drpc.server import DRPCServer
 
-    try:
-        server = DRPCServer(args.host, args.port, request_timeout=args.request_timeout, lease=args.lease)
-    except TridentSparkError as exc:
-        print(f"trident-spark drpc-server: {exc}", file=sys.stderr)
-        return 1
+    server = DRPCServer(args.host, args.port, request_timeout=args.request_timeout, lease=args.lease)
     print(f"DRPC server on {server.address} (request timeout {args.request_timeout:g} s, lease "
           f"{args.lease:g} s); Ctrl-C stops it", file=sys.stderr, flush=True)
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from trident_spark.cli import demo, drpc, drpc_server, query, run, status, tune
+from trident_spark.cli.failure import run_handler
 
 SUBCOMMANDS = (run, demo, query, status, tune, drpc_server, drpc)
 
@@ -22,6 +23,11 @@ EPILOG = """examples:
   trident-spark drpc words "cat the dog jumped"       ask a running topology's DRPC function
   trident-spark tune app.py --sweep 16k..1m:7         batch sizes on a fixed slice: the knee, a report
   trident-spark run --help                            options of one subcommand
+  trident-spark -v run app.py                         the traceback of an error, Spark's whole log
+
+Tables and results go to stdout; progress, warnings and errors to stderr. An error prints
+one line `error: ...` and exits with status 1 (2 for bad arguments, 130 after Ctrl-C);
+-v adds its traceback.
 """
 
 
@@ -51,10 +57,42 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=version_text())
+    add_global_options(parser, argparse.SUPPRESS)  # the command's defaults are set below
+    parser.set_defaults(verbose=False, log_level=None)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=SubcommandParser)
     for module in SUBCOMMANDS:
         module.register(commands)
+    for subcommand in commands.choices.values():  # -v and --log-level after the subcommand too
+        add_global_options(subcommand, argparse.SUPPRESS)
     return parser
+
+
+def add_global_options(parser: argparse.ArgumentParser, default: Any) -> None:
+    """``-v`` and ``--log-level``, accepted before and after the subcommand."""
+    from trident_spark.cli.logs import LEVELS
+
+    parser.add_argument("-v", "--verbose", action="store_true", default=default,
+                        help="on an error, print its traceback; log trident-spark at INFO; "
+                             "leave Spark's log4j output as Spark configures it")
+    parser.add_argument("--log-level", metavar="LEVEL", type=str.upper, choices=LEVELS, default=default,
+                        help=f"level of trident-spark's log records on stderr: {', '.join(LEVELS)} "
+                             "(default WARNING, INFO with -v)")
+
+
+def version_text() -> str:
+    """``trident-spark X.Y.Z (PySpark A.B.C, Python D.E.F)``: the package's one version."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    import trident_spark
+
+    try:
+        pyspark = version("pyspark")
+    except PackageNotFoundError:
+        pyspark = "not installed"
+    python = platform.python_version()
+    return f"trident-spark {trident_spark.__version__} (PySpark {pyspark}, Python {python})"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -63,10 +101,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2
-    try:
-        return int(args.handler(args) or 0)
-    except KeyboardInterrupt:
-        return 130
+    from trident_spark.cli import logs
+
+    with logs.configured(verbose=args.verbose, level_name=args.log_level):
+        return run_handler(args.handler, args, verbose=args.verbose)
 
 
 if __name__ == "__main__":

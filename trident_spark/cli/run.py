@@ -30,6 +30,10 @@ EPILOG = """examples:
       Trident's batch emit interval of 500 ms
   trident-spark run examples/wordcount.py --explain
       print each query's operations and the Spark plan of one batch, then exit
+  trident-spark run app.py --metrics-port 9108
+      serve each batch's metrics for Prometheus on http://127.0.0.1:9108/metrics (docs/metrics.md)
+  trident-spark run app.py --spark-metrics
+      Spark's own metrics system for the streaming queries, on the Spark UI's /metrics/prometheus
   trident-spark run app.py --outage-budget 10m --restart-on-failure 5
       wait up to 10 minutes for a broker or store that does not answer; if the run still
       fails, restart it from its checkpoint (up to 5 times, 30 s apart)
@@ -44,6 +48,20 @@ DEFAULT_ATTRS = ("topology", "build_topology")
 RESTARTABLE: tuple[type[BaseException], ...] = (
     BrokerUnavailableError, StateUnavailableError, StateConflictError, FailedException, StreamFailedError)
 DEFAULT_RESTART_DELAY = 30.0
+#: ``--spark-metrics``: Spark's metrics system reports each streaming query (Spark's
+#: ``spark.sql.streaming.metricsEnabled``), and the Spark UI serves the driver's metrics in
+#: Prometheus' format at ``/metrics/prometheus`` and the executors' at
+#: ``/metrics/executors/prometheus``.
+SPARK_METRICS_CONF = {
+    "spark.sql.streaming.metricsEnabled": "true",
+    "spark.ui.prometheus.enabled": "true",
+    "spark.metrics.conf.*.sink.prometheusServlet.class": "org.apache.spark.metrics.sink.PrometheusServlet",
+    "spark.metrics.conf.*.sink.prometheusServlet.path": "/metrics/prometheus",
+}
+
+
+class TopologyFileError(TridentSparkError):
+    """FILE[:ATTR] names no topology: the file does not exist, or has no such attribute."""
 
 
 def register(commands: Any) -> None:
@@ -68,6 +86,15 @@ def register(commands: Any) -> None:
                              "to N times (default 0: exit)")
     parser.add_argument("--restart-delay", type=_seconds, default=DEFAULT_RESTART_DELAY,
                         metavar="DURATION", help="wait before each restart (default 30s)")
+    parser.add_argument("--metrics-port", type=int, metavar="PORT",
+                        help="serve each batch's metrics for Prometheus on this port (off by default; "
+                             "needs the metrics extra)")
+    parser.add_argument("--metrics-host", default="127.0.0.1", metavar="HOST",
+                        help="address the metrics endpoint listens on (default: 127.0.0.1; 0.0.0.0 for "
+                             "a scraper on another machine)")
+    parser.add_argument("--spark-metrics", action="store_true",
+                        help="turn on Spark's metrics system for the streaming queries (input and processing "
+                             "rates, latency, state rows), served by the Spark UI at /metrics/prometheus")
     parser.add_argument("--drpc", metavar="HOST:PORT",
                         help="DRPC server of the topology's DRPC streams (default: the one on "
                              "127.0.0.1:3772, else one started with the run there)")
@@ -135,7 +162,7 @@ def load_topology(target: str) -> Any:
     path_text, _, attr = target.partition(":")
     path = Path(path_text)
     if not path.is_file():
-        raise SystemExit(f"trident-spark run: no such file: {path}")
+        raise TopologyFileError(f"no such file: {path}")
     # A name of its own, so a file called like an installed module (types.py) cannot clash.
     name = "trident_spark_app_" + re.sub(r"\W", "_", path.stem)
     spec = importlib.util.spec_from_file_location(name, path)
@@ -153,7 +180,7 @@ def load_topology(target: str) -> Any:
     names = [attr] if attr else [a for a in DEFAULT_ATTRS if hasattr(module, a)]
     if not names or not hasattr(module, names[0]):
         wanted = attr or " or ".join(DEFAULT_ATTRS)
-        raise SystemExit(f"trident-spark run: {path} has no {wanted}; name it with {path}:ATTR")
+        raise TopologyFileError(f"{path} has no {wanted}; name it with {path}:ATTR")
     value = getattr(module, names[0])
     return value() if callable(value) and not hasattr(value, "run") else value
 
@@ -170,7 +197,7 @@ def main(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     topology = load_topology(args.target)
     checkpoint = args.checkpoint or str(Path("checkpoints") / Path(args.target.partition(":")[0]).stem)
-    spark = local_session(master=args.master)
+    spark = local_session(master=args.master, conf=SPARK_METRICS_CONF if args.spark_metrics else None)
     if args.explain:
         print(topology.explain(spark))
         return 0
@@ -178,6 +205,20 @@ def main(args: argparse.Namespace) -> int:
     console.print(f"[bold]running[/] {args.target} (checkpoint {checkpoint}, trigger {trigger})")
     # a live view on a terminal, one line per batch otherwise
     progress = LiveProgress(console, trigger_ms=trigger_millis(trigger))
+    exporter = None
+    if args.metrics_port is not None:
+        from trident_spark.tuning.prometheus import PrometheusExporter
+
+        exporter = PrometheusExporter(args.metrics_port, args.metrics_host, trigger_millis(trigger)).start()
+        console.print(f"metrics for Prometheus on {exporter.url}")
+
+    def both(batch: Any) -> None:
+        progress(batch)
+        if exporter is not None:
+            exporter.record(batch)
+
+    on_progress = progress if exporter is None else both
+
     handle = None
 
     def run_once() -> None:
@@ -185,7 +226,7 @@ def main(args: argparse.Namespace) -> int:
         if handle is not None:  # a restart: the failed run's queries and listener go first
             handle.stop()
         handle = topology.run(checkpoint_location=checkpoint, trigger=trigger, spark=spark,
-                              on_progress=progress, max_batch_retries=args.retries,
+                              on_progress=on_progress, max_batch_retries=args.retries,
                               outage_budget=args.outage_budget, drpc=args.drpc)
         address = getattr(handle, "drpc_address", None)
         if address:
@@ -198,15 +239,17 @@ def main(args: argparse.Namespace) -> int:
     def say(line: str) -> None:
         console.print(f"[yellow]{escape(line)}[/]")
 
+    # A failure leaves the live view and the watcher first, then is the command's one `error:` line
+    # (cli/failure.py), its traceback with -v.
     try:
         with progress, WaitWatcher(Path(checkpoint), console):
             run_with_restarts(run_once, args.restart_on_failure, args.restart_delay, say)
-    except TridentSparkError as exc:  # the state errors included
-        console.print(f"[red]error:[/] {escape(str(exc))}")  # messages show lists: [txid, val]
-        return 1
     except KeyboardInterrupt:
         console.print("stopping (the running batch will be replayed on restart)")
         if handle is not None:
             handle.stop()
+    finally:
+        if exporter is not None:
+            exporter.stop()
     return 0
 

@@ -306,7 +306,7 @@ def main(args: argparse.Namespace, console: Any = None) -> int:
     try:
         reader = StatusReader(Path(args.checkpoint), stream=args.stream, window=args.last)
     except StatusError as exc:
-        print(f"trident-spark status: {exc}", file=sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     console = console or Console(highlight=False)
     if args.follow:

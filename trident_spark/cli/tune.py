@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
-
-from trident_spark.errors import TridentSparkError
 
 HELP = "sweep batch sizes on a fixed slice of the topics; report the knee and the settings"
 EPILOG = """examples:
@@ -63,7 +62,6 @@ def register(commands: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.markup import escape
 
     from trident_spark.cli.run import load_topology
     from trident_spark.runtime.session import local_session
@@ -75,7 +73,7 @@ def main(args: argparse.Namespace) -> int:
         sizes = parse_sweep(args.sweep)
         start = _offsets(args.start)
     except SweepError as exc:
-        console.print(f"[red]error:[/] {escape(str(exc))}")
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     out = Path(args.out or f"tune-report-{time.strftime('%Y%m%d-%H%M%S')}")
     settings = SweepSettings(sizes=sizes, out_dir=out, records=args.records, start=start, repeat=args.repeat,
@@ -84,17 +82,13 @@ def main(args: argparse.Namespace) -> int:
                              warmup=not args.no_warmup)
     topology = load_topology(args.target)
     spark = local_session(master=args.master)
-    try:
-        with _ProgressBar(console) as bar:
-            sweep = run_sweep(topology, spark, settings, bar)
-    except TridentSparkError as exc:  # SweepError and the state errors included
-        console.print(f"[red]error:[/] {escape(str(exc))}")
-        return 1
+    with _ProgressBar(console) as bar:  # an error: the command's `error:` line (cli/failure.py)
+        sweep = run_sweep(topology, spark, settings, bar)
     results = summarize(sweep, target=args.target, settings={
         "sweep": args.sweep, "records": args.records, "repeat": args.repeat,
         "max_batches": args.max_batches, "from": start})
     report = write_report(results, out)
-    _print_summary(console, results)
+    _print_summary(Console(), results)  # the result: stdout (the progress went to stderr)
     print(report)
     return 0
 

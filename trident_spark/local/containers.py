@@ -21,6 +21,7 @@ import subprocess
 from typing import Any
 
 from trident_spark.local.service_handle import ServiceHandle, ServiceName
+from trident_spark.state.extras import require_extra
 
 __all__ = [
     "ELASTICSEARCH_IMAGE",
@@ -103,8 +104,13 @@ def _host_network_command(name: ServiceName, port: int) -> list[str]:
     return ["--addr", f"127.0.0.1:{port}"]
 
 
+def _testcontainers(module: str, name: str) -> Any:
+    """``testcontainers.<module>.<name>``, or the error naming the extra that installs testcontainers."""
+    return getattr(require_extra(f"testcontainers.{module}", "a service in a Docker container"), name)
+
+
 def _start_on_host_network(name: ServiceName, image: str) -> ServiceHandle:
-    from testcontainers.core.container import DockerContainer
+    DockerContainer = _testcontainers("core.container", "DockerContainer")  # noqa: N806
 
     from trident_spark.local.process import free_port
 
@@ -180,20 +186,20 @@ def start_container(name: ServiceName) -> ServiceHandle:
         return _start_on_host_network(name, image)
     container: Any
     if name == "kafka":
-        from testcontainers.kafka import KafkaContainer
+        KafkaContainer = _testcontainers("kafka", "KafkaContainer")  # noqa: N806
 
         container = KafkaContainer(image)
         container.start()
         address = str(container.get_bootstrap_server())
     elif name == "redis":
-        from testcontainers.redis import RedisContainer
+        RedisContainer = _testcontainers("redis", "RedisContainer")  # noqa: N806
 
         container = RedisContainer(image)
         container.start()
         host, port = container.get_container_host_ip(), container.get_exposed_port(6379)
         address = f"redis://{host}:{port}/0"
     else:
-        from testcontainers.elasticsearch import ElasticSearchContainer
+        ElasticSearchContainer = _testcontainers("elasticsearch", "ElasticSearchContainer")  # noqa: N806
 
         container = ElasticSearchContainer(image, mem_limit="2G")
         container.with_env("ES_JAVA_OPTS", "-Xms1g -Xmx1g")

@@ -284,14 +284,15 @@ class BatchRunner:
     def _run_outputs(self, frames: BatchFrames, outputs: list[Output], batch_id: int) -> None:
         results = [(output, frames.dataframe(output.node)) for output in outputs]
         if len(results) == 1:
-            _finish(*results[0], batch_id)
+            _finish(*results[0], batch_id, self.query.name)
         elif results:
             # Independent Spark jobs, run side by side; a node they share is persisted, and
             # Spark computes each cached partition once (the others wait for it).
             description = batch_description(self.query.name, batch_id)
             workers = min(MAX_CONCURRENT_OUTPUTS, len(results))
             with ThreadPoolExecutor(workers, thread_name_prefix=f"trident-{self.query.name}") as pool:
-                futures = [pool.submit(_finish_described, output, result, batch_id, description)
+                futures = [pool.submit(_finish_described, output, result, batch_id, description,
+                                       self.query.name)
                            for output, result in results]
                 errors = [f.exception() for f in futures if f.exception() is not None]
             if errors:
@@ -300,8 +301,9 @@ class BatchRunner:
                 raise first
 
 
-def _finish(output: Output, result: DataFrame, batch_id: int) -> None:
+def _finish(output: Output, result: DataFrame, batch_id: int, stream: str = "") -> None:
     """Run one output's Spark job: gather it into its sinks, or run it for its side effects."""
+    name_jobs(result, stream, batch_id, output.node.label)
     if not output.sinks:
         result.write.format("noop").mode("overwrite").save()
         return
@@ -352,6 +354,20 @@ def python_rows(df: DataFrame) -> list[dict[str, Any]]:
     return [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)]
 
 
-def _finish_described(output: Output, result: DataFrame, batch_id: int, description: str) -> None:
+def _finish_described(output: Output, result: DataFrame, batch_id: int, description: str,
+                      stream: str) -> None:
     result.sparkSession.sparkContext.setJobDescription(description)  # per thread
-    _finish(output, result, batch_id)
+    _finish(output, result, batch_id, stream)
+
+
+def name_jobs(result: DataFrame, stream: str, batch_id: int, operator: str) -> None:
+    """Name the Spark jobs and stages this thread runs next after the stream, the batch and the
+    output's operator: the description ``stream: batch N: operator`` (Spark's UI shows it for
+    each job and stage; :func:`~trident_spark.runtime.metrics.batch_spark_metrics` finds a
+    batch's jobs by its ``stream: batch N`` start), and the call site, which Spark's UI showed
+    as ``call at .../py4j/clientserver.py`` (PySpark's own actions name theirs after our line)."""
+    name = f"{batch_description(stream, batch_id)}: {operator}"
+    sc = result.sparkSession.sparkContext
+    sc.setJobDescription(name)  # per thread
+    sc.setLocalProperty("callSite.short", name)
+    sc.setLocalProperty("callSite.long", name)

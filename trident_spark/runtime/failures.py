@@ -21,6 +21,7 @@ _STATE_ERRORS = ("StateAheadError|StateLostError|StateAdoptionError|StateTypeMis
 _OUR_ERROR = re.compile(
     r"(?:trident_spark\.[\w.]+\.)?\b(?P<cls>BrokerUnavailableError|UnknownTopicError|DataLossError|"
     r"MalformedRecordError|OffsetOutOfRangeError|SpoutError|TopologyError|FailedException|OperatorError|"
+    r"MissingExtraError|"
     + _STATE_ERRORS + r"): "
     r"(?P<msg>[^\n]*?)(?P<end>\s+SQLSTATE|\n|$)",
 )

@@ -46,7 +46,7 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path, trigger: str | Non
     from trident_spark.planner.state_plan import check_reachable, check_shared, state_factory
     from trident_spark.planner.user_code import add_py_files, check_py_files, ship_by_value
     from trident_spark.runtime.handle import TopologyHandle, check_progress_history
-    from trident_spark.runtime.session import local_session
+    from trident_spark.runtime.session import local_session, require_classic
 
     check_progress_history(progress_history)  # before Spark starts
     for query in queries:
@@ -65,6 +65,7 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path, trigger: str | Non
                 states.append(state_factory(node))
     check_reachable(states)  # fail fast, naming the store's address
     spark = spark or local_session()
+    require_classic(spark)
     add_py_files(spark, files)
     if str(spark.sparkContext.master).startswith("local"):
         ship_by_value(queries)  # a test module, a notebook, a script: run with no step by the user

@@ -103,7 +103,8 @@ def _own_time_of_updates(found: dict[tuple[str, StageName], dict[str, Any]]) -> 
 
 # --- what Spark measured ---------------------------------------------------------------------
 def batch_description(stream: str, txid: int) -> str:
-    """The Spark job description every job of a batch runs under (shown in Spark's UI)."""
+    """The Spark job description every job of a batch runs under (shown in Spark's UI); an
+    output's jobs add their operator (``stream: batch N: persistentAggregate(Count)``)."""
     return f"{stream}: batch {txid}"
 
 
@@ -138,7 +139,7 @@ def _batch_stage_ids(sc: SparkContext, run_id: str, description: str, scan: int)
         except Exception:  # not in the store (yet, or any more)
             continue
         text = job.description()
-        if text.isDefined() and text.get() == description:
+        if text.isDefined() and (text.get() == description or text.get().startswith(description + ": ")):
             seq = job.stageIds()
             stage_ids.update(int(seq.apply(i)) for i in range(seq.size()))
         elif stage_ids:

@@ -1,10 +1,13 @@
-"""The SparkSession a topology runs in when the user gives none: local, on this machine's cores."""
+"""The SparkSession a topology runs in: local on this machine's cores when the user gives none,
+and never a Spark Connect client (:func:`require_classic`)."""
 
 from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from trident_spark.errors import TopologyError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -63,3 +66,27 @@ def local_session(app_name: str = "trident-spark", master: str | None = None,
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("TRIDENT_SPARK_LOG_LEVEL", "WARN"))
     return spark
+
+
+def require_classic(spark: Any, where: str = "run()") -> None:
+    """Refuse a Spark Connect session (``SparkSession.builder.remote(...)``, ``SPARK_REMOTE``):
+    a topology drives each batch on the driver through what a Connect client does not have.
+
+    Examples
+    --------
+    >>> class ConnectSession:               # what a Connect session's class looks like
+    ...     __module__ = "pyspark.sql.connect.session"
+    >>> require_classic(ConnectSession())
+    Traceback (most recent call last):
+    ...
+    trident_spark.errors.TopologyError: run(): this is a Spark Connect session ...
+    """
+    if spark is None or not type(spark).__module__.startswith("pyspark.sql.connect"):
+        return
+    raise TopologyError(
+        f"{where}: this is a Spark Connect session (a client of a remote Spark); trident-spark needs a "
+        "classic session on the driver: each batch runs through the SparkContext (accumulators for the "
+        "tasks' counters, Spark's status store, a streaming listener over py4j, SparkContext.addPyFile) "
+        "and foreachBatch must call back into this process. Run the topology where the driver runs "
+        "(spark-submit, or SparkSession.builder.master(...)); see docs/deployment.md#spark-connect")
+

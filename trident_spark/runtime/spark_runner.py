@@ -55,9 +55,11 @@ class SparkRunner:
     def explain(self, queries: Sequence[Any], spark: Any, mode: str) -> str:
         """Each query's operations and the Spark plan of one batch, on ``spark`` or a local session."""
         from trident_spark.planner.explain import explain
-        from trident_spark.runtime.session import local_session
+        from trident_spark.runtime.session import local_session, require_classic
 
-        return explain(list(queries), spark or local_session(), mode)
+        spark = spark or local_session()
+        require_classic(spark, "explain()")
+        return explain(list(queries), spark, mode)
 
 
 __all__ = ["SparkRunner"]

@@ -21,7 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from trident_spark.errors import InvalidArgumentError, MissingExtraError, TridentSparkError
+from trident_spark.errors import InvalidArgumentError, TridentSparkError
 from trident_spark.spout.kafka_decode import to_arrow
 from trident_spark.spout.schema_registry import (
     NotWireFormatError,
@@ -29,6 +29,7 @@ from trident_spark.spout.schema_registry import (
     UnknownSchemaError,
     split_wire_format,
 )
+from trident_spark.state.extras import require_extra
 
 #: Avro's primitive types and the Spark type each becomes.
 PRIMITIVES = {"boolean": "BOOLEAN", "int": "INT", "long": "BIGINT", "float": "FLOAT", "double": "DOUBLE",
@@ -44,13 +45,7 @@ AVRO_SCHEMA_EXAMPLE = ('value_schema={"type": "record", "name": "Click", "fields
 
 def fastavro_module() -> Any:
     """fastavro, or an error naming the extra that installs it."""
-    try:
-        import fastavro
-    except ImportError:
-        raise MissingExtraError(
-            "KafkaSpout(value_format='avro') needs the fastavro package, which is not installed: "
-            "pip install 'trident-spark[avro]'") from None
-    return fastavro
+    return require_extra("fastavro", "KafkaSpout(value_format='avro')")
 
 
 def avro_schema_text(schema: str | Mapping[str, Any] | Sequence[Any], part: str = "value") -> str:

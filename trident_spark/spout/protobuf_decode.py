@@ -23,7 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from trident_spark.errors import InvalidArgumentError, MissingExtraError, TridentSparkError
+from trident_spark.errors import InvalidArgumentError, TridentSparkError
 from trident_spark.spout.kafka_decode import to_arrow
 from trident_spark.spout.schema_registry import (
     NotWireFormatError,
@@ -31,6 +31,7 @@ from trident_spark.spout.schema_registry import (
     UnknownSchemaError,
     split_wire_format,
 )
+from trident_spark.state.extras import require_extra
 
 _INT = "INT"
 _LONG = "BIGINT"
@@ -38,16 +39,10 @@ _LONG = "BIGINT"
 
 def protobuf_module() -> Any:
     """``google.protobuf``, or an error naming the extra that installs it."""
-    try:
-        import google.protobuf
-        import google.protobuf.descriptor_pb2
-        import google.protobuf.descriptor_pool
-        import google.protobuf.message_factory
-    except ImportError:
-        raise MissingExtraError(
-            "KafkaSpout(value_format='protobuf') needs the protobuf package, which is not installed: "
-            "pip install 'trident-spark[protobuf]'") from None
-    return google.protobuf
+    for module in ("google.protobuf.descriptor_pb2", "google.protobuf.descriptor_pool",
+                   "google.protobuf.message_factory"):
+        require_extra(module, "KafkaSpout(value_format='protobuf')")
+    return require_extra("google.protobuf", "KafkaSpout(value_format='protobuf')")
 
 
 def protobuf_schema_text(message: Any, part: str = "value") -> str:

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trident_spark.state.extras import require_extra
 from trident_spark.tuning import knee as knee_rules
 from trident_spark.tuning.knee import KneeAnalysis, KneePoint, TooFewPointsError, find_knee
 from trident_spark.tuning.sweep import size_label
@@ -398,12 +399,9 @@ def _recommendation_lines(rec: dict[str, Any] | None, plan: dict[str, Any] | Non
 
 # --- plots --------------------------------------------------------------------------------------
 def _pyplot() -> Any:
-    import matplotlib
-
+    matplotlib = require_extra("matplotlib", "the tune report's plots")
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    return require_extra("matplotlib.pyplot", "the tune report's plots")
 
 
 def plot_throughput_latency(results: dict[str, Any], path: Path) -> None:
@@ -451,7 +449,7 @@ def plot_throughput_latency(results: dict[str, Any], path: Path) -> None:
 
 
 def _regime_legend(fig: Any, sizes: list[dict[str, Any]]) -> None:
-    from matplotlib.patches import Patch
+    Patch = require_extra("matplotlib.patches", "the tune report's plots").Patch  # noqa: N806
 
     titles = {"flat": "flat", "growing": "slowly growing", "sharp": "sharp rise"}
     present = [r for r in titles if any(s.get("regime") == r for s in sizes)]

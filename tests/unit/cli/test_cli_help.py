@@ -23,7 +23,7 @@ def test_top_level_help_has_examples(capsys):
     assert "trident-spark demo" in out
 
 
-@pytest.mark.parametrize("command", ["run", "demo", "query", "drpc", "drpc-server"])
+@pytest.mark.parametrize("command", ["run", "demo", "query", "status", "tune", "drpc", "drpc-server"])
 def test_subcommand_help_has_examples(command, capsys):
     out = help_text([command, "--help"], capsys)
     assert out.startswith(f"usage: trident-spark {command}")

@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from trident_spark import TridentTopology
-from trident_spark.cli.run import load_topology
+from trident_spark.cli.run import TopologyFileError, load_topology
 
 HEADER = """
 from trident_spark import TridentTopology
@@ -95,29 +95,28 @@ def test_the_file_can_import_its_neighbours(app, tmp_path):
 
 def test_missing_file(tmp_path):
     missing = tmp_path / "nope.py"
-    with pytest.raises(SystemExit) as info:
+    with pytest.raises(TopologyFileError) as info:
         load_topology(f"{missing}:topology")
-    assert str(info.value.code) == f"trident-spark run: no such file: {missing}"
+    assert str(info.value) == f"no such file: {missing}"
 
 
 def test_directory_is_not_a_file(tmp_path):
-    with pytest.raises(SystemExit, match="no such file"):
+    with pytest.raises(TopologyFileError, match="no such file"):
         load_topology(str(tmp_path))
 
 
 def test_missing_named_attribute(app):
     path = app("topology = TridentTopology()\n")
-    with pytest.raises(SystemExit) as info:
+    with pytest.raises(TopologyFileError) as info:
         load_topology(f"{path}:build")
-    assert str(info.value.code) == f"trident-spark run: {path} has no build; name it with {path}:ATTR"
+    assert str(info.value) == f"{path} has no build; name it with {path}:ATTR"
 
 
 def test_missing_default_attribute(app):
     path = app("x = 1\n")
-    with pytest.raises(SystemExit) as info:
+    with pytest.raises(TopologyFileError) as info:
         load_topology(str(path))
-    assert str(info.value.code) == (
-        f"trident-spark run: {path} has no topology or build_topology; name it with {path}:ATTR")
+    assert str(info.value) == f"{path} has no topology or build_topology; name it with {path}:ATTR"
 
 
 def test_operations_defined_in_the_file_pickle_for_executors_that_cannot_import_it(app, tmp_path):

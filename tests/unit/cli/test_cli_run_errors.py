@@ -20,7 +20,7 @@ class FailingTopology:
 @pytest.fixture
 def run_failing(monkeypatch, capsys):
     monkeypatch.setenv("COLUMNS", "1000")  # one line per message
-    monkeypatch.setattr("trident_spark.runtime.session.local_session", lambda master=None: None)
+    monkeypatch.setattr("trident_spark.runtime.session.local_session", lambda master=None, conf=None: None)
 
     def run(error):
         monkeypatch.setattr(run_command, "load_topology", lambda target: FailingTopology(error))

@@ -122,7 +122,7 @@ class TwoBatchTopology:
 
 def test_run_prints_a_line_per_batch_when_piped(monkeypatch, capsys):
     monkeypatch.setenv("COLUMNS", "1000")
-    monkeypatch.setattr("trident_spark.runtime.session.local_session", lambda master=None: None)
+    monkeypatch.setattr("trident_spark.runtime.session.local_session", lambda master=None, conf=None: None)
     topology = TwoBatchTopology()
     monkeypatch.setattr(run_command, "load_topology", lambda target: topology)
     assert main(["run", "app.py", "--checkpoint", "/tmp/never-used", "--trigger", "500ms"]) == 0

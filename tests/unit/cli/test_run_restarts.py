@@ -124,7 +124,7 @@ class Topology:
 @pytest.fixture
 def command(monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("COLUMNS", "1000")  # one line per message
-    monkeypatch.setattr("trident_spark.runtime.session.local_session", lambda master=None: None)
+    monkeypatch.setattr("trident_spark.runtime.session.local_session", lambda master=None, conf=None: None)
 
     def run(topology, *options):
         monkeypatch.setattr(run_command, "load_topology", lambda target: topology)

@@ -270,30 +270,30 @@ def status_error(capsys, *argv):
 def test_a_missing_directory_is_named_with_what_to_give(tmp_path, capsys):
     missing = tmp_path / "nope"
     assert status_error(capsys, str(missing)) == (
-        f"trident-spark status: no such directory: {missing}; give the checkpoint directory of a run "
+        f"error: no such directory: {missing}; give the checkpoint directory of a run "
         "(topology.run(checkpoint_location=...), trident-spark run --checkpoint)")
 
 
 def test_a_file_is_not_a_checkpoint(tmp_path, capsys):
     (tmp_path / "f.txt").write_text("x")
     assert status_error(capsys, str(tmp_path / "f.txt")).startswith(
-        f"trident-spark status: {tmp_path / 'f.txt'} is not a directory; give the checkpoint directory")
+        f"error: {tmp_path / 'f.txt'} is not a directory; give the checkpoint directory")
 
 
 def test_a_directory_without_progress(tmp_path, capsys):
     assert status_error(capsys, str(tmp_path)) == (
-        f"trident-spark status: no trident-progress.jsonl in {tmp_path} or its subdirectories; give the "
+        f"error: no trident-progress.jsonl in {tmp_path} or its subdirectories; give the "
         "directory passed as checkpoint_location (each stream writes "
         "CHECKPOINT/<stream>/trident-progress.jsonl after its first batch)")
     (tmp_path / "wordcount" / "offsets").mkdir(parents=True)
     assert status_error(capsys, str(tmp_path)) == (
-        f"trident-spark status: no trident-progress.jsonl in {tmp_path} or its subdirectories; streams "
+        f"error: no trident-progress.jsonl in {tmp_path} or its subdirectories; streams "
         "wordcount have not finished a batch yet")
 
 
 def test_an_unknown_stream_lists_the_streams(checkpoint, capsys):
     assert status_error(capsys, str(checkpoint), "--stream", "clicks") == (
-        f"trident-spark status: no stream 'clicks' in {checkpoint}; its streams: questions, wordcount")
+        f"error: no stream 'clicks' in {checkpoint}; its streams: questions, wordcount")
 
 
 def test_bad_numbers_are_usage_errors(checkpoint, capsys):

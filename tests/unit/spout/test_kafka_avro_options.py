@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 
 import fastavro
 import pyarrow as pa
@@ -86,16 +87,7 @@ def test_the_jvm_engine_refuses_what_only_the_python_source_reads():
 
 
 def test_without_fastavro_the_error_names_the_extra(monkeypatch):
-    import builtins
-
-    real_import = builtins.__import__
-
-    def no_fastavro(name, *args, **kwargs):
-        if name == "fastavro":
-            raise ImportError("No module named 'fastavro'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_fastavro)
+    monkeypatch.setitem(sys.modules, "fastavro", None)  # `import fastavro` raises ImportError
     with pytest.raises(MissingExtraError, match=r"pip install 'trident-spark\[avro\]'"):
         KafkaSpout(BROKER, ["clicks"], value_format="avro", value_schema=CLICK)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import sys
 
 import pyarrow as pa
 import pytest
@@ -152,15 +153,7 @@ def test_options_of_protobuf_values():
 
 
 def test_without_protobuf_the_error_names_the_extra(monkeypatch):
-    import builtins
-
-    real_import = builtins.__import__
-
-    def no_protobuf(name, *args, **kwargs):
-        if name.startswith("google.protobuf"):
-            raise ImportError(f"No module named {name!r}")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_protobuf)
+    for name in {"google.protobuf", *(name for name in sys.modules if name.startswith("google.protobuf"))}:
+        monkeypatch.setitem(sys.modules, name, None)  # `import google.protobuf...` raises ImportError
     with pytest.raises(MissingExtraError, match=r"pip install 'trident-spark\[protobuf\]'"):
         KafkaSpout("127.0.0.1:9092", ["c"], value_format="protobuf", value_schema=json.dumps({}))

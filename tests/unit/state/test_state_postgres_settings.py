@@ -7,11 +7,11 @@ import sys
 
 import pytest
 
+from trident_spark.errors import MissingExtraError
 from trident_spark.state import (
     PostgresState,
     StateConfigError,
     StateType,
-    StateUnavailableError,
     open_state,
     parse_state_url,
 )
@@ -77,11 +77,12 @@ def test_bad_urls_are_explained(url, message):
 def test_a_missing_psycopg_names_the_extra_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "psycopg", None)         # import psycopg raises ImportError
     state = PostgresState.opaque(dsn="postgresql://app:pw@db/wc", table="counts").open()
-    with pytest.raises(StateUnavailableError) as caught:
+    with pytest.raises(MissingExtraError) as caught:  # not StateUnavailableError: no outage wait
         state.multiGet([["cat"]])
-    assert "pip install 'trident-spark[postgres]'" in str(caught.value)
-    assert str(caught.value).startswith("cannot use the state store at postgresql://app:***@db/wc?table=counts")
-    with pytest.raises(StateUnavailableError, match=r"trident-spark\[postgres\]"):
+    assert str(caught.value) == (
+        "the PostgreSQL state at postgresql://app:***@db/wc?table=counts needs the psycopg package, "
+        "which is not installed: pip install 'trident-spark[postgres]'")
+    with pytest.raises(MissingExtraError, match=r"trident-spark\[postgres\]"):
         open_state("postgresql://app:pw@db/wc?table=counts")
 
 
