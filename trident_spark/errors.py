@@ -85,6 +85,21 @@ class FailedException(TridentSparkError):  # noqa: N818 (Trident's name)
     """
 
 
+class DRPCExecutionException(TridentSparkError):  # noqa: N818 (Storm's name)
+    """A DRPC request failed: its batch failed, it timed out, the topology serving it stopped
+    answering, or the DRPC server cannot be reached (Storm's ``DRPCExecutionException``).
+
+    The message is the server's (or names the unreachable ``host:port``).
+
+    Examples
+    --------
+    >>> raise DRPCExecutionException("DRPC request 'words' timed out after 600 s")
+    Traceback (most recent call last):
+    ...
+    trident_spark.errors.DRPCExecutionException: DRPC request 'words' timed out after 600 s
+    """
+
+
 class SpoutError(TridentSparkError):
     """A spout cannot read what it was asked to read."""
 
@@ -147,6 +162,7 @@ class OperatorError(TridentSparkError, RuntimeError):
 
 __all__ = [
     "BrokerUnavailableError",
+    "DRPCExecutionException",
     "DataLossError",
     "FailedException",
     "InvalidArgumentError",

@@ -58,6 +58,10 @@ class RunHandle(Protocol):
         """The last batches' progress, oldest first."""
 
     @property
+    def drpc_address(self) -> str | None:
+        """The DRPC server (``host:port``) of DRPC streams given none, if the topology has any."""
+
+    @property
     def isActive(self) -> bool:
         """Whether any query still runs."""
 
@@ -104,6 +108,7 @@ class RunSettings:
     progress_history: int = 100
     accept_state_loss: bool = False
     py_files: Sequence[str | Path] | None = None
+    drpc: Any = None  # the DRPC server of DRPC streams given none ("host:port", a LocalDRPC)
 
 
 class Runner(Protocol):
@@ -118,6 +123,9 @@ class Runner(Protocol):
 
     def explain(self, queries: list[PlannedQuery], spark: Any, mode: str) -> str:
         """Each query's operations and the Spark plan of one batch (``mode``: Spark's explain mode)."""
+
+    def drpc_spout(self, function: str, drpc: Any) -> Any:
+        """The spout of ``newDRPCStream(function, drpc)``: the requests of ``function``."""
 
 
 _installed: list[Runner] = []

@@ -54,6 +54,31 @@ class CollectSink:
             return sum(len(b) for b in self._batches.values())
 
 
+class DRPCResultSink(CollectSink):
+    """What reaches the end of a DRPC stream, per batch: the answer of the batch's request.
+
+    ``topology.newDRPCStream`` adds one to the last node of the DRPC stream's part of the
+    topology when it runs; the runtime takes each batch's tuples once the batch ends and posts
+    them to the DRPC server (``runtime/drpc_results``).
+
+    Examples
+    --------
+    >>> sink = DRPCResultSink(Fields("sum"), "drpc-words")
+    >>> sink.record(3, [{"sum": 5}])
+    >>> sink.take(3), sink.take(3)
+    ([{'sum': 5}], [])
+    """
+
+    def __init__(self, fields: Fields, stream_name: str) -> None:
+        super().__init__(fields)
+        self.stream_name = stream_name
+
+    def take(self, txid: int) -> list[dict[str, Any]]:
+        """The batch's tuples, forgotten here (each batch is answered once)."""
+        with self._lock:
+            return self._batches.pop(txid, [])
+
+
 class DataFrameSink:
     """``stream.foreachBatch(function)``: each batch's DataFrame of the stream and its txid, to ``function``.
 

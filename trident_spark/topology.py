@@ -15,7 +15,7 @@ from trident_spark.joins import JoinOutFieldsMode, JoinType
 from trident_spark.operation import GroupedMultiReducer, MultiReducer
 from trident_spark.runner import PlannedQuery, ProgressCallback, RunHandle, RunSettings, installed_runner
 from trident_spark.signatures import JOIN_LISTS, JOIN_PAIRS, MULTI_REDUCE, JoinHow, JoinMode, StateFactoryLike
-from trident_spark.sink import Sink
+from trident_spark.sink import DRPCResultSink, Sink
 from trident_spark.stream import Stream
 from trident_spark.trident_state import TridentState
 from trident_spark.validation import (
@@ -53,6 +53,7 @@ class TridentTopology:
         self._nodes: list[Node] = []
         self._sinks: list[tuple[Node, Sink]] = []
         self._states: list[TridentState] = []
+        self._drpc: dict[str, SpoutNode] = {}
 
     # --- building ----------------------------------------------------------------------
     def newStream(self, name: str, spout: Any) -> Stream:
@@ -72,6 +73,42 @@ class TridentTopology:
         self._spouts[name] = node
         self._add(node)
         return Stream(self, node)
+
+    def newDRPCStream(self, function: str, drpc: Any = None) -> Stream:
+        """A stream of the requests of DRPC function ``function``: one field, ``args``.
+
+        Each request is its own batch (Trident's). What reaches the end of this stream's part
+        of the topology (the last operation added to it) for that batch is the request's answer:
+        a JSON list of the result tuples' values (``'[[5]]'``; ``'[]'`` for none). A batch that
+        fails fails the request at its caller (``DRPCExecutionException``); the stream goes on.
+
+        Parameters
+        ----------
+        function : str
+            The DRPC function name callers ask (``drpc.execute(function, args)``): letters,
+            digits, ``_``, ``-``, ``.``. The stream is named ``drpc-<function>``.
+        drpc : LocalDRPC, DRPCClient, DRPCServer, str or None
+            Where the requests come from: a :class:`~trident_spark.drpc.LocalDRPC`, a running
+            server (its ``DRPCClient``, or ``"host:port"``), or None: the run's server
+            (``run(drpc="host:port")``, else one ``run()`` starts on 127.0.0.1:3772).
+
+        Examples
+        --------
+        >>> from trident_spark.drpc import LocalDRPC
+        >>> with LocalDRPC() as drpc:
+        ...     TridentTopology().newDRPCStream("words", drpc).getOutputFields()
+        Fields('args')
+        """
+        if not isinstance(function, str) or not _STREAM_NAME.match(function):
+            raise TopologyError(f"newDRPCStream({function!r}): name the function with letters, digits, '_', "
+                                "'-' or '.'")
+        if function in self._drpc:
+            raise TopologyError(f"newDRPCStream({function!r}): this topology already serves DRPC function "
+                                f"{function!r}; serve each function from one DRPC stream")
+        stream = self.newStream(f"drpc-{function}", installed_runner().drpc_spout(function, drpc))
+        assert isinstance(stream.node, SpoutNode)
+        self._drpc[function] = stream.node
+        return stream
 
     @overload
     def merge(self, output_fields: Fields, /, *streams: Stream | Sequence[Stream]) -> Stream: ...
@@ -371,14 +408,24 @@ class TridentTopology:
 
     def queries(self) -> list[PlannedQuery]:
         """How the topology runs: one Spark query per set of spouts joined or merged together."""
-        return list(installed_runner().queries(self._nodes, self._sinks))
+        return list(installed_runner().queries(self._nodes, self._sinks + self._drpc_results()))
+
+    def _drpc_results(self) -> list[tuple[Node, Sink]]:
+        """Each DRPC stream's result sink, on the last node added to its part of the topology
+        (Trident's ``completeDRPC``: what reaches it is the request's answer)."""
+        sinks: list[tuple[Node, Sink]] = []
+        for spout in self._drpc.values():
+            last = [n for n in self._nodes if n is spout or spout in spouts_of(n)][-1]
+            sinks.append((last, DRPCResultSink(last.fields, spout.stream_name)))
+        return sinks
 
     # --- running -----------------------------------------------------------------------
     def run(self, checkpoint_location: str | Path, trigger: str | None = "1 second",
             spark: Any = None, on_progress: ProgressCallback | None = None,
             conf: dict[str, Any] | None = None, max_batch_retries: int = 3,
             retry_delay: float = 0.5, outage_budget: float = 180.0, progress_history: int = 100,
-            accept_state_loss: bool = False, py_files: Sequence[str | Path] | None = None) -> RunHandle:
+            accept_state_loss: bool = False, py_files: Sequence[str | Path] | None = None,
+            drpc: Any = None) -> RunHandle:
         """Start every query on Spark; returns at once with a handle.
 
         Parameters
@@ -420,7 +467,7 @@ class TridentTopology:
         check_int(max_batch_retries, "max_batch_retries", minimum=0, where="run()", error=TopologyError)
         settings = RunSettings(Path(checkpoint_location), trigger, spark, on_progress, conf,
                                max_batch_retries, retry_delay, outage_budget, progress_history,
-                               accept_state_loss, py_files)
+                               accept_state_loss, py_files, drpc)
         return installed_runner().run(self.queries(), settings)
 
     def explain(self, spark: Any = None, mode: str = "simple") -> str:

@@ -24,7 +24,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "docs" / "api.md", ROOT / "docs" / "port-guide.md", ROOT / "docs" / "state.md",
-        ROOT / "docs" / "tuning.md", ROOT / "docs" / "spouts-and-states.md", ROOT / "docs" / "windows.md"]
+        ROOT / "docs" / "tuning.md", ROOT / "docs" / "spouts-and-states.md", ROOT / "docs" / "windows.md",
+        ROOT / "docs" / "drpc.md"]
 
 _FENCE = re.compile(r"^```(\S*)\s*$")
 _NOT_RUN = re.compile(r"^<!--\s*not run:\s*(?P<reason>.*?)\s*-->$")

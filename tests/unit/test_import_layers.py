@@ -34,6 +34,9 @@ KAFKA_OUTPUT = "trident_spark.kafka"
 #: configs); no layer that plans or runs a topology, and no pyspark. The window task is in the
 #: executor, its driver half in the planner.
 WINDOWING = "trident_spark.windowing"
+#: DRPC: the server, its clients and the DRPC spout (on the Spout interface); the runtime posts
+#: the results through it. It imports nothing that plans or runs a topology.
+DRPC = "trident_spark.drpc"
 
 #: layer (package prefix) -> the packages it must not import: cli -> tuning -> runtime -> planner
 #: -> executor -> (spout, state).
@@ -45,6 +48,7 @@ FORBIDDEN = {
     TUNING: (CLI,),
     KAFKA_OUTPUT: (SPOUT_ENGINE, EXECUTOR, PLANNER, RUNTIME, TUNING, CLI),
     WINDOWING: (SPOUT_ENGINE, EXECUTOR, PLANNER, RUNTIME, TUNING, CLI),
+    DRPC: (EXECUTOR, PLANNER, RUNTIME, TUNING, CLI),
 }
 
 

@@ -95,6 +95,9 @@ def register(commands: Any) -> None:
     parser.add_argument("--spark-metrics", action="store_true",
                         help="turn on Spark's metrics system for the streaming queries (input and processing "
                              "rates, latency, state rows), served by the Spark UI at /metrics/prometheus")
+    parser.add_argument("--drpc", metavar="HOST:PORT",
+                        help="DRPC server of the topology's DRPC streams (default: the one on "
+                             "127.0.0.1:3772, else one started with the run there)")
     parser.add_argument("--explain", action="store_true",
                         help="print the queries and their Spark plans instead of running")
     parser.set_defaults(handler=main)
@@ -224,7 +227,12 @@ def main(args: argparse.Namespace) -> int:
             handle.stop()
         handle = topology.run(checkpoint_location=checkpoint, trigger=trigger, spark=spark,
                               on_progress=on_progress, max_batch_retries=args.retries,
-                              outage_budget=args.outage_budget)
+                              outage_budget=args.outage_budget, drpc=args.drpc)
+        address = getattr(handle, "drpc_address", None)
+        if address:
+            host, _, port = address.rpartition(":")
+            console.print(f"DRPC server {address}: ask it with [bold]trident-spark drpc FUNCTION ARGS "
+                          f"--host {host} --port {port}[/]")
         handle.awaitTermination()  # waits for the last batches' progress lines too
         handle.stop()  # the run's progress listener goes with it
 

@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from pyspark import Accumulator
     from pyspark.sql import DataFrame
 
+    from trident_spark.runtime.drpc_results import DRPCResults
+
 log = logging.getLogger(__name__)
 
 #: Causes that replay the batch (bounded by ``max_batch_retries``): asked for by an operation,
@@ -95,6 +97,9 @@ class BatchRunner:
     _expressions: dict[Any, Any] = field(default_factory=dict, init=False, repr=False)
     #: Re-base a state that lost data on the checkpoint instead of failing (``run(accept_state_loss=)``).
     accept_state_loss: bool = False
+    #: The query's DRPC streams (``runtime.drpc_results``): each batch is a request, answered when
+    #: it ends; a batch that fails for good fails its request and the query goes on.
+    drpc: DRPCResults | None = None
     commits: StateCommits | None = field(default=None, init=False, repr=False)
     _first_attempt_ms: tuple[int, int] = field(default=(-1, 0), init=False, repr=False)
 
@@ -109,6 +114,25 @@ class BatchRunner:
         self.commits = StateCommits(written, self.query.name, self.checkpoint, self.accept_state_loss)
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
+        if self.drpc is None:
+            self._run_batch(df, batch_id)
+            return
+        try:
+            self._run_batch(df, batch_id)
+        except Exception as exc:
+            if self._stopped():
+                raise
+            from trident_spark.runtime.failures import translate
+
+            # The caller gets our error's one line (the operation, its tuple, the cause), not Spark's text.
+            cause = exc if isinstance(exc, TridentSparkError) else translate(self.query.name, exc)
+            log.warning("stream %s: batch %d failed; its DRPC request fails: %s", self.query.name, batch_id,
+                        cause)
+            self.drpc.failed(batch_id, cause)
+            return
+        self.drpc.answered(batch_id)
+
+    def _run_batch(self, df: DataFrame, batch_id: int) -> None:
         from trident_spark.runtime.failures import translate
         attempt = 0
         outage = self._outage(batch_id)

@@ -94,6 +94,8 @@ class TopologyHandle:
         self._run_info: dict[str, Any] | None = None  # trident-run.json, once the run starts
         self._callbacks = [on_progress] if on_progress else []
         self._on_stop: list[Callable[[], None]] = []  # after the queries stop (kept instances' cleanup)
+        #: The DRPC server of the run's DRPC streams given none (``host:port``), if it has any.
+        self.drpc_address: str | None = None
         self._lock = threading.Lock()
         # What a batch's tasks counted, until its progress event comes (then taken, with any older).
         self._metrics: dict[tuple[str, int], tuple[list[str], dict[Any, float]]] = {}

@@ -10,11 +10,13 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trident_spark.drpc.spout import DRPCSpout, resolve_run_server
 from trident_spark.errors import TopologyError
 from trident_spark.executor.sources import query_source
 from trident_spark.graph import PersistNode, StateQueryNode
 from trident_spark.planner.query import QueryPlan
 from trident_spark.runtime.batch import BatchRunner
+from trident_spark.runtime.drpc_results import DRPCResults
 from trident_spark.runtime.progress import ProgressCallback
 from trident_spark.spout.base import Spout, SpoutRun
 
@@ -25,12 +27,16 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: Triggers a DRPC query keeps (it runs every other one as fast as requests come).
+ONCE_TRIGGERS = ("available_now", "availableNow", "once")
+
 
 def start_queries(queries: list[QueryPlan], checkpoint: Path, trigger: str | None,
                   spark: SparkSession | None, on_progress: ProgressCallback | None, conf: dict[str, Any],
                   max_batch_retries: int, retry_delay: float, *, outage_budget: float = 180.0,
                   progress_history: int = 100, accept_state_loss: bool = False,
-                  py_files: Sequence[str | os.PathLike[str]] | None = None) -> TopologyHandle:
+                  py_files: Sequence[str | os.PathLike[str]] | None = None,
+                  drpc: Any = None) -> TopologyHandle:
     """Check the spouts, then start every query; returns the handle over them.
 
     The operations' code reaches the executors: ``py_files`` are shipped (``addPyFile``), and in
@@ -71,6 +77,9 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path, trigger: str | Non
     run_id = uuid.uuid4().hex  # one per run, for all its queries: their kept instances end with it
     handle._on_stop.append(partial(_stop_instances, spark, run_id))
     try:
+        # A run that stops by itself serves no caller: its server, if it needs one, takes a free port.
+        drpc_address = _drpc_server(queries, "127.0.0.1:0" if drpc is None and trigger in ONCE_TRIGGERS
+                                    else drpc, handle)
         for query in queries:
             (checkpoint / query.name).mkdir(parents=True, exist_ok=True)
             clear_wait(checkpoint / query.name)  # left by a run stopped while it waited
@@ -79,17 +88,39 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path, trigger: str | Non
                                  spark_reads=partial(handle._spark_reads, query.name),
                                  checkpoint=checkpoint / query.name, accept_state_loss=accept_state_loss,
                                  outage_budget=outage_budget, run_id=run_id)
-            source = query_source(spark, query.spouts, SpoutRun(checkpoint / query.name, outage_budget))
+            run = SpoutRun(checkpoint / query.name, outage_budget, drpc=drpc_address, run_id=run_id)
+            runner.drpc = DRPCResults.of(query, run)
+            source = query_source(spark, query.spouts, run)
             writer = (source.writeStream.queryName(query.name)
                       .foreachBatch(runner)
                       .option("checkpointLocation", str(checkpoint / query.name)))
-            started = _with_trigger(writer, trigger).start()
+            # A DRPC query asks for its next request as soon as a batch ends (its source waits
+            # briefly for one): a request never waits for a trigger interval.
+            query_trigger = trigger if runner.drpc is None or trigger in ONCE_TRIGGERS else None
+            started = _with_trigger(writer, query_trigger).start()
             runner.query_active = partial(_is_active, started)
             handle._add(query.name, started)
+            if runner.drpc is not None:
+                runner.drpc.start_heartbeat(runner.query_active)
+                handle._on_stop.insert(0, runner.drpc.stop)
     except BaseException:
         handle.stop()
         raise
     return handle
+
+
+def _drpc_server(queries: list[QueryPlan], drpc: Any, handle: TopologyHandle) -> str | None:
+    """The run's DRPC server, for DRPC streams given none: ``run(drpc=)``'s, or one started here
+    (stopped with the handle)."""
+    if not any(isinstance(n.spout, DRPCSpout) and n.spout.address is None for q in queries for n in q.spouts):
+        return None
+    address, started = resolve_run_server(drpc)
+    if started is not None:
+        handle._on_stop.append(started.shutdown)
+        log.warning("DRPC server started on %s (ask it: trident-spark drpc FUNCTION ARGS --port %d)",
+                    address, started.port)
+    handle.drpc_address = address
+    return address
 
 
 def _stop_instances(spark: SparkSession, run_id: str) -> None:

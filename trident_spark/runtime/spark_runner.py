@@ -43,7 +43,14 @@ class SparkRunner:
                              settings.on_progress, settings.conf or {}, settings.max_batch_retries,
                              settings.retry_delay, outage_budget=settings.outage_budget,
                              progress_history=settings.progress_history,
-                             accept_state_loss=settings.accept_state_loss, py_files=settings.py_files)
+                             accept_state_loss=settings.accept_state_loss, py_files=settings.py_files,
+                             drpc=settings.drpc)
+
+    def drpc_spout(self, function: str, drpc: Any) -> Any:
+        """The DRPC spout of ``newDRPCStream(function, drpc)`` (``trident_spark.drpc.spout``)."""
+        from trident_spark.drpc.spout import drpc_spout
+
+        return drpc_spout(function, drpc)
 
     def explain(self, queries: Sequence[Any], spark: Any, mode: str) -> str:
         """Each query's operations and the Spark plan of one batch, on ``spark`` or a local session."""

@@ -39,6 +39,10 @@ class SpoutRun:
         durations an adaptive spout learns from, the record of a broker outage it waits through).
     outage_budget : float
         Seconds the spout may wait for a broker that does not answer before it fails.
+    drpc : str or None
+        The DRPC server (``host:port``) of the run (``run(drpc=...)``), for a DRPC stream given none.
+    run_id : str
+        This run of the topology (a DRPC spout names its lease on the server with it).
 
     Examples
     --------
@@ -48,6 +52,8 @@ class SpoutRun:
 
     checkpoint: Path | None
     outage_budget: float = 0.0
+    drpc: str | None = None
+    run_id: str = ""
 
 
 class Spout(ABC):
