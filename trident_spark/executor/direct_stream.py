@@ -101,7 +101,8 @@ class DirectStream:
         The topology configuration ``prepare`` receives.
 
     Not thread-safe: one instance answers one batch at a time (a server keeps one per worker
-    thread; each holds its own copies of the operations, prepared once).
+    thread). Each holds its own copies of the operations (pickled and loaded, as Spark ships
+    them to a task), prepared at their first use and cleaned up by :meth:`cleanup`.
 
     Examples
     --------
@@ -127,20 +128,26 @@ class DirectStream:
         self.output = output
         self.conf = dict(conf)
         self._states: dict[int, Any] = {}
-        self._prepared: list[Operation] = []
+        self._instances: dict[int, Any] = {}
 
     # --- lifecycle ----------------------------------------------------------------------
-    def _operation(self, node: Node, operation: Operation, txid: int) -> Operation:
-        if not any(op is operation for op in self._prepared):
-            operation.prepare(dict(self.conf), OperationContext(0, 1, txid, node.label))
-            self._prepared.append(operation)
-        return operation
+    def _operation(self, node: Node, operation: Operation, txid: int) -> Any:
+        """This stream's own instance of ``operation`` (a copy, as a Spark task gets one),
+        prepared at its first use."""
+        instance = self._instances.get(id(operation))
+        if instance is None:
+            from pyspark import cloudpickle
+
+            instance = cloudpickle.loads(cloudpickle.dumps(operation))  # type: ignore[no-untyped-call]
+            instance.prepare(dict(self.conf), OperationContext(0, 1, txid, node.label))
+            self._instances[id(operation)] = instance
+        return instance
 
     def cleanup(self) -> None:
         """``cleanup()`` every prepared operation and close the states opened here."""
-        for operation in self._prepared:
+        for operation in self._instances.values():
             operation.cleanup()
-        self._prepared.clear()
+        self._instances.clear()
         for state in self._states.values():
             close = getattr(state, "close", None)
             if callable(close):

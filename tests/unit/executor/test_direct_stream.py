@@ -15,6 +15,7 @@ from trident_spark.operation import (
     Aggregator,
     BaseFunction,
     CombinerAggregator,
+    Consumer,
     OperationContext,
     ReducerAggregator,
     TridentCollector,
@@ -126,14 +127,23 @@ def test_chained_aggregators_of_every_kind_in_one_pass() -> None:
     assert answer(chained, "ab abc a") == [[["abc", "ababca", 6, 3]]]
 
 
+class Seen(Consumer):
+    """peek's consumer: the direct stream runs a copy of it, as a task would; the class keeps what it saw."""
+
+    words: list[str] = []
+
+    def accept(self, tuple: TridentTuple) -> None:
+        Seen.words.append(tuple["word"])
+
+
 def test_grouped_aggregation_partition_aggregate_and_map_flat_map_peek_project() -> None:
-    seen: list[Any] = []
+    Seen.words = []
     stream = (requests().flatMap(lambda t: [[w] for w in t["args"].split()], ["word"])
               .map(lambda t: [t["word"].upper()])
-              .peek(seen.append)
+              .peek(Seen())
               .partitionAggregate(["word"], Joined(), ["all"]))
     assert answer(stream, "x y") == [[["XY"]]]
-    assert [t["word"] for t in seen] == ["X", "Y"]
+    assert Seen.words == ["X", "Y"]
     grouped = (requests().each(["args"], Split(), ["word"]).groupBy(["word"]).aggregate(Count(), ["n"])
                .project(["n", "word"]))
     assert answer(grouped, "b a b") == [[[2, "b"], [1, "a"]]]
