@@ -89,7 +89,10 @@ class CheckpointFilesError(TridentSparkError, OSError):
 
     def __init__(self, doing: str, location: str, reason: str, hint: str = "") -> None:
         self.location = describe(location)
-        message = f"cannot {doing} {self.location} (beside the checkpoint): {redact_text(reason)}"
+        lines = redact_text(reason).strip().splitlines() or [""]
+        # The first line: pyarrow's libhdfs error goes on to list the 80 paths it tried.
+        said = lines[0][:400] + (" ..." if len(lines) > 1 or len(lines[0]) > 400 else "")
+        message = f"cannot {doing} {self.location} (beside the checkpoint): {said}"
         super().__init__(message + (f"; {hint}" if hint else ""))
 
 
