@@ -127,6 +127,35 @@ def checkpoint_location(value: str | os.PathLike[str]) -> Path | str:
     return stripped if not stripped.endswith(":") else value  # "file:///" stays whole
 
 
+def qualify(location: Location, default_fs: str | None) -> Path | str:
+    """Where Spark puts a checkpoint given as ``location`` when its default filesystem
+    (``fs.defaultFS``) is ``default_fs``, so that trident-spark's files go to the same place: a
+    URI stays as it is; a plain path becomes absolute (against this process's working directory)
+    when the default filesystem is local, or a URI on the default filesystem otherwise.
+
+    Raises ``ValueError`` for a relative path on a default filesystem that is not local (Spark
+    would resolve it against that filesystem's home directory, unknown here).
+
+    Examples
+    --------
+    >>> qualify("/ck/wc", "hdfs://nn:8020"), qualify("s3a://b/ck", "hdfs://nn:8020")
+    ('hdfs://nn:8020/ck/wc', 's3a://b/ck')
+    >>> qualify("/ck/wc", "file:///")
+    PosixPath('/ck/wc')
+    """
+    if scheme_of(location) is not None:
+        return str(location)
+    path = Path(location)
+    if default_fs is None or scheme_of(default_fs) in (None, "file"):
+        return path.absolute()
+    if not path.is_absolute():
+        raise ValueError(
+            f"checkpoint_location {str(location)!r} is a relative path, and Spark's default filesystem "
+            f"is {describe(default_fs)}: give a full URI ({describe(default_fs).rstrip('/')}/user/NAME/"
+            f"{location}), an absolute path, or file:///... for the driver's local disk")
+    return default_fs.rstrip("/") + path.as_posix()
+
+
 def local_path(location: Location) -> Path | None:
     """The local path of a plain path or a ``file:`` URI; None for another filesystem.
 
@@ -449,5 +478,5 @@ def mkdirs(location: Location) -> None:
 
 __all__ = ["CheckpointFilesError", "Location", "append_text", "checkpoint_location", "delete", "describe",
            "exists", "is_dir", "is_local", "join", "list_names", "local_path", "mkdirs", "name_of",
-           "parent_of", "read_bytes", "read_text", "register_filesystem", "scheme_of",
+           "parent_of", "qualify", "read_bytes", "read_text", "register_filesystem", "scheme_of",
            "unregister_filesystem", "write_bytes", "write_text"]

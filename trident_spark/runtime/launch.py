@@ -73,6 +73,7 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path | str, trigger: str
     for query in queries:
         for node in query.spouts:
             node.spout.check()  # fail fast on the driver: unreachable broker, unknown topic
+    checkpoint = checkpoint_at(checkpoint, spark)  # where Spark puts it: ours go beside
     handle = TopologyHandle(spark, checkpoint, on_progress, progress_history)
     handle._write_run_info(trigger, [query.name for query in queries])
     run_id = uuid.uuid4().hex  # one per run, for all its queries: their kept instances end with it
@@ -109,6 +110,18 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path | str, trigger: str
         handle.stop()
         raise
     return handle
+
+
+def checkpoint_at(location: Path | str, spark: SparkSession) -> Path | str:
+    """The checkpoint as Spark resolves it: a URI as given, a plain path made absolute, or on
+    Spark's default filesystem when that is not local (``checkpoint_files.qualify``)."""
+    from trident_spark.checkpoint_files import qualify
+    from trident_spark.runtime.session import default_filesystem
+
+    try:
+        return qualify(location, default_filesystem(spark))
+    except ValueError as exc:
+        raise TopologyError(f"run(): {exc}") from None
 
 
 def _drpc_server(queries: list[QueryPlan], drpc: Any, handle: TopologyHandle) -> str | None:
