@@ -110,6 +110,7 @@ class RunSettings:
     accept_state_loss: bool = False
     py_files: Sequence[str | Path] | None = None
     drpc: Any = None  # the DRPC server of DRPC streams given none ("host:port", a LocalDRPC)
+    drpc_path: str = "auto"  # DRPC requests answered in the driver ("driver"), by Spark, or "auto"
 
 
 class Runner(Protocol):

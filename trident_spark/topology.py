@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 _STREAM_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 _INNER, _OUTER = JoinType.INNER, JoinType.OUTER
+#: ``run(drpc_path=)``: how DRPC requests are answered (see ``run``).
+DRPC_PATHS = ("auto", "spark", "driver")
 JOIN_TYPES = {"inner": (_INNER, _INNER), "outer": (_OUTER, _OUTER), "full": (_OUTER, _OUTER),
               "left": (_INNER, _OUTER), "right": (_OUTER, _INNER)}
 
@@ -426,7 +428,7 @@ class TridentTopology:
             conf: dict[str, Any] | None = None, max_batch_retries: int = 3,
             retry_delay: float = 0.5, outage_budget: float = 180.0, progress_history: int = 100,
             accept_state_loss: bool = False, py_files: Sequence[str | Path] | None = None,
-            drpc: Any = None) -> RunHandle:
+            drpc: Any = None, drpc_path: str = "auto") -> RunHandle:
         """Start every query on Spark; returns at once with a handle.
 
         Parameters
@@ -464,15 +466,28 @@ class TridentTopology:
             ``.py``, ``.zip`` or ``.egg`` files the executors need to import the operations'
             code, shipped as ``spark-submit --py-files`` does (``SparkContext.addPyFile``). For
             a cluster: in local mode, modules the driver imported ship with the operations.
+        drpc : str or LocalDRPC, optional
+            The DRPC server of the DRPC streams that name none (``newDRPCStream(function)``):
+            ``"host:port"`` of a running ``trident-spark drpc-server``; ``"127.0.0.1:0"`` starts
+            one on a free port; None uses one answering on 127.0.0.1:3772, or starts it there.
+        drpc_path : {"auto", "spark", "driver"}, default "auto"
+            How DRPC requests are answered. ``"driver"``: each request runs as its own batch in
+            worker threads of the driver, with no Spark job (milliseconds; only for a DRPC
+            stream of Python operations, aggregations and state reads). ``"spark"``: each
+            request is a micro-batch of a Spark query (any stream; Spark's per-batch floor,
+            requests one after another). ``"auto"``: the driver when the stream allows it.
+            See docs/drpc.md.
         """
         if not self._spouts:
             raise TopologyError("run(): the topology has no stream; start one with newStream(name, spout)")
         check_int(max_batch_retries, "max_batch_retries", minimum=0, where="run()", error=TopologyError)
+        if drpc_path not in DRPC_PATHS:
+            raise TopologyError(f"run(drpc_path={drpc_path!r}): give one of {', '.join(DRPC_PATHS)}")
         # A URI stays a string: Path("s3a://bucket/ck") would make it s3a:/bucket/ck.
         location = checkpoint_files.checkpoint_location(checkpoint_location)
         settings = RunSettings(location, trigger, spark, on_progress, conf,
                                max_batch_retries, retry_delay, outage_budget, progress_history,
-                               accept_state_loss, py_files, drpc)
+                               accept_state_loss, py_files, drpc, drpc_path)
         return installed_runner().run(self.queries(), settings)
 
     def explain(self, spark: Any = None, mode: str = "simple") -> str:

@@ -99,6 +99,10 @@ def register(commands: Any) -> None:
     parser.add_argument("--drpc", metavar="HOST:PORT",
                         help="DRPC server of the topology's DRPC streams (default: the one on "
                              "127.0.0.1:3772, else one started with the run there)")
+    parser.add_argument("--drpc-path", choices=("auto", "spark", "driver"), default="auto",
+                        help="how DRPC requests are answered: in the driver without a Spark job "
+                             "(milliseconds; streams of Python operations, aggregations and state reads), "
+                             "as Spark batches, or auto (the driver when the stream allows it)")
     parser.add_argument("--explain", action="store_true",
                         help="print the queries and their Spark plans instead of running")
     parser.set_defaults(handler=main)
@@ -228,7 +232,8 @@ def main(args: argparse.Namespace) -> int:
             handle.stop()
         handle = topology.run(checkpoint_location=checkpoint, trigger=trigger, spark=spark,
                               on_progress=on_progress, max_batch_retries=args.retries,
-                              outage_budget=args.outage_budget, drpc=args.drpc)
+                              outage_budget=args.outage_budget, drpc=args.drpc,
+                              drpc_path=args.drpc_path)
         address = getattr(handle, "drpc_address", None)
         if address:
             host, _, port = address.rpartition(":")

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from trident_spark.drpc.server import DEFAULT_PORT, HEALTH
+from trident_spark.drpc.board import Request
+from trident_spark.drpc.server import DEFAULT_PORT, HEALTH, DRPCServer, in_process
 from trident_spark.errors import DRPCExecutionException, InvalidArgumentError
 
 #: Seconds a topology-side call (result, fail, heartbeat) waits for the server.
@@ -182,6 +183,49 @@ class TopologyClient:
         return status == 200
 
 
+class BoardClient:
+    """The topology's side of a DRPC server in this process: its board, called directly (what
+    :class:`~trident_spark.drpc.client.TopologyClient` does over HTTP, without the HTTP).
+
+    Examples
+    --------
+    >>> from trident_spark.drpc.server import DRPCServer
+    >>> with DRPCServer("127.0.0.1", 0) as server:
+    ...     request = server.board.submit("words", "cat")
+    ...     side = topology_side(server.address, "run-1/words")
+    ...     taken = side.fetch("words", 0.1)
+    ...     side.result(taken.id, "[[1]]"), server.board.wait(request), type(side).__name__
+    (True, '[[1]]', 'BoardClient')
+    """
+
+    def __init__(self, server: DRPCServer, consumer: str) -> None:
+        self.board = server.board
+        self.address = server.address
+        self.consumer = consumer
+
+    def fetch(self, function: str, wait: float) -> Request | None:
+        """Take a request of ``function`` (waiting up to ``wait`` s); renews the lease."""
+        return self.board.fetch(function, self.consumer, wait)
+
+    def heartbeat(self) -> None:
+        self.board.heartbeat(self.consumer)
+
+    def result(self, request_id: str, result: str) -> bool:
+        return self.board.result(request_id, result)
+
+    def fail(self, request_id: str, message: str) -> bool:
+        return self.board.fail(request_id, message)
+
+
+def topology_side(address: str, consumer: str) -> BoardClient | TopologyClient:
+    """The topology's side of the DRPC server at ``address``: its board when the server runs in
+    this process (no HTTP per request), else its HTTP API."""
+    server = in_process(address)
+    if server is not None:
+        return BoardClient(server, consumer)
+    return TopologyClient(address, consumer)
+
+
 def is_drpc_server(host: str, port: int, timeout: float = 2.0) -> bool:
     """Whether a trident-spark DRPC server answers at ``host:port``."""
     try:
@@ -223,4 +267,5 @@ def _call(
         connection.close()
 
 
-__all__ = ["DRPCClient", "Taken", "TopologyClient", "is_drpc_server", "parse_address"]
+__all__ = ["BoardClient", "DRPCClient", "Taken", "TopologyClient", "is_drpc_server", "parse_address",
+           "topology_side"]

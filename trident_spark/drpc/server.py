@@ -108,6 +108,7 @@ class DRPCServer:
 
     def start(self) -> DRPCServer:
         """Serve in background threads; returns self."""
+        _IN_PROCESS[self.address] = self
         if not self._threads:
             self._threads = [
                 threading.Thread(
@@ -147,6 +148,8 @@ class DRPCServer:
 
     def shutdown(self) -> None:
         """Stop serving; callers still waiting get an error."""
+        if _IN_PROCESS.get(self.address) is self:
+            del _IN_PROCESS[self.address]
         if self._serving:  # serve_forever() in another thread: it closes what it served
             self._http.shutdown()
             return
@@ -291,4 +294,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
 
-__all__ = ["DEFAULT_PORT", "DRPCServer"]
+#: The servers started in this process, by address (a LocalDRPC's, the one ``run()`` starts).
+_IN_PROCESS: dict[str, DRPCServer] = {}
+
+
+def in_process(address: str) -> DRPCServer | None:
+    """The DRPC server listening at ``address`` if it runs in this process (else None)."""
+    return _IN_PROCESS.get(address)
+
+
+__all__ = ["DEFAULT_PORT", "DRPCServer", "in_process"]

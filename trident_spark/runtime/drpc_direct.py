@@ -15,15 +15,14 @@ Each worker holds its own copies of the stream's operations, prepared once per r
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from trident_spark.drpc.spout import result_json
 from trident_spark.errors import FailedException, TridentSparkError
 from trident_spark.executor.direct_stream import DirectStream
 from trident_spark.graph import Node
@@ -47,25 +46,14 @@ class TakenRequest(Protocol):
 
 
 class RequestQueue(Protocol):
-    """Where requests come from and results go (the DRPC server's board, or its HTTP API)."""
+    """Where requests come from and results go: the DRPC server's topology side
+    (:class:`~trident_spark.drpc.client.TopologyClient`); a fetch renews the run's lease."""
 
-    def fetch(self, function: str, consumer: str, wait: float = 0.0) -> TakenRequest | None: ...
+    def fetch(self, function: str, wait: float) -> TakenRequest | None: ...
 
     def result(self, request_id: str, result: str) -> bool: ...
 
     def fail(self, request_id: str, message: str) -> bool: ...
-
-
-def result_json(rows: Sequence[Sequence[Any]]) -> str:
-    """Trident's JSON of a request's result tuples: a list of value lists, compact; a value JSON
-    cannot hold is written as its ``str``.
-
-    Examples
-    --------
-    >>> result_json([["the", 10], ["jumped", 2]]), result_json([])
-    ('[["the",10],["jumped",2]]', '[]')
-    """
-    return json.dumps([list(row) for row in rows], separators=(",", ":"), default=str)
 
 
 @dataclass
@@ -115,7 +103,7 @@ class DirectDRPC:
     >>> stream = TridentTopology().newStream("d", FeederBatchSpout(["args"])).map(lambda t: [t[0][::-1]])
     >>> class Queue:
     ...     def __init__(self): self.todo, self.done = [("r1", "abc")], {}
-    ...     def fetch(self, function, consumer, wait=0.0):
+    ...     def fetch(self, function, wait):
     ...         if not self.todo:
     ...             time.sleep(wait); return None
     ...         rid, args = self.todo.pop()
@@ -140,7 +128,7 @@ class DirectDRPC:
         self._retry_delay = retry_delay
         self._stopping = threading.Event()
         self._txids = itertools.count()
-        self._consumer = f"direct-{function}-{uuid.uuid4().hex[:8]}"
+        self._output_fields = list(output.fields)
         self._streams = [DirectStream(nodes, output, conf) for _ in range(max(1, workers))]
         self._threads: list[threading.Thread] = []
 
@@ -151,6 +139,10 @@ class DirectDRPC:
                                       name=f"drpc-direct-{self.function}-{i}")
             thread.start()
             self._threads.append(thread)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until :meth:`stop`; True if it stopped within ``timeout`` seconds."""
+        return self._stopping.wait(timeout)
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop taking requests, let the workers finish the ones they hold, clean up."""
@@ -163,7 +155,7 @@ class DirectDRPC:
         try:
             while not self._stopping.is_set():
                 try:
-                    request = self.requests.fetch(self.function, self._consumer, FETCH_WAIT)
+                    request = self.requests.fetch(self.function, FETCH_WAIT)
                 except Exception as exc:  # the server is away: say so, keep trying
                     LOG.warning("DRPC %r: fetching requests failed: %s", self.function, exc)
                     self._stopping.wait(FETCH_WAIT)
@@ -195,14 +187,16 @@ class DirectDRPC:
             except Exception as exc:  # the caller gets it; the topology goes on
                 self._fail(request, f"{type(exc).__name__}: {exc}", started)
             else:
-                self.requests.result(request.id, result_json(rows))
-                self.stats.add(True, (time.perf_counter() - started) * 1000)
+                fields = list(self._output_fields)
+                answer = result_json(fields, [dict(zip(fields, row, strict=True)) for row in rows])
+                self.stats.add(True, (time.perf_counter() - started) * 1000)  # before the caller wakes
+                self.requests.result(request.id, answer)
             return
 
     def _fail(self, request: TakenRequest, why: str, started: float) -> None:
         LOG.warning("DRPC %r: a request failed: %s", self.function, why)
-        self.requests.fail(request.id, f"DRPC {self.function!r} failed: {why}")
         self.stats.add(False, (time.perf_counter() - started) * 1000)
+        self.requests.fail(request.id, f"DRPC {self.function!r} failed: {why}")
 
 
-__all__ = ["DEFAULT_WORKERS", "DirectDRPC", "DirectStats", "RequestQueue", "result_json"]
+__all__ = ["DEFAULT_WORKERS", "DirectDRPC", "DirectStats", "RequestQueue"]

@@ -100,6 +100,9 @@ class TopologyHandle:
         self._on_stop: list[Callable[[], None]] = []  # after the queries stop (kept instances' cleanup)
         #: The DRPC server of the run's DRPC streams given none (``host:port``), if it has any.
         self.drpc_address: str | None = None
+        #: DRPC streams answered in the driver, by stream name (``run(drpc_path=)``): no Spark
+        #: query; their ``stats`` count the requests answered and failed, and each one's time.
+        self.drpc_direct: dict[str, Any] = {}
         self._lock = threading.Lock()
         # What a batch's tasks counted, until its progress event comes (then taken, with any older).
         self._metrics: dict[tuple[str, int], tuple[list[str], dict[Any, float]]] = {}
@@ -108,6 +111,12 @@ class TopologyHandle:
         spark.streams.addListener(self._listener)
 
     # --- wiring (used by TridentTopology.run) -------------------------------------------
+    def _add_service(self, stream: str, service: Any) -> None:
+        """A stream served without a Spark query (a DRPC stream answered in the driver): it runs
+        until :meth:`stop`."""
+        self.drpc_direct[stream] = service
+        self._on_stop.insert(0, service.stop)
+
     def _add(self, stream: str, query: StreamingQuery) -> None:
         self._queries[stream] = query
         self._names[str(query.id)] = stream
@@ -227,6 +236,11 @@ class TopologyHandle:
                 raise translate(stream, exc) from exc
             if left is not None and not done:
                 return False
+        if not self._queries:  # only streams answered in the driver: they end with stop()
+            for service in self.drpc_direct.values():
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                if not service.wait(left):
+                    return False
         self._wait_for_progress_events()
         return True
 
@@ -240,7 +254,8 @@ class TopologyHandle:
 
     @property
     def isActive(self) -> bool:
-        return any(q.isActive for q in self._queries.values())
+        return (any(q.isActive for q in self._queries.values())
+                or any(not service.wait(0) for service in self.drpc_direct.values()))
 
     def stop(self) -> None:
         """Stop every stream (a running batch is interrupted and will be replayed on restart)."""

@@ -11,14 +11,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trident_spark.checkpoint_files import join, mkdirs
+from trident_spark.drpc.client import topology_side
 from trident_spark.drpc.spout import DRPCSpout, resolve_run_server
 from trident_spark.errors import TopologyError
+from trident_spark.executor.direct_stream import why_not_direct
 from trident_spark.executor.sources import query_source
 from trident_spark.graph import PersistNode, StateQueryNode
 from trident_spark.planner.query import QueryPlan
 from trident_spark.runtime.batch import BatchRunner
+from trident_spark.runtime.drpc_direct import DirectDRPC
 from trident_spark.runtime.drpc_results import DRPCResults
 from trident_spark.runtime.progress import ProgressCallback
+from trident_spark.sink import DRPCResultSink
 from trident_spark.spout.base import Spout, SpoutRun
 
 if TYPE_CHECKING:
@@ -37,7 +41,7 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path | str, trigger: str
                   max_batch_retries: int, retry_delay: float, *, outage_budget: float = 180.0,
                   progress_history: int = 100, accept_state_loss: bool = False,
                   py_files: Sequence[str | os.PathLike[str]] | None = None,
-                  drpc: Any = None) -> TopologyHandle:
+                  drpc: Any = None, drpc_path: str = "auto") -> TopologyHandle:
     """Check the spouts, then start every query; returns the handle over them.
 
     The operations' code reaches the executors: ``py_files`` are shipped (``addPyFile``), and in
@@ -92,6 +96,11 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path | str, trigger: str
                                  checkpoint=stream_dir, accept_state_loss=accept_state_loss,
                                  outage_budget=outage_budget, run_id=run_id)
             run = SpoutRun(stream_dir, outage_budget, drpc=drpc_address, run_id=run_id)
+            direct = _answered_in_driver(query, run, drpc_path, conf, max_batch_retries, retry_delay)
+            if direct is not None:  # no Spark query: the driver's threads answer its requests
+                direct.start()
+                handle._add_service(query.name, direct)
+                continue
             runner.drpc = DRPCResults.of(query, run)
             source = query_source(spark, query.spouts, run)
             writer = (source.writeStream.queryName(query.name)
@@ -122,6 +131,32 @@ def checkpoint_at(location: Path | str, spark: SparkSession) -> Path | str:
         return qualify(location, default_filesystem(spark))
     except ValueError as exc:
         raise TopologyError(f"run(): {exc}") from None
+
+
+def _answered_in_driver(query: QueryPlan, run: SpoutRun, drpc_path: str, conf: dict[str, Any],
+                        max_batch_retries: int, retry_delay: float) -> DirectDRPC | None:
+    """The driver's answerer of a DRPC query's requests (``run(drpc_path="driver"|"auto")``), or
+    None: the query runs on Spark. ``"driver"`` for a stream that needs Spark is an error."""
+    drpc_spouts = [node for node in query.spouts if isinstance(node.spout, DRPCSpout)]
+    if drpc_path == "spark" or not drpc_spouts:
+        return None
+    outputs = [output for output in query.outputs if output.sinks]
+    why = why_not_direct(query.nodes)
+    if why is None and len(query.spouts) > 1:
+        why = "it reads more than one spout"
+    if why is None and (len(query.outputs) != 1 or len(outputs) != 1
+                        or not all(isinstance(sink, DRPCResultSink) for sink in outputs[0].sinks)):
+        why = "it has outputs besides its answer (collect(), a sink, another branch)"
+    if why is not None:
+        if drpc_path == "driver":
+            raise TopologyError(f"run(drpc_path='driver'): stream {query.name!r} cannot be answered in the "
+                                f"driver: {why}; use drpc_path='spark' or 'auto'")
+        log.info("stream %s: DRPC requests run as Spark batches: %s", query.name, why)
+        return None
+    spout = drpc_spouts[0].spout.for_run(run)
+    requests = topology_side(spout.client().address, spout.client().consumer)  # no HTTP in-process
+    return DirectDRPC(spout.function, query.nodes, outputs[0].node, requests, conf,
+                      max_batch_retries=max_batch_retries, retry_delay=retry_delay)
 
 
 def _drpc_server(queries: list[QueryPlan], drpc: Any, handle: TopologyHandle) -> str | None:

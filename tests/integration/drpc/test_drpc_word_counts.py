@@ -1,6 +1,7 @@
-"""DRPC on Spark: word counts persisted, then asked through LocalDRPC and through a DRPCClient
-against the server ``run()`` starts, several requests at once; a request whose operation raises
-fails at its caller and the topology goes on answering.
+"""DRPC on Spark (``run(drpc_path="spark")``: each request a micro-batch): word counts persisted,
+then asked through LocalDRPC and through a DRPCClient against the server ``run()`` starts,
+several requests at once; a request whose operation raises fails at its caller and the topology
+goes on answering.
 
 One run, three queries: the counting stream, the ``words`` DRPC stream (a LocalDRPC) and the
 ``total`` DRPC stream (the run's own server). Answers are compared with a direct computation
@@ -77,7 +78,7 @@ def served(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
         .each(["count"], FilterNull())
         .project(["word", "count"])
     )
-    handle = topology.run(work / "ckpt", spark=spark, drpc="127.0.0.1:0")
+    handle = topology.run(work / "ckpt", spark=spark, drpc="127.0.0.1:0", drpc_path="spark")
     try:
         handle.queries["sentences"].processAllAvailable()
         yield drpc, handle, factory
