@@ -405,15 +405,18 @@ def append_text(location: Location, text: str) -> None:
 
 
 def exists(location: Location) -> bool:
-    """Whether a file or directory is at ``location`` (False also when it cannot be reached)."""
+    """Whether a file or directory is at ``location``; a filesystem that cannot be reached raises
+    :class:`CheckpointFilesError` (it is not taken for a missing file)."""
     path = local_path(location)
     if path is not None:
         return path.exists()
     try:
         remote, key = _remote(str(location))
         return not _is_missing(remote.filesystem, key)
-    except Exception:
+    except FileNotFoundError:
         return False
+    except Exception as exc:
+        raise _failed("look for", location, exc) from None
 
 
 def is_dir(location: Location) -> bool:
@@ -426,8 +429,10 @@ def is_dir(location: Location) -> bool:
 
         remote, key = _remote(str(location))
         return bool(remote.filesystem.get_file_info(key).type == pafs.FileType.Directory)
-    except Exception:
+    except FileNotFoundError:
         return False
+    except Exception as exc:
+        raise _failed("look for", location, exc) from None
 
 
 def list_names(location: Location) -> list[str]:

@@ -181,3 +181,15 @@ def test_status_reads_a_checkpoint_on_an_object_store(objects, capsys):
     assert [s["stream"] for s in shown["streams"]] == ["words"]
     assert shown["streams"][0]["diagnosis"]["totals"]["batches"] == 3
     assert "batch 3 was interrupted" in shown["streams"][0]["pending"]
+
+
+def test_status_on_an_unreachable_filesystem_says_why_not_that_it_is_missing(capsys):
+    import argparse
+
+    from trident_spark.cli import status
+
+    args = argparse.Namespace(checkpoint="nosuch://user:hunter2@host/ck", stream=None, last=20,
+                              follow=False, format="table", interval=1.0)
+    assert status.main(args) == 2
+    said = capsys.readouterr().err
+    assert "cannot reach nosuch://user:***@host/ck" in said and "hunter2" not in said
