@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from trident_spark import checkpoint_files as files
 from trident_spark.errors import StateUnavailableError, TopologyError
 
 log = logging.getLogger(__name__)
@@ -91,7 +91,7 @@ class Outage:
     #: What the stream was doing, for the messages: "batch 7", "planning the next batch".
     doing: str
     #: The query's checkpoint directory, where the wait is recorded (None: not recorded).
-    record_dir: Path | None = None
+    record_dir: Path | str | None = None  # a local path or a URI (checkpoint_files)
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
     #: Asked during a wait (about once a second): True once the stream was stopped, which ends
@@ -163,12 +163,11 @@ class Outage:
     def _record(self, record: dict[str, Any]) -> None:
         if self.record_dir is None:
             return
+        target = files.join(self.record_dir, WAIT_FILE)
         try:
-            partial = self.record_dir / f"{WAIT_FILE}.{os.getpid()}.tmp"
-            partial.write_text(json.dumps(record), encoding="utf-8")
-            os.replace(partial, self.record_dir / WAIT_FILE)
+            files.write_text(target, json.dumps(record))  # atomic
         except OSError as exc:  # the wait is still logged; a record is for watching only
-            log.debug("cannot write %s: %s", self.record_dir / WAIT_FILE, exc)
+            log.debug("cannot write %s: %s", files.describe(target), exc)
 
 
 def budget_spent(cause: BaseException, kind: Kind, address: str, used: float, budget: float,
@@ -204,7 +203,7 @@ def _wall_clock() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def read_wait(stream_dir: Path) -> dict[str, Any] | None:
+def read_wait(stream_dir: files.Location) -> dict[str, Any] | None:
     """What a stream waits for now (the record :class:`Outage` keeps), or None.
 
     Examples
@@ -213,18 +212,19 @@ def read_wait(stream_dir: Path) -> dict[str, Any] | None:
     True
     """
     try:
-        record = json.loads((stream_dir / WAIT_FILE).read_text("utf-8"))
+        record = json.loads(files.read_text(files.join(stream_dir, WAIT_FILE)))
     except (OSError, ValueError):
         return None
     return record if isinstance(record, dict) else None
 
 
-def clear_wait(stream_dir: Path) -> None:
+def clear_wait(stream_dir: files.Location) -> None:
     """Remove a wait record left behind by a run that stopped while it waited (a new run starts)."""
+    target = files.join(stream_dir, WAIT_FILE)
     try:
-        (stream_dir / WAIT_FILE).unlink(missing_ok=True)
+        files.delete(target)
     except OSError as exc:
-        log.debug("cannot remove %s: %s", stream_dir / WAIT_FILE, exc)
+        log.debug("cannot remove %s: %s", files.describe(target), exc)
 
 
 def describe_wait(record: dict[str, Any]) -> str:

@@ -46,8 +46,9 @@ class RunHandle(Protocol):
         """The SparkSession the queries run in."""
 
     @property
-    def checkpoint(self) -> Path:
-        """The checkpoint location: one directory per query."""
+    def checkpoint(self) -> Path | str:
+        """The checkpoint location: one directory per query; a ``Path`` for a plain path, the URI
+        string for a URI (``file://``, ``hdfs://``, ``s3a://`` ...)."""
 
     @property
     def queries(self) -> dict[str, Any]:
@@ -97,7 +98,7 @@ class RunSettings:
     '1 second'
     """
 
-    checkpoint: Path
+    checkpoint: Path | str  # a Path for a plain path, the URI string for a URI (never Path(uri))
     trigger: str | None = "1 second"
     spark: Any = None  # a SparkSession, or None: a local one
     on_progress: ProgressCallback | None = None

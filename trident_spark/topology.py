@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
+from trident_spark import checkpoint_files
 from trident_spark.errors import TopologyError, check_int
 from trident_spark.fields import Fields
 from trident_spark.graph import JoinNode, MergeNode, MultiReduceNode, Node, PersistNode, SpoutNode, spouts_of
@@ -432,10 +433,12 @@ class TridentTopology:
 
         Parameters
         ----------
-        checkpoint_location : path
+        checkpoint_location : path or URI
             Each query keeps its offsets log and commit log in ``<path>/<query name>`` (the
             stream name; ``a+b`` for merged or joined streams). Restarting with the same path
-            resumes, replaying an unfinished batch.
+            resumes, replaying an unfinished batch. A plain path, or a URI of any filesystem
+            Spark checkpoints to (``file://``, ``hdfs://``, ``s3a://``, ``gs://``, ``abfs://``):
+            trident-spark keeps its own files beside Spark's there (docs/deployment.md).
         trigger : str or None
             ``"1 second"`` (a processing-time interval, Trident's batch emit interval),
             ``None`` (next batch as soon as the last ends), ``"available_now"`` (read what
@@ -480,7 +483,9 @@ class TridentTopology:
         check_int(max_batch_retries, "max_batch_retries", minimum=0, where="run()", error=TopologyError)
         if drpc_path not in DRPC_PATHS:
             raise TopologyError(f"run(drpc_path={drpc_path!r}): give one of {', '.join(DRPC_PATHS)}")
-        settings = RunSettings(Path(checkpoint_location), trigger, spark, on_progress, conf,
+        # A URI stays a string: Path("s3a://bucket/ck") would make it s3a:/bucket/ck.
+        location = checkpoint_files.checkpoint_location(checkpoint_location)
+        settings = RunSettings(location, trigger, spark, on_progress, conf,
                                max_batch_retries, retry_delay, outage_budget, progress_history,
                                accept_state_loss, py_files, drpc, drpc_path)
         return installed_runner().run(self.queries(), settings)

@@ -25,7 +25,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "docs" / "api.md", ROOT / "docs" / "port-guide.md", ROOT / "docs" / "state.md",
         ROOT / "docs" / "tuning.md", ROOT / "docs" / "spouts-and-states.md", ROOT / "docs" / "windows.md",
-        ROOT / "docs" / "drpc.md"]
+        ROOT / "docs" / "drpc.md", ROOT / "docs" / "deployment.md"]
 
 _FENCE = re.compile(r"^```(\S*)\s*$")
 _NOT_RUN = re.compile(r"^<!--\s*not run:\s*(?P<reason>.*?)\s*-->$")

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from trident_spark.checkpoint_files import checkpoint_location
 from trident_spark.errors import (
     BrokerUnavailableError,
     FailedException,
@@ -247,7 +248,7 @@ def main(args: argparse.Namespace) -> int:
     # A failure leaves the live view and the watcher first, then is the command's one `error:` line
     # (cli/failure.py), its traceback with -v.
     try:
-        with progress, WaitWatcher(Path(checkpoint), console):
+        with progress, WaitWatcher(checkpoint_location(checkpoint), console):
             run_with_restarts(run_once, args.restart_on_failure, args.restart_delay, say)
     except KeyboardInterrupt:
         console.print("stopping (the running batch will be replayed on restart)")

@@ -8,9 +8,10 @@ import socket
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
+from trident_spark import checkpoint_files as files
+from trident_spark.checkpoint_files import Location
 from trident_spark.errors import TridentSparkError
 from trident_spark.local.process import pid_alive
 from trident_spark.runtime.progress import PROGRESS_FILE, RUN_FILE  # light: no pyspark import
@@ -18,8 +19,10 @@ from trident_spark.runtime.progress_log import (
     PROGRESS_FILE_BYTES,
     PROGRESS_FILES_KEPT,
     ProgressTail,
+    WholeFileTail,
     has_progress,
     progress_files,
+    progress_tail,
 )
 
 HELP = "show each stream's progress, principal bottleneck and First-Rule verdict from a checkpoint"
@@ -50,6 +53,9 @@ EPILOG = """examples:
       a stream's own directory works too
   trident-spark status /tmp/wc --format json | jq '.streams[].diagnosis.verdict'
       the diagnosis as JSON, for scripts
+  trident-spark status s3a://bucket/checkpoints/wc
+      a checkpoint on another filesystem (file://, hdfs://, s3a://, gs://, abfs://: pyarrow.fs,
+      credentials from the environment)
 
 exit status: 0 shown (also after Ctrl-C with --follow), 2 no such checkpoint or no progress in it
 """
@@ -90,17 +96,17 @@ def _positive_float(text: str) -> float:
 
 
 # --- reading the checkpoint -----------------------------------------------------------------------
-def batch_ids(directory: Path) -> list[int]:
+def batch_ids(directory: Location) -> list[int]:
     """Batch ids of a Spark metadata log (``offsets/`` or ``commits/``): files named by number."""
     try:
-        return sorted(int(p.name) for p in directory.iterdir() if p.name.isdigit())
+        return sorted(int(name) for name in files.list_names(directory) if name.isdigit())
     except OSError:
         return []
 
 
-def read_run(root: Path) -> dict[str, Any] | None:
+def read_run(root: Location) -> dict[str, Any] | None:
     try:
-        value = json.loads((root / RUN_FILE).read_text("utf-8"))
+        value = json.loads(files.read_text(files.join(root, RUN_FILE)))
     except (OSError, ValueError):
         return None
     return value if isinstance(value, dict) else None
@@ -123,9 +129,10 @@ def run_status(run: dict[str, Any] | None) -> tuple[str, bool | None]:
     return f"not running: pid {pid} is gone without a stop (killed or crashed; started {started})", False
 
 
-def pending_batch(stream_dir: Path, alive: bool | None) -> str | None:
+def pending_batch(stream_dir: Location, alive: bool | None) -> str | None:
     """The batch whose offsets Spark logged but did not commit: running now, or interrupted."""
-    offsets, commits = batch_ids(stream_dir / "offsets"), batch_ids(stream_dir / "commits")
+    offsets = batch_ids(files.join(stream_dir, "offsets"))
+    commits = batch_ids(files.join(stream_dir, "commits"))
     if not offsets or (commits and commits[-1] >= offsets[-1]):
         return None
     txid = offsets[-1]
@@ -137,28 +144,39 @@ def pending_batch(stream_dir: Path, alive: bool | None) -> str | None:
             "offsets on restart")
 
 
-def locate(path: Path, stream: str | None = None) -> tuple[Path, dict[str, Path]]:
-    """``(run directory, {stream: its directory})`` for a checkpoint or one stream's directory."""
-    if not path.exists():
-        raise StatusError(f"no such directory: {path}; give the checkpoint directory of a run "
-                          "(topology.run(checkpoint_location=...), trident-spark run --checkpoint)")
-    if not path.is_dir():
-        raise StatusError(f"{path} is not a directory; give the checkpoint directory of a run "
-                          "(topology.run(checkpoint_location=...), trident-spark run --checkpoint)")
-    if has_progress(path):
-        root, streams = path.parent, {path.name: path}
-    else:
-        root = path
-        streams = {d.name: d for d in sorted(path.iterdir()) if d.is_dir() and has_progress(d)}
+def locate(path: Location, stream: str | None = None) -> tuple[Location, dict[str, Location]]:
+    """``(run directory, {stream: its directory})`` for a checkpoint or one stream's directory: a
+    local path, or a URI (``hdfs://``, ``s3a://`` ..., read through ``checkpoint_files``)."""
+    shown = files.describe(path)
+    try:
+        if not files.exists(path):
+            raise StatusError(f"no such directory: {shown}; give the checkpoint directory of a run "
+                              "(topology.run(checkpoint_location=...), trident-spark run --checkpoint)")
+        if not files.is_dir(path):
+            raise StatusError(f"{shown} is not a directory; give the checkpoint directory of a run "
+                              "(topology.run(checkpoint_location=...), trident-spark run --checkpoint)")
+        root: Location
+        streams: dict[str, Location]
+        if has_progress(path):
+            root, streams = files.parent_of(path), {files.name_of(path): path}
+        else:
+            root = path
+            streams = {name: files.join(path, name) for name in files.list_names(path)
+                       if has_progress(files.join(path, name))}
+        if not streams:
+            waiting = [name for name in files.list_names(path)
+                       if files.is_dir(files.join(path, name, "offsets"))]
+    except OSError as exc:  # a remote filesystem that cannot be reached (CheckpointFilesError)
+        raise StatusError(str(exc)) from None
     if not streams:
-        waiting = sorted(d.name for d in path.iterdir() if (d / "offsets").is_dir())
         hint = (f"; streams {', '.join(waiting)} have not finished a batch yet" if waiting else
                 f"; give the directory passed as checkpoint_location (each stream writes "
                 f"CHECKPOINT/<stream>/{PROGRESS_FILE} after its first batch)")
-        raise StatusError(f"no {PROGRESS_FILE} in {path} or its subdirectories{hint}")
+        raise StatusError(f"no {PROGRESS_FILE} in {shown} or its subdirectories{hint}")
     if stream is not None:
         if stream not in streams:
-            raise StatusError(f"no stream {stream!r} in {root}; its streams: {', '.join(streams)}")
+            raise StatusError(f"no stream {stream!r} in {files.describe(root)}; its streams: "
+                              f"{', '.join(streams)}")
         streams = {stream: streams[stream]}
     return root, streams
 
@@ -201,19 +219,20 @@ ValueError: no number in 'x'"
 class StatusReader:
     """Reads a checkpoint directory, and on each :meth:`views` what was appended since."""
 
-    def __init__(self, path: Path, *, stream: str | None = None, window: int = 20) -> None:
+    def __init__(self, path: Location, *, stream: str | None = None, window: int = 20) -> None:
         from trident_spark.cli.live import StreamHistory
 
         self.path, self.stream, self.window = path, stream, window
         self.root, dirs = locate(path, stream)
         self.dirs = dirs
-        self.tails = {name: ProgressTail(d / PROGRESS_FILE) for name, d in dirs.items()}
+        self.tails: dict[str, ProgressTail | WholeFileTail] = {
+            name: progress_tail(files.join(d, PROGRESS_FILE)) for name, d in dirs.items()}
         self.histories = {name: StreamHistory(name) for name in dirs}
 
     def _rescan(self) -> None:
         from trident_spark.cli.live import StreamHistory
 
-        if self.stream is not None or self.dirs.get(self.path.name) == self.path:
+        if self.stream is not None or self.dirs.get(files.name_of(self.path)) == self.path:
             return  # one stream asked for
         try:
             _, dirs = locate(self.path)
@@ -222,7 +241,7 @@ class StatusReader:
         for name, directory in dirs.items():
             if name not in self.dirs:
                 self.dirs[name] = directory
-                self.tails[name] = ProgressTail(directory / PROGRESS_FILE)
+                self.tails[name] = progress_tail(files.join(directory, PROGRESS_FILE))
                 self.histories[name] = StreamHistory(name)
 
     def views(self) -> list[Any]:
@@ -244,11 +263,11 @@ class StatusReader:
             notes = []
             if self.tails[name].bad_lines:
                 notes.append(f"{self.tails[name].bad_lines} unreadable lines in "
-                             f"{self.dirs[name] / PROGRESS_FILE} skipped")
+                             f"{files.describe(files.join(self.dirs[name], PROGRESS_FILE))} skipped")
             if self.tails[name].dropped:
                 notes.append(f"progress before txid {history.first_txid} was rotated away: the figures "
                              f"cover the {len(progress_files(self.dirs[name]))} progress files kept in "
-                             f"{self.dirs[name]}")
+                             f"{files.describe(self.dirs[name])}")
             if run and run.get("trigger") and not trigger_ms:
                 notes.append(f"trigger {run['trigger']}: batches run back to back, no interval to meet")
             errors = reported_errors(list(history.recent)[-self.window:])
@@ -264,7 +283,7 @@ class StatusReader:
 
     def as_json(self, views: list[Any]) -> str:
         run = read_run(self.root)
-        return json.dumps({"checkpoint": str(self.root), "run": run,
+        return json.dumps({"checkpoint": files.describe(self.root), "run": run,
                            "streams": [{"stream": v.diagnosis.stream, "status": v.status,
                                         "pending": v.pending, "notes": v.notes,
                                         "diagnosis": v.diagnosis.to_dict()} for v in views]}, default=str)
@@ -304,7 +323,10 @@ def main(args: argparse.Namespace, console: Any = None) -> int:
     from trident_spark.cli.live import render
 
     try:
-        reader = StatusReader(Path(args.checkpoint), stream=args.stream, window=args.last)
+        # A plain path or file:// URI is read as a local directory; another URI through pyarrow.fs.
+        local = files.local_path(args.checkpoint)
+        reader = StatusReader(local if local is not None else args.checkpoint.rstrip("/"),
+                              stream=args.stream, window=args.last)
     except StatusError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

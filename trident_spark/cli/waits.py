@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import threading
 from datetime import UTC, datetime
-from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from trident_spark import checkpoint_files as files
+from trident_spark.checkpoint_files import Location
 from trident_spark.outage import WAIT_FILE, describe_wait, read_wait
 
 
@@ -26,7 +27,7 @@ class WaitWatcher:
     ...     handle.awaitTermination()
     """
 
-    def __init__(self, checkpoint: Path, console: Any, interval: float = 1.0) -> None:
+    def __init__(self, checkpoint: Location, console: Any, interval: float = 1.0) -> None:
         self.checkpoint = checkpoint
         self.console = console
         self.interval = interval
@@ -39,14 +40,15 @@ class WaitWatcher:
     def poll(self) -> list[str]:
         """Read the records once; the lines to print (new waits, then recoveries)."""
         current: dict[str, dict[str, Any]] = {}
-        try:
-            dirs = [d for d in self.checkpoint.iterdir() if (d / WAIT_FILE).is_file()]
+        try:  # a local path or a URI (checkpoint_files)
+            names = [name for name in files.list_names(self.checkpoint)
+                     if files.exists(files.join(self.checkpoint, name, WAIT_FILE))]
         except OSError:
-            dirs = []
-        for directory in sorted(dirs):
-            record = read_wait(directory)
+            names = []
+        for name in names:
+            record = read_wait(files.join(self.checkpoint, name))
             if record is not None and str(record.get("updated", "")) >= self._since:
-                current[directory.name] = record
+                current[name] = record
         lines = []
         for stream, record in current.items():
             if self._seen.get(stream, {}).get("updated") != record.get("updated") \

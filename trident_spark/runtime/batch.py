@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -11,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trident_spark import checkpoint_files as files
 from trident_spark.errors import (
     BrokerUnavailableError,
     FailedException,
@@ -78,7 +78,7 @@ class BatchRunner:
     #: per-stage time and rows, see ``runtime.metrics``).
     on_metrics: Callable[[int, dict[Any, float]], None] | None = None
     #: The query's checkpoint directory: where the batch whose state writes began is recorded.
-    checkpoint: Path | None = None
+    checkpoint: Path | str | None = None  # the query's directory: a local path or a URI (checkpoint_files)
     #: What Spark has counted of the running batch's reads (``runtime.replays``): taken before
     #: each replay, so the batch's progress counts its rows once.
     spark_reads: Callable[[], SparkReads | None] | None = None
@@ -264,14 +264,14 @@ class BatchRunner:
         named = [a for a in addresses if a in str(cause)]
         return "broker", ", ".join(dict.fromkeys(named or addresses)) or "?"
 
-    def _marker(self) -> Path | None:
-        return None if self.checkpoint is None else self.checkpoint / WRITES_MARKER
+    def _marker(self) -> Path | str | None:
+        return None if self.checkpoint is None else files.join(self.checkpoint, WRITES_MARKER)
 
     def _began_writing(self) -> int | None:
         """The last batch whose state writes this checkpoint began (None: none, or unknown)."""
         marker = self._marker()
         try:
-            return int(marker.read_text()) if marker is not None else None
+            return int(files.read_text(marker)) if marker is not None else None
         except (OSError, ValueError):
             return None
 
@@ -280,9 +280,7 @@ class BatchRunner:
         marker = self._marker()
         if marker is None:
             return
-        partial = marker.with_suffix(".tmp")
-        partial.write_text(str(batch_id))
-        os.replace(partial, marker)
+        files.write_text(marker, str(batch_id))  # atomic: temporary file and rename, or one put
 
     def _counters(self, df: DataFrame) -> Accumulator[dict[Any, float]]:
         """The accumulator the batch's tasks count into, emptied for this attempt."""
@@ -313,7 +311,7 @@ class BatchRunner:
                 raise first
 
 
-def batch_timestamp_ms(checkpoint: Path | None, batch_id: int) -> int | None:
+def batch_timestamp_ms(checkpoint: Path | str | None, batch_id: int) -> int | None:
     """``batchTimestampMs`` of batch ``batch_id`` in Spark's offset log (``offsets/<id>``, its second
     line: the batch's metadata), logged before the batch ran; None if there is none."""
     import json
@@ -321,7 +319,7 @@ def batch_timestamp_ms(checkpoint: Path | None, batch_id: int) -> int | None:
     if checkpoint is None:
         return None
     try:
-        lines = (checkpoint / "offsets" / str(batch_id)).read_text(encoding="utf-8").splitlines()
+        lines = files.read_text(files.join(checkpoint, "offsets", str(batch_id))).splitlines()
         value = json.loads(lines[1]).get("batchTimestampMs")
     except (OSError, IndexError, ValueError, AttributeError):
         return None

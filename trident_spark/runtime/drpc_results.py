@@ -43,7 +43,7 @@ class DRPCResults:
     """
 
     def __init__(self, query: QueryPlan, run: SpoutRun) -> None:
-        self.checkpoint: Path | None = run.checkpoint
+        self.checkpoint: Path | str | None = run.checkpoint
         self.streams = [node.stream_name for node in query.spouts]
         self.clients: dict[str, TopologyClient] = {}
         for node in query.spouts:

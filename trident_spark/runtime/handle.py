@@ -11,6 +11,7 @@ from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trident_spark import checkpoint_files as files
 from trident_spark.errors import TopologyError, check_int
 from trident_spark.runtime.failures import translate
 from trident_spark.runtime.metrics import batch_description, batch_spark_metrics
@@ -80,11 +81,14 @@ class TopologyHandle:
     >>> handle.processAllAvailable(); handle.stop()              # doctest: +SKIP
     """
 
-    def __init__(self, spark: SparkSession, checkpoint: Path, on_progress: ProgressCallback | None = None,
+    def __init__(self, spark: SparkSession, checkpoint: Path | str,
+                 on_progress: ProgressCallback | None = None,
                  progress_history: int = PROGRESS_HISTORY, *, progress_file_bytes: int = PROGRESS_FILE_BYTES,
                  progress_files_kept: int = PROGRESS_FILES_KEPT) -> None:
         self.spark = spark
-        self.checkpoint = checkpoint
+        #: The checkpoint location: a ``Path`` for a plain path, the URI string as given for a URI
+        #: (``file://``, ``hdfs://``, ``s3a://`` ...; see ``trident_spark.checkpoint_files``).
+        self.checkpoint: Path | str = files.checkpoint_location(checkpoint)
         self._queries: dict[str, StreamingQuery] = {}
         self._names: dict[str, str] = {}
         self._progress: deque[BatchProgress] = deque(maxlen=check_progress_history(progress_history))
@@ -150,13 +154,11 @@ class TopologyHandle:
         info = self._run_info
         if info is None:
             return
+        target = files.join(self.checkpoint, RUN_FILE)
         try:
-            self.checkpoint.mkdir(parents=True, exist_ok=True)
-            partial = self.checkpoint / (RUN_FILE + ".tmp")
-            partial.write_text(json.dumps(info, indent=1), encoding="utf-8")
-            partial.replace(self.checkpoint / RUN_FILE)
+            files.write_text(target, json.dumps(info, indent=1))  # atomic
         except OSError as exc:
-            log.warning("cannot write %s: %s", self.checkpoint / RUN_FILE, exc)
+            log.warning("cannot write %s: %s", files.describe(target), exc)
 
     def _on_progress(self, query_id: str, progress: dict[str, Any]) -> None:
         stream = self._names.get(query_id)
@@ -184,14 +186,15 @@ class TopologyHandle:
         try:
             self._log(stream).append(batch.to_json())
         except OSError as exc:
-            log.warning("cannot append progress to %s: %s", self.checkpoint / stream / PROGRESS_FILE, exc)
+            log.warning("cannot append progress to %s: %s",
+                        files.describe(files.join(self.checkpoint, stream, PROGRESS_FILE)), exc)
         for callback in self._callbacks:
             callback(batch)
 
     def _log(self, stream: str) -> ProgressLog:
         found = self._logs.get(stream)
         if found is None:
-            found = self._logs[stream] = ProgressLog(self.checkpoint / stream, *self._log_size)
+            found = self._logs[stream] = ProgressLog(files.join(self.checkpoint, stream), *self._log_size)
         return found
 
     # --- public ------------------------------------------------------------------------

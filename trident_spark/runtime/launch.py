@@ -10,6 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trident_spark.checkpoint_files import join, mkdirs
 from trident_spark.drpc.client import topology_side
 from trident_spark.drpc.spout import DRPCSpout, resolve_run_server
 from trident_spark.errors import TopologyError
@@ -35,7 +36,7 @@ log = logging.getLogger(__name__)
 ONCE_TRIGGERS = ("available_now", "availableNow", "once")
 
 
-def start_queries(queries: list[QueryPlan], checkpoint: Path, trigger: str | None,
+def start_queries(queries: list[QueryPlan], checkpoint: Path | str, trigger: str | None,
                   spark: SparkSession | None, on_progress: ProgressCallback | None, conf: dict[str, Any],
                   max_batch_retries: int, retry_delay: float, *, outage_budget: float = 180.0,
                   progress_history: int = 100, accept_state_loss: bool = False,
@@ -76,6 +77,7 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path, trigger: str | Non
     for query in queries:
         for node in query.spouts:
             node.spout.check()  # fail fast on the driver: unreachable broker, unknown topic
+    checkpoint = checkpoint_at(checkpoint, spark)  # where Spark puts it: ours go beside
     handle = TopologyHandle(spark, checkpoint, on_progress, progress_history)
     handle._write_run_info(trigger, [query.name for query in queries])
     run_id = uuid.uuid4().hex  # one per run, for all its queries: their kept instances end with it
@@ -85,14 +87,15 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path, trigger: str | Non
         drpc_address = _drpc_server(queries, "127.0.0.1:0" if drpc is None and trigger in ONCE_TRIGGERS
                                     else drpc, handle)
         for query in queries:
-            (checkpoint / query.name).mkdir(parents=True, exist_ok=True)
-            clear_wait(checkpoint / query.name)  # left by a run stopped while it waited
+            stream_dir = join(checkpoint, query.name)  # a URI keeps its "//" (checkpoint_files)
+            mkdirs(stream_dir)
+            clear_wait(stream_dir)  # left by a run stopped while it waited
             runner = BatchRunner(query, conf, max_batch_retries, retry_delay,
                                  on_metrics=partial(handle._record_metrics, query.name, stage_order(query)),
                                  spark_reads=partial(handle._spark_reads, query.name),
-                                 checkpoint=checkpoint / query.name, accept_state_loss=accept_state_loss,
+                                 checkpoint=stream_dir, accept_state_loss=accept_state_loss,
                                  outage_budget=outage_budget, run_id=run_id)
-            run = SpoutRun(checkpoint / query.name, outage_budget, drpc=drpc_address, run_id=run_id)
+            run = SpoutRun(stream_dir, outage_budget, drpc=drpc_address, run_id=run_id)
             direct = _answered_in_driver(query, run, drpc_path, conf, max_batch_retries, retry_delay)
             if direct is not None:  # no Spark query: the driver's threads answer its requests
                 direct.start()
@@ -102,7 +105,7 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path, trigger: str | Non
             source = query_source(spark, query.spouts, run)
             writer = (source.writeStream.queryName(query.name)
                       .foreachBatch(runner)
-                      .option("checkpointLocation", str(checkpoint / query.name)))
+                      .option("checkpointLocation", str(stream_dir)))
             # A DRPC query asks for its next request as soon as a batch ends (its source waits
             # briefly for one): a request never waits for a trigger interval.
             query_trigger = trigger if runner.drpc is None or trigger in ONCE_TRIGGERS else None
@@ -116,6 +119,18 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path, trigger: str | Non
         handle.stop()
         raise
     return handle
+
+
+def checkpoint_at(location: Path | str, spark: SparkSession) -> Path | str:
+    """The checkpoint as Spark resolves it: a URI as given, a plain path made absolute, or on
+    Spark's default filesystem when that is not local (``checkpoint_files.qualify``)."""
+    from trident_spark.checkpoint_files import qualify
+    from trident_spark.runtime.session import default_filesystem
+
+    try:
+        return qualify(location, default_filesystem(spark))
+    except ValueError as exc:
+        raise TopologyError(f"run(): {exc}") from None
 
 
 def _answered_in_driver(query: QueryPlan, run: SpoutRun, drpc_path: str, conf: dict[str, Any],

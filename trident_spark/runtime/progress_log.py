@@ -8,6 +8,12 @@ file) and a new one is started; of the rotated files, the newest
 written whole by one ``write``, so a reader following the files (``trident-spark status
 --follow``, :class:`ProgressTail`) never sees a torn line.
 
+On a filesystem that is not local (``hdfs://``, ``s3a://``, ``gs://`` ..., see
+:mod:`trident_spark.checkpoint_files`) there is no append: the handle keeps the current
+file's lines and writes it again whole after each batch, so the file rotates at
+:data:`REMOTE_PROGRESS_FILE_BYTES`, with as many rotated files kept as make the same history;
+the names are the same, and :func:`progress_tail` reads them either way.
+
 Imports nothing of pyspark: ``status`` reads these files without Spark.
 """
 
@@ -20,6 +26,8 @@ import os
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from trident_spark import checkpoint_files as files
+from trident_spark.checkpoint_files import Location
 from trident_spark.runtime.progress import PROGRESS_FILE
 
 log = logging.getLogger(__name__)
@@ -31,9 +39,12 @@ PROGRESS_FILE_BYTES = 16 * 1024 * 1024
 #: Rotated progress files kept besides the current one: with the current file, at most
 #: 80 MiB a stream, the last 10,000 batches or so (about 11 hours at a 1 s trigger).
 PROGRESS_FILES_KEPT = 4
+#: Where the progress file rotates on a filesystem without append (written whole after each
+#: batch): 1 MiB, about 120 batches a file.
+REMOTE_PROGRESS_FILE_BYTES = 1024 * 1024
 
 
-def rotated_files(directory: Path, name: str = PROGRESS_FILE) -> list[tuple[int, Path]]:
+def rotated_files(directory: Location, name: str = PROGRESS_FILE) -> list[tuple[int, Any]]:
     """The rotated files of ``name`` in ``directory`` as ``(number, path)``, oldest first.
 
     Examples
@@ -43,18 +54,18 @@ def rotated_files(directory: Path, name: str = PROGRESS_FILE) -> list[tuple[int,
     """
     found = []
     try:
-        entries = list(os.scandir(directory))
+        names = files.list_names(directory)
     except OSError:
         return []
     prefix = name + "."
-    for entry in entries:
-        number = entry.name[len(prefix):] if entry.name.startswith(prefix) else ""
+    for entry in names:
+        number = entry[len(prefix):] if entry.startswith(prefix) else ""
         if number.isdigit():
-            found.append((int(number), Path(entry.path)))
+            found.append((int(number), files.join(directory, entry)))
     return sorted(found)
 
 
-def progress_files(directory: Path, name: str = PROGRESS_FILE) -> list[Path]:
+def progress_files(directory: Location, name: str = PROGRESS_FILE) -> list[Any]:
     """Every progress file of a stream's directory, oldest first: the rotated ones, then the
     current one (when it exists).
 
@@ -63,12 +74,12 @@ def progress_files(directory: Path, name: str = PROGRESS_FILE) -> list[Path]:
     >>> progress_files(Path("/nonexistent"))
     []
     """
-    files = [path for _, path in rotated_files(directory, name)]
-    current = directory / name
-    return [*files, current] if current.is_file() else files
+    rotated = [path for _, path in rotated_files(directory, name)]
+    current = files.join(directory, name)
+    return [*rotated, current] if files.exists(current) else rotated
 
 
-def has_progress(directory: Path) -> bool:
+def has_progress(directory: Location) -> bool:
     """Whether a stream's directory holds any progress file (current or rotated)."""
     return bool(progress_files(directory))
 
@@ -78,13 +89,16 @@ class ProgressLog:
 
     Parameters
     ----------
-    directory : Path
-        The stream's checkpoint directory.
+    directory : Path or str
+        The stream's checkpoint directory: a local path, or a URI (see the module's note on
+        filesystems without append).
     max_bytes : int
         Rotate before a line would take the current file past this size (a file holds at
-        least one line, however long).
+        least one line, however long); at most :data:`REMOTE_PROGRESS_FILE_BYTES` on a
+        filesystem that is not local.
     keep : int
-        Rotated files kept; older ones are deleted as new ones are made.
+        Rotated files kept; older ones are deleted as new ones are made (on a filesystem that is
+        not local, as many more as keep the same bytes of history).
 
     Examples
     --------
@@ -97,17 +111,26 @@ class ProgressLog:
     ['trident-progress.jsonl.2', 'trident-progress.jsonl']
     """
 
-    def __init__(self, directory: Path, max_bytes: int = PROGRESS_FILE_BYTES,
+    def __init__(self, directory: Location, max_bytes: int = PROGRESS_FILE_BYTES,
                  keep: int = PROGRESS_FILES_KEPT) -> None:
-        self.directory = directory
-        self.path = directory / PROGRESS_FILE
+        local = files.local_path(directory)
+        self.location = directory
+        self.directory = local if local is not None else directory
+        self.path = files.join(self.directory, PROGRESS_FILE)
         self.max_bytes = max_bytes
         self.keep = keep
         self._next: int | None = None  # the number the next rotated file gets
+        self._whole: bytes | None = None  # remote: the current file's content, written whole
+        if local is None and max_bytes > REMOTE_PROGRESS_FILE_BYTES:
+            self.keep = keep * (max_bytes // REMOTE_PROGRESS_FILE_BYTES)
+            self.max_bytes = REMOTE_PROGRESS_FILE_BYTES
 
     def append(self, line: str) -> None:
         """Write ``line`` and its newline in one ``write`` (called on the driver, one thread at a time)."""
         data = (line + "\n").encode("utf-8")
+        if not isinstance(self.path, Path):
+            self._append_whole(data)
+            return
         with open(self.path, "ab") as out:
             size = out.tell()
             if size and size + len(data) > self.max_bytes:
@@ -118,19 +141,37 @@ class ProgressLog:
                 return
             out.write(data)
 
-    def _rotate(self) -> None:
+    def _append_whole(self, data: bytes) -> None:
+        """A filesystem without append: the current file is written again whole, with ``data``."""
+        if self._whole is None:
+            try:
+                self._whole = files.read_bytes(self.path)
+            except FileNotFoundError:
+                self._whole = b""
+        if self._whole and len(self._whole) + len(data) > self.max_bytes:
+            # The lines go to the next rotated file before the current one starts again: a reader
+            # may meet them twice for a moment (progress_tail reads each txid once), never lose them.
+            self._rotate(self._whole)
+            self._whole = b""
+        files.write_bytes(self.path, self._whole + data)
+        self._whole += data
+
+    def _rotate(self, content: bytes | None = None) -> None:
         rotated = rotated_files(self.directory)
         if self._next is None:
             self._next = (rotated[-1][0] + 1) if rotated else 1
-        target = self.directory / f"{PROGRESS_FILE}.{self._next}"
-        os.replace(self.path, target)  # atomic: a reader sees the old name or the new one
+        target = files.join(self.directory, f"{PROGRESS_FILE}.{self._next}")
+        if content is None:
+            os.replace(self.path, target)  # atomic: a reader sees the old name or the new one
+        else:
+            files.write_bytes(target, content)
         self._next += 1
         rotated.append((self._next - 1, target))
         for _, old in rotated[:max(0, len(rotated) - self.keep)]:
             try:
-                old.unlink()
+                files.delete(old)
             except OSError as exc:
-                log.warning("cannot remove the old progress file %s: %s", old, exc)
+                log.warning("cannot remove the old progress file %s: %s", files.describe(old), exc)
 
 
 class ProgressTail:
@@ -230,6 +271,85 @@ class ProgressTail:
         return found, offset
 
 
+class WholeFileTail:
+    """:class:`ProgressTail` for a stream directory that is not local (``hdfs://``, ``s3a://`` ...):
+    reads the rotated files once each and the current one whole at every read, and returns each
+    batch once (the batches after the last txid returned).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> directory = Path(tempfile.mkdtemp())
+    >>> ProgressLog(directory).append('{"txid": 0, "rows": 5}')
+    >>> WholeFileTail(directory / PROGRESS_FILE).read()
+    [{'txid': 0, 'rows': 5}]
+    """
+
+    def __init__(self, path: Location) -> None:
+        self.path = path
+        self.bad_lines = 0
+        self.dropped = False
+        self._done: int | None = None  # the newest rotated file read
+        self._last: int | None = None  # the last txid returned
+        self._rotated_bad = 0
+
+    def read(self) -> list[dict[str, Any]]:
+        """The batches written since the last read, oldest first (each txid once)."""
+        directory, name = files.parent_of(self.path), files.name_of(self.path)
+        rotated = [(n, p) for n, p in rotated_files(directory, name) if self._done is None or n > self._done]
+        expected = 1 if self._done is None else self._done + 1
+        if rotated and rotated[0][0] > expected:
+            self.dropped = True
+        found: list[dict[str, Any]] = []
+        for number, path in rotated:
+            try:
+                batches, bad = _parse_all(files.read_bytes(path))
+            except OSError:
+                continue  # deleted meanwhile
+            found += batches
+            self._rotated_bad += bad
+            self._done = number
+        try:
+            batches, bad = _parse_all(files.read_bytes(self.path))
+        except OSError:
+            batches, bad = [], 0
+        self.bad_lines = self._rotated_bad + bad
+        fresh = []
+        for batch in [*found, *batches]:
+            txid = batch.get("txid")
+            if isinstance(txid, int) and self._last is not None and txid <= self._last:
+                continue
+            fresh.append(batch)
+            if isinstance(txid, int):
+                self._last = txid
+        return fresh
+
+
+def progress_tail(path: Location) -> ProgressTail | WholeFileTail:
+    """The reader that follows the progress file at ``path``: a :class:`ProgressTail` for a local
+    path (or ``file:`` URI), a :class:`WholeFileTail` for another filesystem.
+
+    Examples
+    --------
+    >>> type(progress_tail("file:///tmp/ck/words/trident-progress.jsonl")).__name__
+    'ProgressTail'
+    """
+    local = files.local_path(path)
+    return ProgressTail(local) if local is not None else WholeFileTail(path)
+
+
+def _parse_all(data: bytes) -> tuple[list[dict[str, Any]], int]:
+    found, bad = [], 0
+    for raw in data.split(b"\n"):
+        if raw.strip():
+            batch = _parse(raw)
+            if batch is None:
+                bad += 1
+            else:
+                found.append(batch)
+    return found, bad
+
+
 def _identity(source: BinaryIO) -> tuple[int, int]:
     st = os.fstat(source.fileno())
     return st.st_dev, st.st_ino
@@ -243,5 +363,6 @@ def _parse(raw: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) and "txid" in value else None
 
 
-__all__ = ["PROGRESS_FILES_KEPT", "PROGRESS_FILE_BYTES", "ProgressLog", "ProgressTail", "has_progress",
-           "progress_files", "rotated_files"]
+__all__ = ["PROGRESS_FILES_KEPT", "PROGRESS_FILE_BYTES", "REMOTE_PROGRESS_FILE_BYTES", "ProgressLog",
+           "ProgressTail", "WholeFileTail", "has_progress", "progress_files", "progress_tail",
+           "rotated_files"]

@@ -68,6 +68,16 @@ def local_session(app_name: str = "trident-spark", master: str | None = None,
     return spark
 
 
+def default_filesystem(spark: Any) -> str | None:
+    """Spark's default filesystem (Hadoop's ``fs.defaultFS``: ``file:///``, ``hdfs://nn:8020`` ...),
+    against which it resolves a checkpoint given as a plain path; None if it cannot be read."""
+    try:
+        value = spark.sparkContext._jsc.hadoopConfiguration().get("fs.defaultFS")
+    except Exception:  # not a classic session (require_classic says so), or no JVM (tests)
+        return None
+    return str(value) if value else None
+
+
 def require_classic(spark: Any, where: str = "run()") -> None:
     """Refuse a Spark Connect session (``SparkSession.builder.remote(...)``, ``SPARK_REMOTE``):
     a topology drives each batch on the driver through what a Connect client does not have.

@@ -17,11 +17,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trident_spark import checkpoint_files as files
 from trident_spark.errors import StateAdoptionError, StateLostError
 from trident_spark.state.commit_record import (
     CheckpointCommit,
@@ -76,15 +76,15 @@ class StateCommits:
         The state factories of the query's persists (each with ``open_commit_log``).
     stream : str
         The query's name.
-    checkpoint : Path or None
-        The query's checkpoint directory (None: nothing is compared with a checkpoint).
+    checkpoint : Path, str or None
+        The query's checkpoint directory, a local path or a URI (None: nothing is compared with a checkpoint).
     accept_loss : bool
         Re-base a state that lost data on the checkpoint instead of failing (``run(accept_state_loss=True)``).
     """
 
     factories: list[Any]
     stream: str
-    checkpoint: Path | None = None
+    checkpoint: Path | str | None = None
     accept_loss: bool = False
     _guards: list[_Guard] = field(default_factory=list, init=False, repr=False)
     #: The checkpoint's file as last read or written (this driver is its only writer).
@@ -105,8 +105,8 @@ class StateCommits:
 
     # -- the checkpoint's side ---------------------------------------------------------------
 
-    def _file(self) -> Path | None:
-        return None if self.checkpoint is None else self.checkpoint / COMMITS_FILE
+    def _file(self) -> Path | str | None:
+        return None if self.checkpoint is None else files.join(self.checkpoint, COMMITS_FILE)
 
     def _committed(self) -> dict[str, Any]:
         """The checkpoint's entries: read from its file once, then kept as they are written."""
@@ -116,13 +116,15 @@ class StateCommits:
 
     def _read_file(self) -> dict[str, Any]:
         path = self._file()
-        if path is None or not path.exists():
+        if path is None:
             return {}
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(files.read_text(path))
+        except FileNotFoundError:
+            return {}
         except (OSError, ValueError) as exc:
             log.warning("stream %s: cannot read %s (%s); state commit records are checked from the next "
-                        "batch on", self.stream, path, exc)
+                        "batch on", self.stream, files.describe(path), exc)
             return {}
         return data if isinstance(data, dict) else {}
 
@@ -131,10 +133,7 @@ class StateCommits:
         path = self._file()
         if path is None:
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(path.name + ".tmp")
-        partial.write_text(json.dumps(entries, indent=1, sort_keys=True), encoding="utf-8")
-        os.replace(partial, path)
+        files.write_text(path, json.dumps(entries, indent=1, sort_keys=True))  # atomic
 
     # -- around a batch's writes -------------------------------------------------------------
 
@@ -222,7 +221,7 @@ class StateCommits:
                 guard.log = None
 
 
-def batch_offsets(checkpoint: Path | None, batch_id: int, streams: list[str]) -> dict[str, Any]:
+def batch_offsets(checkpoint: Path | str | None, batch_id: int, streams: list[str]) -> dict[str, Any]:
     """Each spout's end offsets of a batch, from Spark's offsets log (logged before the batch ran).
 
     The log's file ``offsets/<batch id>`` holds a version line, the batch's metadata,
@@ -231,7 +230,7 @@ def batch_offsets(checkpoint: Path | None, batch_id: int, streams: list[str]) ->
     if checkpoint is None:
         return {}
     try:
-        lines = (checkpoint / "offsets" / str(batch_id)).read_text(encoding="utf-8").splitlines()
+        lines = files.read_text(files.join(checkpoint, "offsets", str(batch_id))).splitlines()
     except OSError:
         return {}
     sources = [line for line in lines[2:] if line.strip()]

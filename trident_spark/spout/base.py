@@ -34,9 +34,11 @@ class SpoutRun:
 
     Parameters
     ----------
-    checkpoint : Path or None
-        The query's checkpoint directory: a spout may keep files there (the driver's batch
-        durations an adaptive spout learns from, the record of a broker outage it waits through).
+    checkpoint : Path, str or None
+        The query's checkpoint directory, a local ``Path`` or a URI string (read and write it
+        with :mod:`trident_spark.checkpoint_files`, never ``Path(uri)``): a spout may keep files
+        there (the driver's batch durations an adaptive spout learns from, the record of a
+        broker outage it waits through).
     outage_budget : float
         Seconds the spout may wait for a broker that does not answer before it fails.
     drpc : str or None
@@ -50,7 +52,7 @@ class SpoutRun:
     180.0
     """
 
-    checkpoint: Path | None
+    checkpoint: Path | str | None
     outage_budget: float = 0.0
     drpc: str | None = None
     run_id: str = ""

@@ -55,6 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trident_spark import checkpoint_files as files
 from trident_spark.errors import InvalidArgumentError
 
 #: Per-partition limit of the first batch (or the bound, if lower): small, so that the
@@ -201,9 +202,10 @@ class Feedback:
     warmup: bool = False
 
 
-def feedback_path(directory: str | os.PathLike[str]) -> Path:
-    """Where a query's feedback lives: ``<checkpoint>/<stream>/trident-adaptive-feedback.json``."""
-    return Path(directory) / FEEDBACK_FILE
+def feedback_path(directory: str | os.PathLike[str]) -> Path | str:
+    """Where a query's feedback lives: ``<checkpoint>/<stream>/trident-adaptive-feedback.json``
+    (a local path, or a URI: :mod:`trident_spark.checkpoint_files`)."""
+    return files.join(directory, FEEDBACK_FILE)
 
 
 def write_feedback(directory: str | os.PathLike[str], batch_id: int, duration_ms: float,
@@ -212,11 +214,8 @@ def write_feedback(directory: str | os.PathLike[str], batch_id: int, duration_ms
 
     ``warmup`` marks the first batch of a run, whose duration the controller ignores.
     """
-    path = feedback_path(directory)
-    partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    partial.write_text(json.dumps({"batch_id": int(batch_id), "duration_ms": round(float(duration_ms), 1),
-                                   "warmup": bool(warmup)}))
-    os.replace(partial, path)
+    files.write_text(feedback_path(directory), json.dumps({  # atomic
+        "batch_id": int(batch_id), "duration_ms": round(float(duration_ms), 1), "warmup": bool(warmup)}))
 
 
 def read_feedback(directory: str | os.PathLike[str]) -> Feedback | None:
@@ -231,7 +230,7 @@ def read_feedback(directory: str | os.PathLike[str]) -> Feedback | None:
     Feedback(batch_id=7, duration_ms=812.2, warmup=False)
     """
     try:
-        data = json.loads(feedback_path(directory).read_text())
+        data = json.loads(files.read_text(feedback_path(directory)))
         return Feedback(int(data["batch_id"]), float(data["duration_ms"]), bool(data.get("warmup", False)))
     except (OSError, ValueError, KeyError, TypeError):
         return None

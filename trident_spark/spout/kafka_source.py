@@ -33,7 +33,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
@@ -47,6 +46,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from trident_spark.checkpoint_files import checkpoint_location, name_of
 from trident_spark.errors import BrokerUnavailableError, DataLossError, InvalidArgumentError
 from trident_spark.outage import Outage
 from trident_spark.spout.kafka_adaptive import (
@@ -145,8 +145,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._decision: Decision | None = None
         self._fed_batch: int | None = None
         where = config.outage_dir
-        self._outage = Outage(config.outage_budget_s, Path(where).name if where else ",".join(config.topics),
-                              "planning the next batch", Path(where) if where else None)
+        self._outage = Outage(config.outage_budget_s, name_of(where) if where else ",".join(config.topics),
+                              "planning the next batch", checkpoint_location(where) if where else None)
 
     def __getstate__(self) -> dict[str, Any]:
         # Only settings travel to executors; driver-side connections stay behind.

@@ -11,14 +11,13 @@ in the offset makes the txid the spout sees Spark's batch id, the txid the state
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from trident_spark import checkpoint_files as files
 from trident_spark.errors import SpoutError
 from trident_spark.spout.collector import SpoutCollector
 from trident_spark.spout.transaction import SpoutContext, TransactionAttempt
@@ -104,7 +103,8 @@ class ReplayedMetadata:
     Spark's offset log is written once; when a batch emitted again after a restart ends
     elsewhere, the next batch must go on from where the replay ended (as Trident's opaque
     executor overrides the stored metadata at commit). Kept as one JSON file per txid in
-    ``directory`` (the query's checkpoint), or in memory without one.
+    ``directory`` (the query's checkpoint, a local path or a URI: see
+    :mod:`trident_spark.checkpoint_files`), or in memory without one.
 
     Examples
     --------
@@ -122,15 +122,14 @@ class ReplayedMetadata:
 
     def _path(self, txid: int) -> str:
         assert self.directory is not None
-        return os.path.join(self.directory, f"replayed-{txid}.json")
+        return str(files.join(self.directory, f"replayed-{txid}.json"))
 
     def get(self, txid: int) -> dict[str, Any] | None:
         """The metadata batch ``txid``'s replay returned, if it differed from the log."""
         if self.directory is None:
             return self._memory.get(txid)
         try:
-            with open(self._path(txid), encoding="utf-8") as source:
-                found: dict[str, Any] = json.load(source)
+            found: dict[str, Any] = json.loads(files.read_text(self._path(txid)))
         except FileNotFoundError:
             return None
         return found
@@ -140,28 +139,21 @@ class ReplayedMetadata:
         if self.directory is None:
             self._memory[txid] = metas
             return
-        os.makedirs(self.directory, exist_ok=True)
-        temporary = self._path(txid) + ".tmp"
-        with open(temporary, "w", encoding="utf-8") as out:
-            json.dump(metas, out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, self._path(txid))
+        files.write_text(self._path(txid), json.dumps(metas), sync=True)
 
     def drop(self, txid: int) -> None:
         """Forget batch ``txid``'s entry (its replay ended where the log says)."""
         self._memory.pop(txid, None)
         if self.directory is not None:
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(self._path(txid))
+            files.delete(self._path(txid))
 
     def forget_before(self, txid: int) -> None:
         """Forget entries of batches before ``txid``: no batch will start from them again."""
         for old in [t for t in self._memory if t < txid]:
             del self._memory[old]
-        if self.directory is None or not os.path.isdir(self.directory):
+        if self.directory is None:
             return
-        for name in os.listdir(self.directory):
+        for name in files.list_names(self.directory):
             if name.startswith("replayed-") and name.endswith(".json"):
                 number = name[len("replayed-"):-len(".json")]
                 if number.isdigit() and int(number) < txid:

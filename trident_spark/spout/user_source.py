@@ -34,6 +34,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
+from trident_spark import checkpoint_files as files
 from trident_spark.fields import Fields
 from trident_spark.spout.tuple_rows import TupleRows
 from trident_spark.spout.user_batches import (
@@ -57,18 +58,15 @@ def pickle_spout(spout: Any) -> bytes:
 
 def write_spout(pickled: bytes, directory: str | None) -> str:
     """Store a pickled spout for the data source's process: in ``directory`` (the query's
-    checkpoint), readable by the owner only; without one, in a new temporary file. Returns its path."""
+    checkpoint, a local path or a URI), readable by the owner only; without one, in a new
+    temporary file. Returns its path (or URI)."""
     if directory is None:
         descriptor, path = tempfile.mkstemp(prefix="trident-user-spout-", suffix=".pickle")
         os.close(descriptor)
         atexit.register(_remove, path)
     else:
-        os.makedirs(directory, exist_ok=True)
-        path = os.path.join(directory, "spout.pickle")
-    temporary = path + ".tmp"
-    with open(os.open(temporary, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600), "wb") as out:
-        out.write(pickled)
-    os.replace(temporary, path)
+        path = str(files.join(directory, "spout.pickle"))
+    files.write_bytes(path, pickled, private=True)
     return path
 
 
@@ -128,8 +126,7 @@ class UserSpoutStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def _pickled_spout(self) -> bytes:
         """The pickled spout (driver), read once per process from the ``spout_file``."""
         if self._pickled is None:
-            with open(self.options["spout_file"], "rb") as source:
-                self._pickled = source.read()
+            self._pickled = files.read_bytes(self.options["spout_file"])
         return self._pickled
 
     @property

@@ -8,9 +8,9 @@ wraps the user's instance in a :class:`UserSpout`; the runtime then uses it as a
 from __future__ import annotations
 
 import json
-import os
 from typing import TYPE_CHECKING, Any
 
+from trident_spark import checkpoint_files as files
 from trident_spark.errors import SpoutError, TopologyError
 from trident_spark.fields import Fields
 from trident_spark.object_values import OBJECT_METADATA
@@ -85,7 +85,7 @@ class UserSpout(Spout):
     def for_run(self, run: SpoutRun) -> UserSpout:
         """The spout told where its metadata of replays lives: ``<checkpoint>/user-spout-<stream>``."""
         directory = (None if run.checkpoint is None
-                     else os.path.join(run.checkpoint, f"user-spout-{self.stream}"))
+                     else str(files.join(run.checkpoint, f"user-spout-{self.stream}")))
         return UserSpout(self.spout, self.kind, self.stream, directory)
 
     def check(self) -> None:
