@@ -120,6 +120,7 @@ def test_the_api_page_shows_every_operator_in_code():
         "minBy", "maxBy", "shuffle", "partitionBy", "global_", "batchGlobal", "broadcast",
         "localOrShuffle", "parallelismHint", "name", "toStream", "applyAssembly", "collect",
         "newStream", "merge", "join", "newStaticState", "run", "explain", "newValuesStream", "foreachBatch",
+        "newDRPCStream",
     ]
     missing = [op for op in operators if not re.search(rf"\.{op}\(", code)]
     assert not missing, f"docs/api.md has no example calling {missing}"
