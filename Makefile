@@ -9,7 +9,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
 PYTEST_ARGS ?=
 
-.PHONY: setup system-deps demo test test-fast test-lowest-pyspark test-unit test-containers images lint typecheck bench bench-state clean
+.PHONY: setup system-deps demo test test-faults test-fast test-lowest-pyspark test-unit test-containers images lint typecheck bench bench-state clean
 
 setup: system-deps $(STAMP)
 
@@ -64,7 +64,15 @@ demo: setup
 # TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 2
 test: setup
-	@$(PY) -m pytest -m "not containers" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS); rc=$$?; \
+	@$(PY) -m pytest -m "not containers and not faults" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
+
+# The fault scenarios: a driver SIGKILLed mid-batch and restarted from its checkpoint (every
+# state kind and store, user spouts, the Kafka output, windows, dead letters, DRPC callers), a
+# broker down for 60 s; each checks exact final values. A driver start is 10-20 s of CPU, so
+# they run here rather than in `make test` (which stays under 15 minutes); .ci/run runs both.
+test-faults: setup
+	@$(PY) -m pytest -m "faults and not containers" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
 # The edit loop, under 3 minutes on 2 cores: the unit tests but those marked slow, the docs pages'

@@ -199,7 +199,7 @@ def main(args: argparse.Namespace) -> int:
     from trident_spark.durations import trigger_millis
     from trident_spark.runtime.session import local_session
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=not sys.stderr.isatty())  # piped: whole lines
     topology = load_topology(args.target)
     checkpoint = args.checkpoint or str(Path("checkpoints") / Path(args.target.partition(":")[0]).stem)
     spark = local_session(master=args.master, conf=SPARK_METRICS_CONF if args.spark_metrics else None)

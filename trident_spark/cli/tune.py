@@ -68,7 +68,7 @@ def main(args: argparse.Namespace) -> int:
     from trident_spark.tuning.report import summarize, write_report
     from trident_spark.tuning.sweep import SweepError, SweepSettings, parse_sweep, run_sweep
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=not sys.stderr.isatty())  # piped: whole lines
     try:
         sizes = parse_sweep(args.sweep)
         start = _offsets(args.start)

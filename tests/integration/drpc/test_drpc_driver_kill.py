@@ -19,7 +19,7 @@ import pytest
 
 from tests.driver_processes import kill_token_processes
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 DRIVER = Path(__file__).with_name("drpc_kill_driver.py")
 REPO = Path(__file__).resolve().parents[3]

@@ -50,7 +50,7 @@ from exactly_once_support import (
 
 from tests.driver_processes import kill_token_processes
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 DRIVER = Path(__file__).with_name("crash_driver.py")
 REPO = Path(__file__).resolve().parents[3]

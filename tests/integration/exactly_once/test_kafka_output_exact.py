@@ -176,6 +176,7 @@ class Driver:
         return (self.out / f"skipped-{txid}-{partition}-{run}").exists()
 
 
+@pytest.mark.faults
 def test_driver_sigkills_around_the_kafka_transactions_leave_the_output_exact(kafka_bootstrap, tmp_path):
     driver = Driver(tmp_path, kafka_bootstrap)
     # (A failure inside updateState, before anything is sent, is the retry test's "fail-in-update".)

@@ -14,7 +14,7 @@ import pytest
 
 from trident_spark.local.kafka import produce
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 DRIVER = Path(__file__).with_name("replay_driver.py")
 

@@ -22,7 +22,7 @@ from tests.schema_registry_server import schema_registry
 from trident_spark.local.kafka import produce
 from trident_spark.spout.schema_registry import wire_format
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 DRIVER = Path(__file__).with_name("dead_letter_driver.py")
 REPO = Path(__file__).resolve().parents[3]

@@ -28,7 +28,7 @@ from trident_spark.outage import read_wait
 from trident_spark.spout import KafkaSpout
 from trident_spark.state import SqliteState, open_state
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.faults]
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # executors cannot import test modules
 
 #: The outage a running batch meets (the issue asks for 60 s); TRIDENT_OUTAGE_SECONDS shortens it.

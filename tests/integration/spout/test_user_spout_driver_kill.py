@@ -30,7 +30,7 @@ from examples.db_polling_spout import load_sentences
 from tests.driver_processes import kill_token_processes
 from trident_spark.state import SqliteState, open_state
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 DRIVER = Path(__file__).with_name("user_spout_kill_driver.py")
 REPO = Path(__file__).resolve().parents[3]
