@@ -1,15 +1,17 @@
-"""storm-starter's TridentMapExample, the counting half, ported line by line.
+"""storm-starter's TridentMapExample, ported line by line.
 
 The original: apache/storm, ``examples/storm-starter/src/jvm/org/apache/storm/starter/trident/
 TridentMapExample.java``, "a simple example that demonstrates the usage of ``Stream.map`` and
 ``Stream.flatMap``". A cycling FixedBatchSpout of five sentences (in a field called ``word``)
 is split into words with ``flatMap``, upper-cased with ``map``, filtered down to ``THE``,
-printed with ``peek``, and counted into a map state. Java's DRPC stream (``newDRPCStream("words")
-.flatMap(split, Fields("word"))...stateQuery(wordCounts, ..., MapGet())...aggregate(Sum())``)
-comes with DRPC.
+printed with ``peek``, and counted into a map state. The DRPC function ``words`` splits its
+argument with the same ``flatMap``, reads each word's count (``stateQuery(wordCounts, ...,
+MapGet())``), drops the missing ones and sums the rest: Java's ``main`` asks
+``drpc.execute("words", "CAT THE DOG JUMPED")``.
 
 Run it with ``trident-spark run examples/storm_starter/trident_map_example.py``: the ``peek``
-prints ``THE`` on the executors (in local mode, the console), five times per pass.
+prints ``THE`` on the executors (in local mode, the console), five times per pass; ask it with
+``trident-spark drpc words "CAT THE DOG JUMPED"`` from another shell.
 
 Differences from the Java, none in the operator chain:
 
@@ -28,7 +30,7 @@ import uuid
 from typing import Any
 
 from trident_spark import Fields, TridentTopology, TridentTuple
-from trident_spark.builtin import Count
+from trident_spark.builtin import Count, FilterNull, MapGet, Sum
 from trident_spark.spout import FixedBatchSpout
 from trident_spark.state import MemoryState, StateFactory
 
@@ -69,8 +71,10 @@ def theFilter(tuple: TridentTuple) -> bool:
     return tuple.getString(0) == "THE"
 
 
-def buildTopology(max_batches: int | None = None, state: StateFactory | None = None) -> TridentTopology:
-    """The topology: sentences, split, upper-cased, filtered to ``THE``, printed and counted.
+def buildTopology(max_batches: int | None = None, state: StateFactory | None = None,
+                  drpc: Any = None) -> TridentTopology:
+    """The topology: sentences, split, upper-cased, filtered to ``THE``, printed and counted; the
+    DRPC function ``words`` sums the counts of its words.
 
     Parameters
     ----------
@@ -80,11 +84,13 @@ def buildTopology(max_batches: int | None = None, state: StateFactory | None = N
     state : StateFactory, optional
         Where the counts go; default an opaque MemoryState with a random name (Java's
         ``new MemoryMapState.Factory()``).
+    drpc : LocalDRPC, str or None
+        Java's ``LocalDRPC`` (``newDRPCStream("words", drpc)``); None: the run's DRPC server.
 
     Examples
     --------
-    >>> buildTopology().queries()[0].name
-    'spout1'
+    >>> [query.name for query in buildTopology().queries()]
+    ['spout1', 'drpc-words']
     """
     spout = FixedBatchSpout(
         Fields("word"), 3, ["the cow jumped over the moon"],
@@ -95,7 +101,7 @@ def buildTopology(max_batches: int | None = None, state: StateFactory | None = N
         state = MemoryState.opaque(name=str(uuid.uuid4()))  # new MemoryMapState.Factory()
 
     topology = TridentTopology()
-    wordCounts = (topology.newStream("spout1", spout).parallelismHint(16)  # noqa: F841 (for the DRPC half)
+    wordCounts = (topology.newStream("spout1", spout).parallelismHint(16)
                   .flatMap(split)
                   .map(toUpper, Fields("uppercased"))
                   .filter(theFilter)
@@ -104,12 +110,12 @@ def buildTopology(max_batches: int | None = None, state: StateFactory | None = N
                   .persistentAggregate(state, Count(), Fields("count"))
                   .parallelismHint(16))
 
-    # topology.newDRPCStream("words")
-    #         .flatMap(split, Fields("word"))
-    #         .groupBy(Fields("word"))
-    #         .stateQuery(wordCounts, Fields("word"), MapGet(), Fields("count"))
-    #         .filter(FilterNull())
-    #         .aggregate(Fields("count"), Sum(), Fields("sum"))    comes with DRPC
+    (topology.newDRPCStream("words", drpc)
+     .flatMap(split, Fields("word"))
+     .groupBy(Fields("word"))
+     .stateQuery(wordCounts, Fields("word"), MapGet(), Fields("count"))
+     .filter(FilterNull())
+     .aggregate(Fields("count"), Sum(), Fields("sum")))
     return topology
 
 

@@ -15,6 +15,7 @@ import pytest
 from starter_output import peek_sink, printed
 
 from examples.storm_starter.trident_map_example import buildTopology
+from trident_spark.drpc import LocalDRPC
 from trident_spark.state import MemoryState
 
 pytestmark = pytest.mark.integration
@@ -23,17 +24,25 @@ STORE = "storm-starter-trident-map-example"
 
 
 @pytest.fixture(scope="module")
-def run(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[int, list[tuple[Any, ...]]]:
+def served(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The run, its counting done, still answering DRPC (the driver answers until stop())."""
     MemoryState.drop(STORE)
-    topology = buildTopology(max_batches=4, state=MemoryState.opaque(name=STORE))
+    drpc = LocalDRPC()
+    topology = buildTopology(max_batches=4, state=MemoryState.opaque(name=STORE), drpc=drpc)
     peeked = peek_sink(topology)
     checkpoint = tmp_path_factory.mktemp("trident-map-example")
     handle = topology.run(checkpoint, trigger="available_now", spark=spark)
     try:
         assert handle.awaitTermination(600), "the availableNow run did not finish in 600 s"
+        yield printed(peeked), drpc
     finally:
         handle.stop()
-    return printed(peeked)
+        drpc.shutdown()
+
+
+@pytest.fixture(scope="module")
+def run(served: Any) -> dict[int, list[tuple[Any, ...]]]:
+    return served[0]
 
 
 def test_peek_prints_THE_four_times_then_once_per_pass(run: dict[int, list[tuple[Any, ...]]]) -> None:
@@ -44,9 +53,11 @@ def test_the_state_counts_THE_only(run: dict[int, list[tuple[Any, ...]]]) -> Non
     assert list(MemoryState.opaque(name=STORE).open().getTuples()) == [["THE", 10]]
 
 
-def test_the_drpc_query_of_main_would_sum_to_ten(run: dict[int, list[tuple[Any, ...]]]) -> None:
+def test_the_drpc_query_of_main_sums_to_ten(served: Any) -> None:
     # Java's main asks drpc.execute("words", "CAT THE DOG JUMPED"): MapGet per word, FilterNull, then
     # aggregate(Sum()) -> [[10]].
     found = MemoryState.opaque(name=STORE).open().multiGet([["CAT"], ["THE"], ["DOG"], ["JUMPED"]])
     assert found == [None, 10, None, None]
-    assert sum(count for count in found if count is not None) == 10
+    _, drpc = served
+    assert drpc.execute("words", "CAT THE DOG JUMPED") == "[[10]]"
+    assert drpc.execute("words", "the") == "[[0]]"          # lower case: never counted
