@@ -32,6 +32,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from tests.driver_processes import run_to_the_end
 from trident_spark import TridentTopology
 from trident_spark.builtin import Count, Split
 from trident_spark.operation import BaseFilter
@@ -142,13 +143,7 @@ def main() -> None:
         for name, sink in sinks.items():
             sink.record = wrap(name, sink.record)  # type: ignore[method-assign]
 
-    handle = topology.run(checkpoint_location=config["checkpoint"], trigger="available_now", spark=spark)
-    handle.awaitTermination()
-    failure = handle.exception()
-    handle.stop()
-    spark.stop()
-    if failure is not None:
-        raise SystemExit(f"crash driver run {run}: the query failed: {failure}")
+    run_to_the_end(topology, config["checkpoint"], spark, f"crash driver run {run}")
 
 
 if __name__ == "__main__":

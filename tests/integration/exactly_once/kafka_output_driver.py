@@ -34,6 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.driver_processes import run_to_the_end
 from trident_spark import TridentTopology
 from trident_spark.builtin import Count, Split
 from trident_spark.kafka import (
@@ -128,13 +129,7 @@ def main() -> None:
                           ["count"])
      .newValuesStream()
      .partitionPersist(output, ["word", "count"], TridentKafkaStateUpdater(), []))
-    handle = topology.run(checkpoint_location=config["checkpoint"], trigger="available_now", spark=spark)
-    handle.awaitTermination()
-    failure = handle.exception()
-    handle.stop()
-    spark.stop()
-    if failure is not None:
-        raise SystemExit(f"kafka output driver run {config['run']}: the query failed: {failure}")
+    run_to_the_end(topology, config["checkpoint"], spark, f"kafka output driver run {config['run']}")
 
 
 if __name__ == "__main__":

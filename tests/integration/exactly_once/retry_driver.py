@@ -28,6 +28,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from tests.driver_processes import run_to_the_end
 from trident_spark import TridentTopology
 from trident_spark.builtin import Count, Split
 from trident_spark.operation import BaseFilter, StateUpdater
@@ -122,13 +123,7 @@ def main() -> None:
             updater = HalfThenFail(name, out, fail_batch)
             words.partitionBy(["word"]).partitionPersist(factory, ["word"], updater,
                                                          ["word", "count:bigint"])
-    handle = topology.run(checkpoint_location=config["checkpoint"], trigger="available_now", spark=spark)
-    handle.awaitTermination()
-    failure = handle.exception()
-    handle.stop()
-    spark.stop()
-    if failure is not None:
-        raise SystemExit(f"retry driver: the query failed: {failure}")
+    run_to_the_end(topology, config["checkpoint"], spark, "retry driver")
 
 
 if __name__ == "__main__":

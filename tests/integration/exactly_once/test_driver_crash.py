@@ -103,7 +103,7 @@ class Crashes:
             "out": str(self.out), "run": run, "plan": plan, "max_offsets_per_trigger": PER_TRIGGER,
             "states": {name: factory.url for name, factory in self.states.items()}}))
         token = uuid.uuid4().hex
-        env = {**os.environ, "EO_CRASH_TOKEN": token}
+        env = {**os.environ, "EO_CRASH_TOKEN": token, "PYTHONPATH": str(REPO)}
         began = time.monotonic()
         log = (self.out / f"stderr-{run}.txt").open("w+")
         driver = subprocess.Popen([sys.executable, str(DRIVER), str(config)], cwd=REPO, env=env,

@@ -149,7 +149,8 @@ class Driver:
         token = uuid.uuid4().hex
         with (self.out / f"stderr-{run}.txt").open("w+") as log:
             driver = subprocess.Popen([sys.executable, str(DRIVER), str(config)], cwd=REPO,
-                                      env={**os.environ, "KO_TOKEN": token}, stdout=subprocess.DEVNULL,
+                                      env={**os.environ, "KO_TOKEN": token, "PYTHONPATH": str(REPO)},
+                                      stdout=subprocess.DEVNULL,
                                       stderr=log, start_new_session=True)
             try:
                 code = driver.wait(timeout=RUN_TIMEOUT)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -90,7 +91,7 @@ def test_a_task_that_fails_after_writing_is_retried_and_the_state_stays_exact(ka
         "states": {name: factory.url for name, factory in states.items()}}))
     try:
         done = subprocess.run([sys.executable, str(DRIVER), str(config)], cwd=REPO, capture_output=True,
-                              text=True, timeout=400)
+                              text=True, timeout=400, env={**os.environ, "PYTHONPATH": str(REPO)})
         assert done.returncode == 0, done.stderr[-5000:]
 
         # Each failing operation failed once, in its first attempt, and the retry (attempt 1) ran it again.

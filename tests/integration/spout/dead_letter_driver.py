@@ -15,6 +15,7 @@ import signal
 import sys
 from pathlib import Path
 
+from tests.driver_processes import run_to_the_end
 from trident_spark import TridentTopology
 from trident_spark.operation import BaseFunction
 from trident_spark.runtime.session import local_session
@@ -49,13 +50,7 @@ def main() -> None:
     topology = TridentTopology()
     sink = (topology.newStream("clicks", spout).shuffle()
             .each(["value"], KillOnce(config["out"]), ["user"]).collect())
-    handle = topology.run(checkpoint_location=config["checkpoint"], trigger="available_now", spark=spark)
-    handle.awaitTermination()
-    failure = handle.exception()
-    handle.stop()
-    spark.stop()
-    if failure is not None:
-        raise SystemExit(f"dead-letter driver run {config['run']}: the query failed: {failure}")
+    run_to_the_end(topology, config["checkpoint"], spark, f"dead-letter driver run {config['run']}")
     users = sorted(t["user"] for t in sink.tuples)
     (Path(config["out"]) / f"users-{config['run']}.json").write_text(json.dumps(users))
 

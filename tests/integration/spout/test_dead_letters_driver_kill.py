@@ -42,7 +42,8 @@ def start_driver(config: dict, tmp_path: Path) -> int:
     token = uuid.uuid4().hex
     with open(tmp_path / f"driver-{config['run']}.log", "wb") as log:
         driver = subprocess.Popen([sys.executable, str(DRIVER), str(path)], cwd=REPO,
-                                  env={**os.environ, "DL_TOKEN": token}, stdout=subprocess.DEVNULL,
+                                  env={**os.environ, "DL_TOKEN": token, "PYTHONPATH": str(REPO)},
+                                  stdout=subprocess.DEVNULL,
                                   stderr=log, start_new_session=True)
         try:
             return driver.wait(timeout=240)

@@ -15,11 +15,7 @@ from the logged offsets:
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
-import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -27,34 +23,20 @@ from typing import Any
 import pytest
 
 from examples.db_polling_spout import load_sentences
-from tests.driver_processes import kill_token_processes
+from tests.driver_processes import start_driver
 from trident_spark.state import SqliteState, open_state
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
 DRIVER = Path(__file__).with_name("user_spout_kill_driver.py")
-REPO = Path(__file__).resolve().parents[3]
 RUN_TIMEOUT = 240.0
 KILL_BATCH = 1
 
 
 def start(out: Path, config: dict[str, Any], run: int, kill_batch: int | None) -> int:
     """One start of the driver; its return code (-9 when it was killed)."""
-    path = out / f"config-{run}.json"
-    path.write_text(json.dumps({**config, "out": str(out), "run": run, "kill_batch": kill_batch}))
-    token = uuid.uuid4().hex
-    env = {**os.environ, "SPOUT_KILL_TOKEN": token, "PYTHONPATH": str(REPO),
-           "PYSPARK_PYTHON": sys.executable}
-    with (out / f"stderr-{run}.txt").open("w") as stderr:
-        driver = subprocess.Popen([sys.executable, str(DRIVER), str(path)], cwd=REPO, env=env,
-                                  stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
-        try:
-            return driver.wait(timeout=RUN_TIMEOUT)
-        finally:
-            if driver.poll() is None:
-                os.killpg(driver.pid, signal.SIGKILL)
-                driver.wait()
-            kill_token_processes("SPOUT_KILL_TOKEN", token)
+    return start_driver(DRIVER, out, {**config, "kill_batch": kill_batch}, run, "SPOUT_KILL_TOKEN",
+                        RUN_TIMEOUT)
 
 
 def kill_then_restart(tmp_path: Path, config: dict[str, Any]) -> tuple[Path, list[list[Any]]]:

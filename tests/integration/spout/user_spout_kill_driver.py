@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from examples.db_polling_spout import DbPollingSpout, RangeEmitter, Split
+from tests.driver_processes import run_to_the_end
 from trident_spark import TridentTopology
 from trident_spark.builtin import Count
 from trident_spark.operation import BaseFilter
@@ -159,13 +160,7 @@ def main() -> None:
         state = SqliteState.opaque(path=counts, table="counts")
     (stream.groupBy(["word"]).persistentAggregate(state, Count(), ["count"]).newValuesStream()
      .each(["word", "count"], KillAfterWrite(str(out), run, config["kill_batch"])).collect())
-    handle = topology.run(checkpoint_location=config["checkpoint"], trigger="available_now", spark=spark)
-    handle.awaitTermination()
-    failure = handle.exception()
-    handle.stop()
-    spark.stop()
-    if failure is not None:
-        raise SystemExit(f"spout kill driver run {run}: the query failed: {failure}")
+    run_to_the_end(topology, config["checkpoint"], spark, f"spout kill driver run {run}")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.driver_processes import run_to_the_end
 from trident_spark import TridentTopology
 from trident_spark.builtin import Count
 from trident_spark.operation import BaseFilter, BaseFunction, ReducerAggregator
@@ -86,13 +87,7 @@ def main() -> None:
         if table == "tumbling":
             results = results.each(["key", "count"], KillAfterWrite(str(out), run, config["kill_batch"]))
         results.collect()
-    handle = topology.run(checkpoint_location=config["checkpoint"], trigger="available_now", spark=spark)
-    handle.awaitTermination()
-    failure = handle.exception()
-    handle.stop()
-    spark.stop()
-    if failure is not None:
-        raise SystemExit(f"window kill driver run {run}: the query failed: {failure}")
+    run_to_the_end(topology, config["checkpoint"], spark, f"window kill driver run {run}")
 
 
 if __name__ == "__main__":
