@@ -26,6 +26,10 @@ is told of), when its executor's Python worker pool goes away (the executor or
 application ends), after :data:`IDLE_EXIT_S` seconds without a batch, or on
 SIGTERM. A host that is killed (SIGKILL, the machine lost) ends without
 ``cleanup``, as a Storm worker killed by its supervisor does.
+
+This module is the task's side (the instances a process keeps, starting a host, handing it a
+stage, stopping a run's hosts) and the wire both sides speak; the host process and the
+launcher are :mod:`trident_spark.executor.instance_host`.
 """
 
 from __future__ import annotations
@@ -35,16 +39,13 @@ import fcntl
 import logging
 import os
 import pickle
-import signal
 import socket
-import socketserver
 import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import traceback
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -53,7 +54,6 @@ from pathlib import Path
 from typing import Any
 
 from trident_spark.errors import TridentSparkError
-from trident_spark.local.process import pid_alive
 from trident_spark.worker_gc import settle_imports
 
 log = logging.getLogger(__name__)
@@ -67,6 +67,8 @@ START_WAIT_S = 60.0
 SLOTS = max(2, os.cpu_count() or 2)
 
 _FRAME = struct.Struct(">cQ")
+#: The module a host and a launcher run as (``python -m``): :mod:`.instance_host`.
+HOST_MODULE = "trident_spark.executor.instance_host"
 _HEADER, _BATCH, _DONE, _END, _ERROR, _STOP = b"H", b"B", b"D", b"E", b"X", b"S"
 
 
@@ -404,7 +406,7 @@ def _spawn(*args: str) -> None:
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     # Started in the background by a shell that ends at once: nobody's child to reap.
     process = subprocess.Popen(
-        ["/bin/sh", "-c", '"$@" &', "sh", sys.executable, "-m", "trident_spark.executor.instances", *args],
+        ["/bin/sh", "-c", '"$@" &', "sh", sys.executable, "-m", HOST_MODULE, *args],
         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
     process.wait()
 
@@ -487,215 +489,6 @@ def _stop_task(run_id: str, batches: Iterator[Any]) -> Iterator[Any]:
         pass
     hosts, instances = stop_hosts(run_id)
     yield pa.RecordBatch.from_pydict({"hosts": [hosts], "instances": [instances]})
-
-
-# --- the host process ----------------------------------------------------------------------
-class _Host:
-    def __init__(self, path: Path, pool_pid: int) -> None:
-        self.path, self.pool_pid = path, pool_pid
-        self.registry = _Registry()
-        self.last_request = time.monotonic()
-        self.stopping = threading.Event()
-        host = self
-
-        class Handler(socketserver.StreamRequestHandler):
-            def handle(self) -> None:
-                host.last_request = time.monotonic()
-                host.serve(self.rfile, self.wfile)
-
-        class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-            daemon_threads = True
-
-        self.server = Server(str(path), Handler)
-
-    def serve(self, rfile: Any, wfile: Any) -> None:
-        tag, body = _receive(rfile)
-        if tag == _STOP:
-            cleaned = self.registry.cleanup_all()
-            self.end()  # its socket gone before the answer: the caller finds the run's directory empty
-            _send(wfile, _END, pickle.dumps({"cleaned": cleaned}))
-            wfile.flush()
-            return
-        self.run(body, rfile, wfile)
-
-    def run(self, header: bytes, rfile: Any, wfile: Any) -> None:
-        import pyarrow as pa
-
-        batches = []
-        while True:
-            tag, body = _receive(rfile)
-            if tag == _DONE:
-                break
-            batches.append(pa.ipc.open_stream(body).read_next_batch())
-        try:  # the stage's operations are imported here: a module the host cannot import is the task's error
-            request = pickle.loads(header)
-        except Exception as exc:
-            _send(wfile, _ERROR, _pickled_error(exc))
-            wfile.flush()
-            return
-        stage, partition, fn = request["stage"], int(request["partition"]), request["fn"]
-
-        def task() -> None:
-            recorder = Recorder()
-            _TASK.instances = _KeptInstances(self.registry, stage, partition)
-            _TASK.spark_task = _task_context(request.get("task"))
-            try:
-                for out in fn(recorder, iter(batches)):
-                    _send(wfile, _BATCH, _ipc(out))
-            except Exception as exc:
-                _send(wfile, _ERROR, _pickled_error(exc))
-                wfile.flush()
-                return
-            finally:
-                _TASK.instances = _TASK.spark_task = None
-            _send(wfile, _END, pickle.dumps(recorder.counters))
-            wfile.flush()
-
-        self.registry.thread_of(stage, partition).submit(task).result()
-
-    def watch(self) -> None:
-        """End with the executor's Python worker pool, or after :data:`IDLE_EXIT_S` idle."""
-        while not self.stopping.wait(2.0):
-            if not pid_alive(self.pool_pid) or time.monotonic() - self.last_request > IDLE_EXIT_S:
-                self.registry.cleanup_all()
-                self.end()
-
-    def end(self) -> None:
-        if self.stopping.is_set():
-            return
-        self.stopping.set()
-        with contextlib.suppress(OSError):
-            self.path.unlink()
-            if not any(self.path.parent.glob("*.sock")):  # the run's last host here: leave nothing
-                for lock in self.path.parent.glob("*.lock"):
-                    lock.unlink()
-                self.path.parent.rmdir()
-        threading.Thread(target=self.server.shutdown, daemon=True).start()
-
-
-def _task_context(fields: dict[str, Any] | None) -> Any:
-    """The worker's TaskContext, rebuilt in the host (None outside a Spark task)."""
-    if fields is None:
-        return None
-    from pyspark import TaskContext
-
-    context = object.__new__(TaskContext)
-    context.__dict__.update(fields)
-    return context
-
-
-def _thread_task_contexts() -> None:
-    """In a host, ``TaskContext.get()`` answers with the task each thread runs for."""
-    from pyspark import TaskContext
-
-    TaskContext.get = classmethod(lambda cls: getattr(_TASK, "spark_task", None))  # type: ignore[method-assign,assignment]
-
-
-def _pickled_error(exc: BaseException) -> bytes:
-    from pyspark import cloudpickle
-
-    text = "".join(traceback.format_exception(exc))
-    try:
-        return bytes(cloudpickle.dumps((exc, text)))  # type: ignore[no-untyped-call]
-    except Exception:  # an exception that does not pickle: its class name and message
-        return bytes(cloudpickle.dumps(  # type: ignore[no-untyped-call]
-            (RuntimeError(f"{type(exc).__name__}: {exc}"), text)))
-
-
-#: What a host runs, imported once by the launcher so that the hosts it forks start warm.
-_PRELOAD = ("pyarrow", "pyspark.cloudpickle", "pyspark.taskcontext", "trident_spark.executor.python_stage",
-            "trident_spark.executor.state_stage", "trident_spark.executor.aggregate_stage",
-            "trident_spark.executor.partial_combine", "trident_spark.state")
-
-
-def launch(path: Path, pool_pid: int) -> None:
-    """The launcher: forks a host for each request, until its worker pool ends.
-
-    Single-threaded, so a fork copies a consistent process. The forked host runs in a session
-    of its own and is reaped by nobody's wait (SIGCHLD ignored).
-    """
-    import importlib
-
-    for name in _PRELOAD:
-        with contextlib.suppress(ImportError):
-            importlib.import_module(name)
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(path))
-    listener.listen(16)
-    listener.settimeout(2.0)
-    idle_since = time.monotonic()
-    try:
-        while pid_alive(pool_pid) and time.monotonic() - idle_since < IDLE_EXIT_S:
-            try:
-                conn, _ = listener.accept()
-            except TimeoutError:
-                continue
-            idle_since = time.monotonic()
-            with conn:
-                conn.settimeout(10.0)
-                stream = conn.makefile("rwb")
-                try:
-                    _, body = _receive(stream)
-                    request = pickle.loads(body)
-                    host_path = Path(request["path"])
-                except Exception:  # a broken request: the task that sent it times out naming the host
-                    traceback.print_exc()
-                    continue
-                if os.fork() == 0:  # the host
-                    listener.close()
-                    conn.close()
-                    os.setsid()
-                    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                    sys.path[:] = request["sys_path"]
-                    importlib.invalidate_caches()
-                    code = 0
-                    try:
-                        main([str(host_path), str(pool_pid)])
-                    except BaseException:
-                        traceback.print_exc()
-                        code = 1
-                    finally:
-                        os._exit(code)
-                deadline = time.monotonic() + START_WAIT_S
-                while not host_path.exists() and time.monotonic() < deadline:
-                    time.sleep(0.005)
-                with contextlib.suppress(OSError):
-                    _send(stream, _END, b"")
-                    stream.flush()
-    finally:
-        with contextlib.suppress(OSError):
-            path.unlink()
-
-
-def main(args: list[str]) -> None:
-    """``python -m trident_spark.executor.instances SOCKET POOL_PID``: run one host
-    (``--launcher SOCKET POOL_PID``: run the executor's launcher, which forks them)."""
-    if args and args[0] == "--launcher":
-        launch(Path(args[1]), int(args[2]))
-        return
-    path, pool_pid = Path(args[0]), int(args[1])
-    _thread_task_contexts()
-    host = _Host(path, pool_pid)
-
-    def on_signal(signum: int, frame: Any) -> None:
-        host.registry.cleanup_all()
-        host.end()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGHUP, on_signal)
-    threading.Thread(target=host.watch, daemon=True).start()
-    try:
-        host.server.serve_forever(poll_interval=0.5)
-    finally:
-        with contextlib.suppress(OSError):
-            path.unlink()
-
-
-if __name__ == "__main__":
-    from trident_spark.executor.instances import main as _main  # the module's own copy, not __main__'s
-
-    _main(sys.argv[1:])
 
 
 __all__ = ["IDLE_EXIT_S", "InstanceHostError", "InstanceScope", "Recorder", "TaskInstances", "has_lifecycle",
