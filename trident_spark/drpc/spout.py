@@ -159,7 +159,18 @@ def result_json(fields: list[str], tuples: list[dict[str, Any]]) -> str:
     >>> result_json(["w"], [])
     '[]'
     """
-    return json.dumps([[t.get(f) for f in fields] for t in tuples], default=str, separators=(",", ":"))
+    return values_json([[t.get(f) for f in fields] for t in tuples])
+
+
+def values_json(rows: list[list[Any]]) -> str:
+    """Trident's result from tuples already as value lists in the node's field order.
+
+    Examples
+    --------
+    >>> values_json([["the", 10], ["jumped", 2]])
+    '[["the",10],["jumped",2]]'
+    """
+    return json.dumps(rows, default=str, separators=(",", ":"))
 
 
 def resolve_run_server(address: str | Any) -> tuple[str, DRPCServer | None]:
@@ -205,4 +216,5 @@ __all__ = [
     "request_of_batch",
     "resolve_run_server",
     "result_json",
+    "values_json",
 ]

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from trident_spark.drpc.spout import result_json
+from trident_spark.drpc.spout import values_json
 from trident_spark.errors import FailedException, TridentSparkError
 from trident_spark.executor.direct_stream import DirectStream
 from trident_spark.graph import Node
@@ -128,7 +128,6 @@ class DirectDRPC:
         self._retry_delay = retry_delay
         self._stopping = threading.Event()
         self._txids = itertools.count()
-        self._output_fields = list(output.fields)
         self._streams = [DirectStream(nodes, output, conf) for _ in range(max(1, workers))]
         self._threads: list[threading.Thread] = []
 
@@ -152,14 +151,20 @@ class DirectDRPC:
         self._threads.clear()
 
     def _serve(self, stream: DirectStream) -> None:
+        away = False  # the server did not answer the last fetch: said once, until it answers again
         try:
             while not self._stopping.is_set():
                 try:
                     request = self.requests.fetch(self.function, FETCH_WAIT)
-                except Exception as exc:  # the server is away: say so, keep trying
-                    LOG.warning("DRPC %r: fetching requests failed: %s", self.function, exc)
+                except Exception as exc:  # the server is away: say so once, keep trying
+                    (LOG.debug if away else LOG.warning)("DRPC %r: fetching requests failed: %s; trying "
+                                                         "again every %g s", self.function, exc, FETCH_WAIT)
+                    away = True
                     self._stopping.wait(FETCH_WAIT)
                     continue
+                if away:
+                    LOG.warning("DRPC %r: the DRPC server answers again", self.function)
+                    away = False
                 if request is not None:
                     self._answer(stream, request)
         finally:
@@ -187,8 +192,7 @@ class DirectDRPC:
             except Exception as exc:  # the caller gets it; the topology goes on
                 self._fail(request, f"{type(exc).__name__}: {exc}", started)
             else:
-                fields = list(self._output_fields)
-                answer = result_json(fields, [dict(zip(fields, row, strict=True)) for row in rows])
+                answer = values_json(rows)
                 self.stats.add(True, (time.perf_counter() - started) * 1000)  # before the caller wakes
                 self.requests.result(request.id, answer)
             return
