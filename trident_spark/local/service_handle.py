@@ -8,9 +8,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Literal
 
+from trident_spark.errors import TridentSparkError
 from trident_spark.state.redaction import redact_url
 
-__all__ = ["Provider", "ServiceHandle", "ServiceName"]
+__all__ = ["Provider", "ServiceHandle", "ServiceName", "ServiceRestartError"]
 
 ServiceName = Literal["kafka", "redis", "elasticsearch", "postgres"]
 """The services trident-spark knows how to provide."""
@@ -18,6 +19,16 @@ ServiceName = Literal["kafka", "redis", "elasticsearch", "postgres"]
 Provider = Literal["env", "testcontainers", "local"]
 """Where a service comes from: an address in the environment, a Docker
 container started by testcontainers, or a local binary started here."""
+
+
+class ServiceRestartError(TridentSparkError, RuntimeError):
+    """:meth:`ServiceHandle.restart` on a service that cannot come back with its data.
+
+    Examples
+    --------
+    >>> issubclass(ServiceRestartError, RuntimeError)
+    True
+    """
 
 
 @dataclass
@@ -59,6 +70,7 @@ class ServiceHandle:
     keep_logs: bool = False
     _stopper: Callable[[], None] | None = field(default=None, repr=False, compare=False)
     _discard_logs: Callable[[], None] | None = field(default=None, repr=False, compare=False)
+    _restarter: Callable[[], None] | None = field(default=None, repr=False, compare=False)
     _stopped: bool = field(default=False, repr=False, compare=False)
 
     def __repr__(self) -> str:
@@ -86,6 +98,28 @@ class ServiceHandle:
             stopper()
         if self._discard_logs is not None and not self.keep_logs:
             self._discard_logs()
+
+    @property
+    def restartable(self) -> bool:
+        """Whether :meth:`restart` can bring this service back (local Kafka and OpenSearch)."""
+        return self._restarter is not None and not self._stopped
+
+    def restart(self) -> None:
+        """Stop the service's process and start it again: same address, same data on disk.
+
+        Raises
+        ------
+        ServiceRestartError
+            The service was not started here with data on disk (an address from the
+            environment, a container, an in-memory server), or it was stopped.
+        """
+        if self._restarter is None or self._stopped:
+            why = "it was stopped" if self._stopped else (
+                f"it comes from {self.provider!r} and keeps no data of its own here")
+            raise ServiceRestartError(
+                f"{self.name} at {redact_url(self.address)} cannot be restarted: {why}; "
+                "start it with kind='apache' (Kafka) or kind='opensearch' (Elasticsearch) to restart it")
+        self._restarter()
 
     def __enter__(self) -> ServiceHandle:
         return self
