@@ -148,6 +148,11 @@ class TopologyClient:
         self.consumer = consumer
         self._token = None if token is None else check_token(token, "TopologyClient(token=...)")
 
+    @property
+    def token(self) -> str | None:
+        """The token it sends (None: none). A secret: never log it."""
+        return self._token
+
     def __repr__(self) -> str:
         return f"TopologyClient({self.address}, {self.consumer!r}{', token' if self._token else ''})"
 

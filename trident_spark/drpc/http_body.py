@@ -144,7 +144,7 @@ def decode_utf8(body: bytes, what: str) -> str:
 
 def over_limit(what: str, size: str, limit: int) -> str:
     """The message of a body over the server's limit (it names the limit and how to change it)."""
-    return (f"{what} is {size}, over this DRPC server's limit of {limit} bytes (drpc-server "
+    return (f"{what}: {size}, over this DRPC server's limit of {limit} bytes (drpc-server "
             "--max-request-bytes; Storm's drpc.max_buffer_size)")
 
 

@@ -564,7 +564,7 @@ def _unquote(text: str, what: str) -> str:
     try:
         return unquote(text, errors="strict")
     except UnicodeDecodeError:
-        raise _Refused(HTTPStatus.BAD_REQUEST, f"{what} in the path is not URL-encoded UTF-8") from None
+        raise _Refused(HTTPStatus.BAD_REQUEST, f"{what} in the path: not URL-encoded UTF-8") from None
 
 
 def _seconds(params: dict[str, str], name: str, where: str, zero: bool = False) -> float | None:
