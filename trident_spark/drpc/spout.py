@@ -256,7 +256,7 @@ def resolve_run_server(address: str | Any, token: str | None = None) -> RunServe
     host, port = parse_address(address, "run(drpc=...)")
     if port == 0:
         server = DRPCServer(host, 0, token=token).start()
-        return RunServer(server.address, server, token, "started by this run (run(drpc=...) port 0)")
+        return RunServer(server.address, server, token, "started by this run on a free port")
     check_server(f"{host}:{port}", token, f"run(drpc={address!r})")
     return RunServer(f"{host}:{port}", None, token, "named by run(drpc=...)")
 
