@@ -10,7 +10,7 @@ another.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -111,6 +111,7 @@ class RunSettings:
     py_files: Sequence[str | Path] | None = None
     drpc: Any = None  # the DRPC server of DRPC streams given none ("host:port", a LocalDRPC)
     drpc_path: str = "auto"  # DRPC requests answered in the driver ("driver"), by Spark, or "auto"
+    drpc_token: str | None = field(default=None, repr=False)  # the DRPC server's token (a secret)
 
 
 class Runner(Protocol):

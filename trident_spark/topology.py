@@ -93,7 +93,7 @@ class TridentTopology:
         drpc : LocalDRPC, DRPCClient, DRPCServer, str or None
             Where the requests come from: a :class:`~trident_spark.drpc.LocalDRPC`, a running
             server (its ``DRPCClient``, or ``"host:port"``), or None: the run's server
-            (``run(drpc="host:port")``, else one ``run()`` starts on 127.0.0.1:3772).
+            (``run(drpc="host:port")``, else one ``run()`` starts, on 127.0.0.1:3772 if free).
 
         Examples
         --------
@@ -428,7 +428,7 @@ class TridentTopology:
             conf: dict[str, Any] | None = None, max_batch_retries: int = 3,
             retry_delay: float = 0.5, outage_budget: float = 180.0, progress_history: int = 100,
             accept_state_loss: bool = False, py_files: Sequence[str | Path] | None = None,
-            drpc: Any = None, drpc_path: str = "auto") -> RunHandle:
+            drpc: Any = None, drpc_path: str = "auto", drpc_token: str | None = None) -> RunHandle:
         """Start every query on Spark; returns at once with a handle.
 
         Parameters
@@ -469,7 +469,12 @@ class TridentTopology:
         drpc : str or LocalDRPC, optional
             The DRPC server of the DRPC streams that name none (``newDRPCStream(function)``):
             ``"host:port"`` of a running ``trident-spark drpc-server``; ``"127.0.0.1:0"`` starts
-            one on a free port; None uses one answering on 127.0.0.1:3772, or starts it there.
+            one on a free port; None starts one on 127.0.0.1:3772, or on a free port when that
+            port is taken (a server the run did not start is used only when named here). One
+            INFO line and ``handle.drpc_address`` say which.
+        drpc_token : str, optional
+            The DRPC server's shared token: the server the run starts asks for it, a named one
+            must take it. None: ``$TRIDENT_SPARK_DRPC_TOKEN`` if set, else no token.
         drpc_path : {"auto", "spark", "driver"}, default "auto"
             How DRPC requests are answered. ``"driver"``: each request runs as its own batch in
             worker threads of the driver, with no Spark job (milliseconds; only for a DRPC
@@ -487,7 +492,7 @@ class TridentTopology:
         location = checkpoint_files.checkpoint_location(checkpoint_location)
         settings = RunSettings(location, trigger, spark, on_progress, conf,
                                max_batch_retries, retry_delay, outage_budget, progress_history,
-                               accept_state_loss, py_files, drpc, drpc_path)
+                               accept_state_loss, py_files, drpc, drpc_path, drpc_token)
         return installed_runner().run(self.queries(), settings)
 
     def explain(self, spark: Any = None, mode: str = "simple") -> str:

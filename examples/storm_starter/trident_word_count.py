@@ -6,8 +6,8 @@ into words and counted per word into a map state. The DRPC stream ``words`` read
 of the words of each request with ``stateQuery(wordCounts, ..., MapGet())``.
 
 Run it with ``trident-spark run examples/storm_starter/trident_word_count.py`` (Java's ``main``
-submits ``buildTopology()``; the run starts a DRPC server on 127.0.0.1:3772, or uses the one
-there), then ask it from another shell as Java's ``main`` does:
+submits ``buildTopology()``; the run starts a DRPC server on 127.0.0.1:3772, or on a free port
+it names when 3772 is taken), then ask it from another shell as Java's ``main`` does:
 ``trident-spark drpc words "cat the dog jumped"`` prints ``[["the",10],["jumped",2]]`` (the
 counts so far: they grow as the spout cycles).
 

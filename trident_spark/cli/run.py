@@ -97,8 +97,9 @@ def register(commands: Any) -> None:
                         help="turn on Spark's metrics system for the streaming queries (input and processing "
                              "rates, latency, state rows), served by the Spark UI at /metrics/prometheus")
     parser.add_argument("--drpc", metavar="HOST:PORT",
-                        help="DRPC server of the topology's DRPC streams (default: the one on "
-                             "127.0.0.1:3772, else one started with the run there)")
+                        help="DRPC server of the topology's DRPC streams (default: one started with the "
+                             "run on 127.0.0.1:3772, or on a free port if that is taken; its token: "
+                             "$TRIDENT_SPARK_DRPC_TOKEN)")
     parser.add_argument("--drpc-path", choices=("auto", "spark", "driver"), default="auto",
                         help="how DRPC requests are answered: in the driver without a Spark job "
                              "(milliseconds; streams of Python operations, aggregations and state reads), "

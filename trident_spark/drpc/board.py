@@ -13,6 +13,7 @@ consumer call the same methods.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 import uuid
@@ -25,12 +26,19 @@ from trident_spark.errors import DRPCExecutionException, InvalidArgumentError
 DEFAULT_REQUEST_TIMEOUT = 600.0
 #: Seconds a consumer may stay silent (no fetch, no heartbeat) before the requests it took fail.
 DEFAULT_LEASE = 20.0
+#: Requests of one function that may wait to be taken (Storm's ``drpc.queue.size``).
+DEFAULT_MAX_QUEUE = 128
 #: How often a waiting caller looks at its connection and the reaper at leases, in seconds.
 TICK = 0.2
 
 
 class RequestTimedOut(DRPCExecutionException):
     """A DRPC request nobody answered in time (the HTTP server answers it with 504)."""
+
+
+class QueueFull(DRPCExecutionException):
+    """A DRPC request refused: its function already has ``max_queue`` requests waiting to be
+    taken (the HTTP server answers it with 503)."""
 
 
 @dataclass(eq=False)
@@ -64,6 +72,9 @@ class RequestBoard:
         Seconds a caller waits at most (Storm's ``drpc.request.timeout.secs``).
     lease : float, default 20
         Seconds a consumer that took requests may stay silent before they fail.
+    max_queue : int, default 128
+        Requests of one function that may wait to be taken; one more is refused with
+        :class:`QueueFull` (Storm's ``drpc.queue.size``).
 
     Examples
     --------
@@ -77,13 +88,23 @@ class RequestBoard:
     """
 
     def __init__(
-        self, request_timeout: float = DEFAULT_REQUEST_TIMEOUT, lease: float = DEFAULT_LEASE
+        self,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        lease: float = DEFAULT_LEASE,
+        max_queue: int = DEFAULT_MAX_QUEUE,
     ) -> None:
         for name, value in (("request_timeout", request_timeout), ("lease", lease)):
-            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-                raise InvalidArgumentError(f"RequestBoard({name}={value!r}): give a number of seconds > 0")
+            if not is_seconds(value):
+                raise InvalidArgumentError(
+                    f"RequestBoard({name}={value!r}): give a finite number of seconds > 0"
+                )
+        if isinstance(max_queue, bool) or not isinstance(max_queue, int) or max_queue < 1:
+            raise InvalidArgumentError(
+                f"RequestBoard(max_queue={max_queue!r}): give a number of requests >= 1"
+            )
         self.request_timeout = float(request_timeout)
         self.lease = float(lease)
+        self.max_queue = max_queue
         self._lock = threading.Condition()
         self._pending: dict[str, list[Request]] = {}
         self._requests: dict[str, Request] = {}
@@ -91,7 +112,8 @@ class RequestBoard:
 
     # --- the caller's side -----------------------------------------------------------------
     def submit(self, function: str, args: str) -> Request:
-        """A new request of ``function`` with ``args``, pending until a consumer fetches it."""
+        """A new request of ``function`` with ``args``, pending until a consumer fetches it;
+        :class:`QueueFull` when ``max_queue`` requests of ``function`` already wait."""
         if not isinstance(function, str) or not function:
             raise InvalidArgumentError(
                 f"DRPC: the function name must be a non-empty string, got {function!r}"
@@ -100,8 +122,15 @@ class RequestBoard:
             raise InvalidArgumentError(f"DRPC {function!r}: args must be a string, got {type(args).__name__}")
         request = Request(function, args)
         with self._lock:
+            queue = self._pending.setdefault(function, [])
+            if len(queue) >= self.max_queue:
+                raise QueueFull(
+                    f"DRPC request {function!r} refused: {len(queue)} requests of {function!r} already "
+                    f"wait to be taken, this DRPC server's limit (drpc-server --max-queue; Storm's "
+                    f"drpc.queue.size); try again later, and check that a topology serves {function!r}"
+                )
             self._requests[request.id] = request
-            self._pending.setdefault(function, []).append(request)
+            queue.append(request)
             self._lock.notify_all()
         return request
 
@@ -113,6 +142,11 @@ class RequestBoard:
 
         ``gone()`` is asked every ``TICK`` seconds: True (the caller disconnected) drops the
         request and raises."""
+        if timeout is not None and not is_seconds(timeout):
+            self.cancel(request, "was given no valid timeout")
+            raise InvalidArgumentError(
+                f"DRPC request {request.function!r}: timeout={timeout!r}: give a finite number of seconds > 0"
+            )
         limit = self.request_timeout if timeout is None else min(float(timeout), self.request_timeout)
         deadline = request.created + limit
         while not request.done.wait(max(0.0, min(TICK, deadline - time.monotonic()))):
@@ -248,4 +282,18 @@ class RequestBoard:
                 del self._pending[request.function]
 
 
-__all__ = ["DEFAULT_LEASE", "DEFAULT_REQUEST_TIMEOUT", "Request", "RequestBoard", "RequestTimedOut"]
+def is_seconds(value: object, zero: bool = False) -> bool:
+    """Whether ``value`` is a finite number of seconds > 0 (>= 0 with ``zero``): no bool, nan or inf.
+
+    Examples
+    --------
+    >>> [is_seconds(v) for v in (1, 0.5, 0, -1, float("nan"), float("inf"), True, "1")]
+    [True, True, False, False, False, False, False, False]
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return False
+    return value >= 0 if zero else value > 0
+
+
+__all__ = ["DEFAULT_LEASE", "DEFAULT_MAX_QUEUE", "DEFAULT_REQUEST_TIMEOUT", "QueueFull", "Request",
+           "RequestBoard", "RequestTimedOut", "is_seconds"]

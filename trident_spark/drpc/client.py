@@ -5,16 +5,24 @@ from __future__ import annotations
 
 import http.client
 import json
+import select
+import socket
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from trident_spark.drpc.board import Request
+from trident_spark.drpc.board import Request, is_seconds
 from trident_spark.drpc.server import DEFAULT_PORT, HEALTH, DRPCServer, in_process
+from trident_spark.drpc.token import auth_headers, check_token, token_from_env
 from trident_spark.errors import DRPCExecutionException, InvalidArgumentError
 
 #: Seconds a topology-side call (result, fail, heartbeat) waits for the server.
 TOPOLOGY_CALL_TIMEOUT = 10.0
+#: A body larger than this is sent after the server's ``100 Continue`` (``Expect:
+#: 100-continue``): a server that refuses it (too large, wrong token) says so before it is sent.
+EXPECT_CONTINUE_ABOVE = 65_536
+#: Seconds to wait for ``100 Continue`` before sending the body anyway (a server that ignores it).
+CONTINUE_WAIT = 2.0
 
 
 def parse_address(address: str, where: str = "DRPC") -> tuple[str, int]:
@@ -44,6 +52,9 @@ class DRPCClient:
     port : int, default 3772
     timeout : float, default 600
         Seconds :meth:`execute` waits at most for a result (the server stops waiting then too).
+    token : str or None
+        The server's shared token (``trident-spark drpc-server --token-file``), sent as
+        ``Authorization: Bearer``; None: ``$TRIDENT_SPARK_DRPC_TOKEN`` if set, else no token.
 
     Examples
     --------
@@ -54,14 +65,18 @@ class DRPCClient:
     '[[5]]'
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = DEFAULT_PORT, timeout: float = 600.0) -> None:
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
-            raise InvalidArgumentError(f"DRPCClient(timeout={timeout!r}): give a number of seconds > 0")
+    def __init__(self, host: str = "127.0.0.1", port: int = DEFAULT_PORT, timeout: float = 600.0,
+                 token: str | None = None) -> None:
+        if not is_seconds(timeout):
+            raise InvalidArgumentError(
+                f"DRPCClient(timeout={timeout!r}): give a finite number of seconds > 0"
+            )
         if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
             raise InvalidArgumentError(f"DRPCClient(port={port!r}): give a TCP port number")
         self.host = host
         self.port = port
         self.timeout = float(timeout)
+        self._token = token_from_env() if token is None else check_token(token, "DRPCClient(token=...)")
 
     @property
     def address(self) -> str:
@@ -72,8 +87,10 @@ class DRPCClient:
         """Run ``function`` with ``args``: the result as Trident's JSON (``'[[5]]'``).
 
         Raises :class:`~trident_spark.errors.DRPCExecutionException` with the server's message
-        if the request failed or timed out, or naming ``host:port`` if the server cannot be
-        reached; never waits longer than ``timeout`` (and a second).
+        if the request failed or timed out, was refused (args over the server's
+        ``max_request_bytes``, its queue for ``function`` full, a missing or wrong token: the
+        message names the limit), or naming ``host:port`` if the server cannot be reached;
+        never waits longer than ``timeout`` (and a second).
         """
         if not isinstance(function, str) or not function:
             raise InvalidArgumentError(
@@ -85,7 +102,8 @@ class DRPCClient:
             )
         path = f"/drpc/{quote(function, safe='')}?{urlencode({'timeout': f'{self.timeout:g}'})}"
         status, text = _call(
-            self.host, self.port, "POST", path, args, self.timeout + 1.0, f"DRPC request {function!r}"
+            self.host, self.port, "POST", path, args, self.timeout + 1.0, f"DRPC request {function!r}",
+            self._token,
         )
         if status == 200:
             return text
@@ -96,8 +114,13 @@ class DRPCClient:
     def close(self) -> None:
         """Nothing to release (each request opens its own connection); Storm's name."""
 
+    @property
+    def token(self) -> str | None:
+        """The token it sends (None: none). A secret: never log it."""
+        return self._token
+
     def __repr__(self) -> str:
-        return f"DRPCClient({self.address})"
+        return f"DRPCClient({self.address}{', token' if self._token else ''})"
 
 
 @dataclass(frozen=True)
@@ -111,7 +134,8 @@ class Taken:
 class TopologyClient:
     """A topology's side of a DRPC server over HTTP: fetch requests, post results or failures.
 
-    ``consumer`` names the run (one lease for all it took). Picklable: it holds an address.
+    ``consumer`` names the run (one lease for all it took); ``token`` is the server's shared
+    token, if it asks for one. Picklable: it holds an address (and the token).
 
     Examples
     --------
@@ -119,9 +143,18 @@ class TopologyClient:
     '127.0.0.1:3772'
     """
 
-    def __init__(self, address: str, consumer: str) -> None:
+    def __init__(self, address: str, consumer: str, token: str | None = None) -> None:
         self.host, self.port = parse_address(address)
         self.consumer = consumer
+        self._token = None if token is None else check_token(token, "TopologyClient(token=...)")
+
+    @property
+    def token(self) -> str | None:
+        """The token it sends (None: none). A secret: never log it."""
+        return self._token
+
+    def __repr__(self) -> str:
+        return f"TopologyClient({self.address}, {self.consumer!r}{', token' if self._token else ''})"
 
     @property
     def address(self) -> str:
@@ -138,6 +171,7 @@ class TopologyClient:
             "",
             wait + TOPOLOGY_CALL_TIMEOUT,
             f"DRPC fetch of {function!r}",
+            self._token,
         )
         if status == 204:
             return None
@@ -149,8 +183,9 @@ class TopologyClient:
         return Taken(str(found["id"]), str(found["args"]))
 
     def heartbeat(self) -> None:
-        """Renew this consumer's lease on what it took."""
-        _call(
+        """Renew this consumer's lease on what it took; a refusal (HTTP 401: the token) raises
+        :class:`~trident_spark.errors.DRPCExecutionException` with the server's message."""
+        status, text = _call(
             self.host,
             self.port,
             "POST",
@@ -158,7 +193,10 @@ class TopologyClient:
             "",
             TOPOLOGY_CALL_TIMEOUT,
             "DRPC heartbeat",
+            self._token,
         )
+        if status != 200:
+            raise DRPCExecutionException(f"DRPC heartbeat to {self.address}: HTTP {status}: {text}")
 
     def result(self, request_id: str, result: str) -> bool:
         """Post a request's result; False if the server no longer knows it."""
@@ -177,7 +215,10 @@ class TopologyClient:
             body,
             TOPOLOGY_CALL_TIMEOUT,
             f"DRPC {kind}",
+            self._token,
         )
+        if status == 413 and kind == "result":  # the caller gets why, not a timeout
+            return self._answer("fail", request_id, f"DRPC request failed: its result was refused: {text}")
         if status not in (200, 404):
             raise DRPCExecutionException(f"DRPC {kind} to {self.address}: HTTP {status}: {text}")
         return status == 200
@@ -217,13 +258,13 @@ class BoardClient:
         return self.board.fail(request_id, message)
 
 
-def topology_side(address: str, consumer: str) -> BoardClient | TopologyClient:
+def topology_side(address: str, consumer: str, token: str | None = None) -> BoardClient | TopologyClient:
     """The topology's side of the DRPC server at ``address``: its board when the server runs in
-    this process (no HTTP per request), else its HTTP API."""
+    this process (no HTTP per request, no token needed), else its HTTP API with ``token``."""
     server = in_process(address)
     if server is not None:
         return BoardClient(server, consumer)
-    return TopologyClient(address, consumer)
+    return TopologyClient(address, consumer, token)
 
 
 def is_drpc_server(host: str, port: int, timeout: float = 2.0) -> bool:
@@ -235,19 +276,42 @@ def is_drpc_server(host: str, port: int, timeout: float = 2.0) -> bool:
     return status == 200 and text == HEALTH
 
 
+def check_server(address: str, token: str | None, where: str) -> None:
+    """Raise :class:`DRPCExecutionException` (saying why, naming ``where``) unless a trident-spark
+    DRPC server answers at ``address`` and takes ``token`` (a topology-side call: a heartbeat of
+    a consumer named for the check)."""
+    host, port = parse_address(address, where)
+    if not is_drpc_server(host, port):
+        raise DRPCExecutionException(
+            f"{where}: no trident-spark DRPC server answers at {host}:{port}; start one with "
+            f"`trident-spark drpc-server --port {port}` or give another address"
+        )
+    try:
+        TopologyClient(f"{host}:{port}", "token-check", token).heartbeat()
+    except DRPCExecutionException as exc:
+        raise DRPCExecutionException(f"{where}: {exc}") from None
+
+
 def _call(
-    host: str, port: int, method: str, path: str, body: str, timeout: float, what: str
+    host: str, port: int, method: str, path: str, body: str, timeout: float, what: str,
+    token: str | None = None,
 ) -> tuple[int, str]:
     """One HTTP exchange: ``(status, text)``; a connection error or a timeout raises
-    :class:`DRPCExecutionException` naming ``host:port``."""
+    :class:`DRPCExecutionException` naming ``host:port``. A body over
+    ``EXPECT_CONTINUE_ABOVE`` bytes waits for the server's ``100 Continue``, so that a refusal
+    comes before it is sent."""
     connection = http.client.HTTPConnection(host, port, timeout=timeout)
     data = body.encode("utf-8")
     headers: dict[str, Any] = (
         {"Content-Type": "text/plain; charset=utf-8"} if data or method == "POST" else {}
     )
+    headers.update(auth_headers(token))
     try:
-        connection.request(method, path, body=data if method == "POST" else None, headers=headers)
-        response = connection.getresponse()
+        if method == "POST" and len(data) > EXPECT_CONTINUE_ABOVE:
+            response = _post_after_continue(connection, path, data, headers)
+        else:
+            connection.request(method, path, body=data if method == "POST" else None, headers=headers)
+            response = connection.getresponse()
         return response.status, response.read().decode("utf-8", errors="replace")
     except TimeoutError as exc:
         raise DRPCExecutionException(
@@ -267,5 +331,29 @@ def _call(
         connection.close()
 
 
-__all__ = ["BoardClient", "DRPCClient", "Taken", "TopologyClient", "is_drpc_server", "parse_address",
-           "topology_side"]
+def _post_after_continue(connection: http.client.HTTPConnection, path: str, data: bytes,
+                         headers: dict[str, Any]) -> http.client.HTTPResponse:
+    """POST with ``Expect: 100-continue``: the body goes only after ``100 Continue`` (or
+    ``CONTINUE_WAIT`` seconds of silence); a final answer before it (413, 401) is the response."""
+    connection.putrequest("POST", path)
+    for name, value in {**headers, "Content-Length": str(len(data)), "Expect": "100-continue"}.items():
+        connection.putheader(name, value)
+    connection.endheaders()
+    sock = connection.sock
+    readable, _, _ = select.select([sock], [], [], CONTINUE_WAIT)
+    if readable:
+        head = sock.recv(12, socket.MSG_PEEK)
+        if head.split(b" ")[1:2] != [b"100"]:
+            return connection.getresponse()  # refused before the body: not sent
+        interim = b""
+        while not interim.endswith(b"\r\n\r\n"):  # the interim answer's own lines, no more
+            byte = sock.recv(1)
+            if not byte:
+                break
+            interim += byte
+    connection.send(data)
+    return connection.getresponse()
+
+
+__all__ = ["BoardClient", "DRPCClient", "Taken", "TopologyClient", "check_server", "is_drpc_server",
+           "parse_address", "topology_side"]

@@ -2,22 +2,27 @@
 
 Trident makes each DRPC request its own batch (``TridentTopologyBuilder.setBatchPerTupleSpout``),
 and so does this spout: its data source (:mod:`trident_spark.drpc.source`) takes one request of
-its function from the DRPC server per micro-batch and puts it (id and args) in the batch's end
-offset, which Spark logs before the batch runs. The batch's one tuple is ``[args]``. The driver
-finds the request of batch ``T`` in the offsets log (:func:`request_of_batch`), and when the
-batch ends posts what reached the end of the DRPC stream as its result, or fails it
-(``runtime/drpc_results``). A replayed batch re-reads the same request from the log.
+its function from the DRPC server per micro-batch, keeps its args in an owner-only file beside
+the checkpoint until the batch commits, and puts the request's id in the batch's end offset,
+which Spark logs before the batch runs (the args never go into Spark's offsets log). The
+batch's one tuple is ``[args]``. The driver finds the request of batch ``T`` in the offsets log
+(:func:`request_of_batch`), and when the batch ends posts what reached the end of the DRPC
+stream as its result, or fails it (``runtime/drpc_results``). A replayed batch re-reads the
+same request: its id from the log, its args from their file.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from trident_spark.drpc.client import DRPCClient, TopologyClient, is_drpc_server, parse_address
+from trident_spark.checkpoint_files import join
+from trident_spark.drpc.client import DRPCClient, TopologyClient, check_server, parse_address
 from trident_spark.drpc.local import LocalDRPC
 from trident_spark.drpc.server import DRPCServer
+from trident_spark.drpc.token import check_token, token_from_env
 from trident_spark.errors import DRPCExecutionException, InvalidArgumentError, TopologyError
 from trident_spark.fields import Fields
 from trident_spark.spout.base import Spout, SpoutRun
@@ -27,6 +32,8 @@ if TYPE_CHECKING:
 
 #: The DRPC stream's one field: the request's string.
 ARGS = "args"
+#: Beside a DRPC query's checkpoint: each function's args of batches not yet committed.
+ARGS_DIR = "drpc-args"
 #: Seconds one fetch of the data source long-polls the server for a request.
 DEFAULT_POLL = 0.5
 
@@ -44,6 +51,8 @@ class DRPCSpout(Spout):
     poll : float, default 0.5
         Seconds each fetch waits for a request (a shorter one answers ``stop()`` sooner, a
         longer one asks the server less often).
+    token : str or None
+        The server's shared token, if it asks for one; None: the run's (``run(drpc_token=)``).
 
     Examples
     --------
@@ -52,11 +61,15 @@ class DRPCSpout(Spout):
     (['args'], '127.0.0.1:3772')
     """
 
-    def __init__(self, function: str, address: str | None = None, poll: float = DEFAULT_POLL) -> None:
+    def __init__(self, function: str, address: str | None = None, poll: float = DEFAULT_POLL,
+                 token: str | None = None) -> None:
         self.function = function
         self.server_address = address
         self.poll = poll
         self.consumer = ""
+        self._token = token
+        #: Where the data source keeps a batch's args until it commits (bound to a run).
+        self.args_dir: Any = None
 
     @property
     def fields(self) -> Fields:
@@ -70,7 +83,10 @@ class DRPCSpout(Spout):
         """A copy bound to the run's DRPC server (if it names none) and named by the run."""
         bound = copy.copy(self)
         bound.server_address = self.server_address or run.drpc
+        bound._token = self._token or run.drpc_token
         bound.consumer = consumer_id(run.run_id, self.function)
+        if run.checkpoint is not None:
+            bound.args_dir = join(run.checkpoint, ARGS_DIR, self.function)
         return bound
 
     def client(self) -> TopologyClient:
@@ -79,18 +95,16 @@ class DRPCSpout(Spout):
             raise TopologyError(
                 f"newDRPCStream({self.function!r}): no DRPC server; give run(drpc='host:port')"
             )
-        return TopologyClient(self.server_address, self.consumer or consumer_id("", self.function))
+        return TopologyClient(self.server_address, self.consumer or consumer_id("", self.function),
+                              self._token)
 
     def check(self) -> None:
-        """A DRPC stream with its own server: that server answers."""
+        """A DRPC stream with its own server: that server answers and takes the token."""
         if self.server_address is not None:
-            host, port = parse_address(self.server_address, f"newDRPCStream({self.function!r})")
-            if not is_drpc_server(host, port):
-                raise TopologyError(
-                    f"newDRPCStream({self.function!r}): no trident-spark DRPC server answers at "
-                    f"{self.server_address}; start one (`trident-spark drpc-server`) or give "
-                    "another address"
-                )
+            try:
+                check_server(self.server_address, self._token, f"newDRPCStream({self.function!r})")
+            except DRPCExecutionException as exc:
+                raise TopologyError(str(exc)) from None
 
     def to_dataframe(self, spark: SparkSession) -> DataFrame:
         """The requests as a streaming DataFrame (Spark data source ``trident_drpc``)."""
@@ -100,14 +114,18 @@ class DRPCSpout(Spout):
             spark.dataSource.register(DRPCDataSource)
             spark._trident_drpc_registered = True  # type: ignore[attr-defined]
         client = self.client()
-        return (
+        reader = (
             spark.readStream.format(FORMAT_NAME)
             .option("address", client.address)
             .option("consumer", client.consumer)
             .option("function", self.function)
             .option("poll", str(self.poll))
-            .load()
         )
+        if self.args_dir is not None:
+            reader = reader.option("args_dir", str(self.args_dir))
+        if self._token:  # Spark shows an option named "token" as *** (spark.redaction.regex)
+            reader = reader.option("token", self._token)
+        return reader.load()
 
     def __repr__(self) -> str:
         where = self.server_address or "the run's server"
@@ -130,7 +148,11 @@ def drpc_spout(function: str, drpc: Any) -> DRPCSpout:
     """
     if drpc is None:
         return DRPCSpout(function)
-    if isinstance(drpc, LocalDRPC | DRPCServer | DRPCClient):
+    if isinstance(drpc, DRPCClient):
+        return DRPCSpout(function, drpc.address, token=drpc.token)
+    if isinstance(drpc, DRPCServer):
+        return DRPCSpout(function, drpc.address, token=drpc.token)
+    if isinstance(drpc, LocalDRPC):
         return DRPCSpout(function, drpc.address)
     if isinstance(drpc, str):
         host, port = parse_address(drpc, f"newDRPCStream({function!r})")
@@ -141,10 +163,16 @@ def drpc_spout(function: str, drpc: Any) -> DRPCSpout:
     )
 
 
-def request_of_batch(offset: Any) -> tuple[str, str] | None:
-    """``(request id, args)`` from a DRPC source's logged end offset, or None (no request)."""
+def request_of_batch(offset: Any) -> str | None:
+    """The request id in a DRPC source's logged end offset, or None (no request).
+
+    Examples
+    --------
+    >>> request_of_batch({"n": 3, "id": "9f2c"}), request_of_batch({"n": 0})
+    ('9f2c', None)
+    """
     if isinstance(offset, dict) and isinstance(offset.get("id"), str):
-        return offset["id"], str(offset.get("args", ""))
+        return str(offset["id"])
     return None
 
 
@@ -173,48 +201,76 @@ def values_json(rows: list[list[Any]]) -> str:
     return json.dumps(rows, default=str, separators=(",", ":"))
 
 
-def resolve_run_server(address: str | Any) -> tuple[str, DRPCServer | None]:
-    """The run's DRPC server: ``(host:port, server started here or None)``.
+@dataclass
+class RunServer:
+    """The DRPC server a run's DRPC streams use (those that name none): what ``run()`` says.
 
-    ``address`` None: a DRPC server already answering on 127.0.0.1:3772, else one started here.
-    ``"host:port"`` with port 0: one started here on a free port. Another ``"host:port"``: that
-    server, which must answer. A :class:`LocalDRPC` or :class:`DRPCServer`: its address.
+    Examples
+    --------
+    >>> RunServer("127.0.0.1:3772", None, None, "named by run(drpc=...)").address
+    '127.0.0.1:3772'
+    """
+
+    address: str
+    started: DRPCServer | None  # started by this run (it stops with the run), or None
+    token: str | None
+    how: str  # why this one, for the run's log line
+
+    def __repr__(self) -> str:
+        return f"RunServer({self.address}, {self.how})"
+
+
+def run_token(token: str | None) -> str | None:
+    """The token of a run's DRPC server: ``run(drpc_token=)``, else ``$TRIDENT_SPARK_DRPC_TOKEN``."""
+    return check_token(token, "run(drpc_token=...)") if token is not None else token_from_env()
+
+
+def resolve_run_server(address: str | Any, token: str | None = None) -> RunServer:
+    """The run's DRPC server (see :class:`RunServer`); it never adopts a server it did not start
+    unless ``address`` names it.
+
+    ``address`` None: a server started here on 127.0.0.1:3772, or on a free port when that port
+    is taken (whatever listens there is not asked: it could be anyone's). ``"host:port"`` with
+    port 0: one started here on a free port. Another ``"host:port"``: that server, which must
+    answer and take ``token``. A :class:`LocalDRPC`, :class:`DRPCServer` or :class:`DRPCClient`:
+    its address (and a server's or client's token). A server started here asks for ``token``.
     """
     from trident_spark.drpc.server import DEFAULT_PORT
 
-    if isinstance(address, LocalDRPC | DRPCServer | DRPCClient):
-        return address.address, None
+    if isinstance(address, LocalDRPC):
+        return RunServer(address.address, None, None, "the LocalDRPC given to run(drpc=...)")
+    if isinstance(address, DRPCServer | DRPCClient):
+        return RunServer(address.address, None, address.token, "given to run(drpc=...)")
     if address is None:
-        if is_drpc_server("127.0.0.1", DEFAULT_PORT, timeout=1.0):
-            return f"127.0.0.1:{DEFAULT_PORT}", None
         try:
-            server = DRPCServer("127.0.0.1", DEFAULT_PORT).start()
-        except InvalidArgumentError as exc:
-            raise TopologyError(
-                f"run(): a DRPC stream needs a DRPC server and none answers on 127.0.0.1:{DEFAULT_PORT}, "
-                f"where one cannot start ({exc}); give run(drpc='host:port') of a running one, or "
-                "run(drpc='127.0.0.1:0') to start one on a free port"
-            ) from exc
-        return server.address, server
+            server = DRPCServer("127.0.0.1", DEFAULT_PORT, token=token).start()
+            return RunServer(server.address, server, token, "started by this run")
+        except InvalidArgumentError:
+            server = DRPCServer("127.0.0.1", 0, token=token).start()
+            return RunServer(
+                server.address, server, token,
+                f"started by this run on a free port: 127.0.0.1:{DEFAULT_PORT} is taken by another "
+                "process, not adopted (to use a DRPC server you trust there, give "
+                f"run(drpc='127.0.0.1:{DEFAULT_PORT}'))",
+            )
     host, port = parse_address(address, "run(drpc=...)")
     if port == 0:
-        server = DRPCServer(host, 0).start()
-        return server.address, server
-    if not is_drpc_server(host, port):
-        raise DRPCExecutionException(
-            f"run(drpc={address!r}): no trident-spark DRPC server answers at "
-            f"{host}:{port}; start one with `trident-spark drpc-server --port {port}`"
-        )
-    return f"{host}:{port}", None
+        server = DRPCServer(host, 0, token=token).start()
+        return RunServer(server.address, server, token, "started by this run on a free port")
+    check_server(f"{host}:{port}", token, f"run(drpc={address!r})")
+    return RunServer(f"{host}:{port}", None, token, "named by run(drpc=...)")
 
 
 __all__ = [
     "ARGS",
+    "ARGS_DIR",
     "DRPCSpout",
+    "RunServer",
     "consumer_id",
     "drpc_spout",
     "request_of_batch",
     "resolve_run_server",
     "result_json",
+    "run_token",
     "values_json",
 ]

@@ -1,13 +1,13 @@
 """The answers of a query's DRPC requests: each batch's result posted, or the request failed.
 
-A DRPC stream's batch is one request (:mod:`trident_spark.drpc.spout`); its id and args are in
-the batch's end offset in Spark's offsets log. When the batch ends on the driver, the tuples
-that reached the end of the DRPC stream (its :class:`~trident_spark.sink.DRPCResultSink`) go to
-the DRPC server as the request's result; a batch that failed for good fails the request with
-the error's message, and the query goes on serving. A request the server no longer knows (it
-timed out, or the server restarted) is ignored. While the query runs, a heartbeat tells the
-server that the run still works on what it took (a killed driver stops it, and the server
-fails its requests once the lease passes).
+A DRPC stream's batch is one request (:mod:`trident_spark.drpc.spout`); its id is in the
+batch's end offset in Spark's offsets log (its args in an owner-only file beside it). When
+the batch ends on the driver, the tuples that reached the end of the DRPC stream (its
+:class:`~trident_spark.sink.DRPCResultSink`) go to the DRPC server as the request's result; a
+batch that failed for good fails the request with the error's message, and the query goes on
+serving. A request the server no longer knows (it timed out, or the server restarted) is
+ignored. While the query runs, a heartbeat tells the server that the run still works on what
+it took (a killed driver stops it, and the server fails its requests once the lease passes).
 """
 
 from __future__ import annotations
@@ -66,9 +66,9 @@ class DRPCResults:
         offsets = batch_offsets(self.checkpoint, batch_id, self.streams)
         found = {}
         for stream in self.clients:
-            request = request_of_batch(offsets.get(stream))
-            if request is not None:
-                found[stream] = request[0]
+            request_id = request_of_batch(offsets.get(stream))
+            if request_id is not None:
+                found[stream] = request_id
         return found
 
     def answered(self, batch_id: int) -> None:

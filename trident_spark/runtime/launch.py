@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from trident_spark.checkpoint_files import join, mkdirs
 from trident_spark.drpc.client import topology_side
-from trident_spark.drpc.spout import DRPCSpout, resolve_run_server
+from trident_spark.drpc.spout import DRPCSpout, RunServer, resolve_run_server, run_token
 from trident_spark.errors import TopologyError
 from trident_spark.executor.direct_stream import why_not_direct
 from trident_spark.executor.sources import query_source
@@ -41,7 +41,8 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path | str, trigger: str
                   max_batch_retries: int, retry_delay: float, *, outage_budget: float = 180.0,
                   progress_history: int = 100, accept_state_loss: bool = False,
                   py_files: Sequence[str | os.PathLike[str]] | None = None,
-                  drpc: Any = None, drpc_path: str = "auto") -> TopologyHandle:
+                  drpc: Any = None, drpc_path: str = "auto", drpc_token: str | None = None
+                  ) -> TopologyHandle:
     """Check the spouts, then start every query; returns the handle over them.
 
     The operations' code reaches the executors: ``py_files`` are shipped (``addPyFile``), and in
@@ -84,8 +85,8 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path | str, trigger: str
     handle._on_stop.append(partial(_stop_instances, spark, run_id))
     try:
         # A run that stops by itself serves no caller: its server, if it needs one, takes a free port.
-        drpc_address = _drpc_server(queries, "127.0.0.1:0" if drpc is None and trigger in ONCE_TRIGGERS
-                                    else drpc, handle)
+        server = _drpc_server(queries, "127.0.0.1:0" if drpc is None and trigger in ONCE_TRIGGERS
+                              else drpc, drpc_token, handle)
         for query in queries:
             stream_dir = join(checkpoint, query.name)  # a URI keeps its "//" (checkpoint_files)
             mkdirs(stream_dir)
@@ -95,7 +96,8 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path | str, trigger: str
                                  spark_reads=partial(handle._spark_reads, query.name),
                                  checkpoint=stream_dir, accept_state_loss=accept_state_loss,
                                  outage_budget=outage_budget, run_id=run_id)
-            run = SpoutRun(stream_dir, outage_budget, drpc=drpc_address, run_id=run_id)
+            run = SpoutRun(stream_dir, outage_budget, drpc=server.address if server else None,
+                           run_id=run_id, drpc_token=server.token if server else None)
             direct = _answered_in_driver(query, run, drpc_path, conf, max_batch_retries, retry_delay)
             if direct is not None:  # no Spark query: the driver's threads answer its requests
                 direct.start()
@@ -153,24 +155,27 @@ def _answered_in_driver(query: QueryPlan, run: SpoutRun, drpc_path: str, conf: d
                                 f"driver: {why}; use drpc_path='spark' or 'auto'")
         log.info("stream %s: DRPC requests run as Spark batches: %s", query.name, why)
         return None
-    spout = drpc_spouts[0].spout.for_run(run)
-    requests = topology_side(spout.client().address, spout.client().consumer)  # no HTTP in-process
-    return DirectDRPC(spout.function, query.nodes, outputs[0].node, requests, conf,
+    client = drpc_spouts[0].spout.for_run(run).client()
+    requests = topology_side(client.address, client.consumer, client.token)  # no HTTP in-process
+    return DirectDRPC(drpc_spouts[0].spout.function, query.nodes, outputs[0].node, requests, conf,
                       max_batch_retries=max_batch_retries, retry_delay=retry_delay)
 
 
-def _drpc_server(queries: list[QueryPlan], drpc: Any, handle: TopologyHandle) -> str | None:
+def _drpc_server(queries: list[QueryPlan], drpc: Any, token: str | None,
+                 handle: TopologyHandle) -> RunServer | None:
     """The run's DRPC server, for DRPC streams given none: ``run(drpc=)``'s, or one started here
-    (stopped with the handle)."""
+    (stopped with the handle); never one it did not start unless ``drpc`` names it. Said in one
+    log line and in ``handle.drpc_address``."""
     if not any(isinstance(n.spout, DRPCSpout) and n.spout.address is None for q in queries for n in q.spouts):
         return None
-    address, started = resolve_run_server(drpc)
-    if started is not None:
-        handle._on_stop.append(started.shutdown)
-        log.warning("DRPC server started on %s (ask it: trident-spark drpc FUNCTION ARGS --port %d)",
-                    address, started.port)
-    handle.drpc_address = address
-    return address
+    server = resolve_run_server(drpc, run_token(token))
+    if server.started is not None:
+        handle._on_stop.append(server.started.shutdown)
+    log.info("DRPC streams use the DRPC server at %s, %s%s (ask it: trident-spark drpc FUNCTION ARGS "
+             "--port %s)", server.address, server.how, ", with a token" if server.token else "",
+             server.address.rpartition(":")[2])
+    handle.drpc_address = server.address
+    return server
 
 
 def _stop_instances(spark: SparkSession, run_id: str) -> None:

@@ -44,7 +44,8 @@ class SparkRunner:
                              settings.retry_delay, outage_budget=settings.outage_budget,
                              progress_history=settings.progress_history,
                              accept_state_loss=settings.accept_state_loss, py_files=settings.py_files,
-                             drpc=settings.drpc, drpc_path=settings.drpc_path)
+                             drpc=settings.drpc, drpc_path=settings.drpc_path,
+                             drpc_token=settings.drpc_token)
 
     def drpc_spout(self, function: str, drpc: Any) -> Any:
         """The DRPC spout of ``newDRPCStream(function, drpc)`` (``trident_spark.drpc.spout``)."""

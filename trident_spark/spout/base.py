@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,6 +43,8 @@ class SpoutRun:
         Seconds the spout may wait for a broker that does not answer before it fails.
     drpc : str or None
         The DRPC server (``host:port``) of the run (``run(drpc=...)``), for a DRPC stream given none.
+    drpc_token : str or None
+        The token of that server, if it asks for one (``run(drpc_token=...)``); not in the repr.
     run_id : str
         This run of the topology (a DRPC spout names its lease on the server with it).
 
@@ -56,6 +58,7 @@ class SpoutRun:
     outage_budget: float = 0.0
     drpc: str | None = None
     run_id: str = ""
+    drpc_token: str | None = field(default=None, repr=False)
 
 
 class Spout(ABC):
