@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from trident_spark import checkpoint_files as files
 from trident_spark.errors import StateAdoptionError, StateLostError
+from trident_spark.runtime.offsets_log import read_offsets
 from trident_spark.state.commit_record import (
     CheckpointCommit,
     CommitLog,
@@ -301,22 +302,19 @@ def batch_offsets(checkpoint: Path | str | None, batch_id: int, streams: list[st
     """Each spout's end offsets of a batch, from Spark's offsets log (logged before the batch ran).
 
     The log's file ``offsets/<batch id>`` holds a version line, the batch's metadata,
-    then one JSON line per source, in the order the query reads its spouts.
+    then one JSON line per source, in the order the query reads its spouts (``offsets_log``).
+    A missing file gives ``{}``; a malformed one raises
+    :class:`~trident_spark.runtime.offsets_log.MalformedOffsetsError`, naming it.
     """
     if checkpoint is None:
         return {}
     try:
-        lines = files.read_text(files.join(checkpoint, "offsets", str(batch_id))).splitlines()
+        logged = read_offsets(checkpoint, batch_id)
     except OSError:
         return {}
-    sources = [line for line in lines[2:] if line.strip()]
-    found: dict[str, Any] = {}
-    for stream, line in zip(streams, sources, strict=False):
-        try:
-            found[stream] = json.loads(line)
-        except ValueError:
-            found[stream] = None
-    return found
+    if logged is None:
+        return {}
+    return dict(zip(streams, logged.sources, strict=False))
 
 
 def check_adopted_offsets(address: str, record: CommitRecord, batch_end: dict[str, Any],
