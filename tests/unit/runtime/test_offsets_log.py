@@ -3,6 +3,9 @@ what to do, before Spark would fail on it with a bare JSONDecodeError."""
 
 from __future__ import annotations
 
+import doctest
+import importlib
+
 import pytest
 
 from trident_spark.runtime.offsets_log import (
@@ -85,3 +88,10 @@ def test_the_state_commits_read_of_a_batchs_offsets_names_a_corrupted_file(tmp_p
                 r"line 3 \(source 1's offset\) is not JSON")
     with pytest.raises(MalformedOffsetsError, match=expected):
         batch_offsets(tmp_path, 1, ["a"])
+
+
+@pytest.mark.parametrize("module", ["trident_spark.runtime.offsets_log",
+                                    "trident_spark.runtime.state_commits", "trident_spark.checkpoint_files"])
+def test_docstring_examples_run(module):
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0 and result.attempted > 0
