@@ -455,10 +455,9 @@ def write_bytes(location: Location, data: bytes, *, private: bool = False, sync:
     """Write ``data`` to ``location`` atomically, making its directory: a reader sees the old file
     or the new one, never a part. A local file is created owner-only (0600) in a fresh temporary
     file, then renamed over ``location`` (a link planted there is replaced, its target untouched);
-    directories made are 0700. ``private``: owner-only, which every local file is now (kept for
-    callers that say so);
-    ``sync``: on disk before it replaces the old file (local files: ``fsync``; a remote write is
-    durable once it returns)."""
+    directories made are 0700. ``private``: owner-only, as every local file now is (kept for the
+    callers that ask); ``sync``: on disk before it replaces the old file (local files: ``fsync``;
+    a remote write is durable once it returns)."""
     del private  # every local file is owner-only; a remote filesystem has its own permissions
     path = local_path(location)
     if path is not None:
