@@ -26,7 +26,7 @@ from .checks import check_int
 from .commit_record import CommitLog, CommitRecordSerializer
 from .errors import StateConfigError
 from .map import MAP_KINDS, MapState
-from .redaction import redact_url
+from .redaction import redact_state_url
 from .serializers import Serializer, default_serializer
 from .state_api import StateFactory
 from .stats import StateStats
@@ -153,7 +153,7 @@ class StoreStateFactory(StateFactory, ABC):
         >>> RedisState.opaque(url="redis://:s3cret@cache:6379/0", key_prefix="wc").redacted_url
         'redis://:***@cache:6379/0?prefix=wc&type=opaque'
         """
-        return redact_url(self.url)
+        return redact_state_url(self.url)
 
     @property
     def effective_serializer(self) -> Serializer:

@@ -57,7 +57,7 @@ from .extras import require_extra
 from .factory import CREATED_BY, StoreStateFactory
 from .keys import decode_scanned_key, encode_key, is_reserved
 from .serializers import Serializer, deserialize_stored, serialize_stored
-from .url import Scheme, redact, register_scheme
+from .url import Scheme, parse_error, redact, register_scheme
 
 if TYPE_CHECKING:
     import psycopg
@@ -96,7 +96,7 @@ def _check_dsn(dsn: Any) -> urllib.parse.SplitResult:
         parts.port  # noqa: B018 (validates the port)
         pairs = urllib.parse.parse_qsl(parts.query, keep_blank_values=True, strict_parsing=bool(parts.query))
     except ValueError as exc:
-        raise StateConfigError(f"PostgreSQL URL {redact(dsn)} cannot be parsed: {exc}") from None
+        raise StateConfigError(f"PostgreSQL URL {redact(dsn)} cannot be parsed: {parse_error(exc)}") from None
     if parts.scheme.lower() not in SCHEMES:
         raise StateConfigError(f"PostgreSQL URL {redact(dsn)} must start with postgresql:// or postgres://")
     unknown = sorted({name for name, _ in pairs} - set(LIBPQ_PARAMS))

@@ -8,6 +8,9 @@ log record, progress line and file written for people shows ``***`` instead.
 This module is that one rule, and every other module calls it:
 
 * :func:`redact_url`     the userinfo password and secret-named query parameters of a URL;
+* :func:`redact_state_url` a state URL: besides, the value of every parameter its scheme does not
+                         take (a misspelled ``passwrd=`` may be a password), the schemes' parameters
+                         known through :func:`register_state_url_params`;
 * :func:`redact_options` the values of secret-named settings of a mapping (``kafka_options``);
 * :func:`redact_text`    the same inside free text: URLs, ``name=value``, ``'name': 'value'``,
                          ``Authorization: Basic ...`` / ``Bearer ...`` / ``ApiKey ...``;
@@ -31,7 +34,7 @@ from __future__ import annotations
 import logging
 import re
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 #: What a secret is shown as.
@@ -82,19 +85,25 @@ def is_secret_name(name: str) -> bool:
     return joined.endswith(_SECRET_ENDINGS)
 
 
-def _redact_query(query: str) -> str:
+def _redact_query(query: str, shown: Collection[str] | None = None) -> str:
+    """The query with secret values as ``***``; with ``shown``, every value of a parameter not in it too."""
     pieces = query.split("&")
     changed = False
     for i, piece in enumerate(pieces):
         name, has_value, value = piece.partition("=")
-        secret = has_value and is_secret_name(urllib.parse.unquote_plus(name))
+        plain_name = urllib.parse.unquote_plus(name)
+        if shown is not None and not has_value and piece and plain_name not in shown:
+            pieces[i] = REDACTED  # a field without "=": it may be the secret itself
+            changed = True
+            continue
+        secret = has_value and (is_secret_name(plain_name) or (shown is not None and plain_name not in shown))
         if secret and value.lower() not in _PLACEHOLDERS:
             pieces[i] = f"{name}={REDACTED}"
             changed = True
     return "&".join(pieces) if changed else query
 
 
-def redact_url(url: str) -> str:
+def redact_url(url: str, *, shown_params: Collection[str] | None = None) -> str:
     """``url`` with its userinfo password and secret-named query parameters shown as ``***``.
 
     Everything else stays byte for byte as given (a URL without secrets comes back
@@ -107,9 +116,15 @@ def redact_url(url: str) -> str:
     url : str
         Any URL: ``redis://:PW@host:6379/0``, ``https://user:PW@es:9200``,
         ``es://host:9200/index?api_key=KEY&type=opaque``, ``postgresql://user:PW@host/db``.
+    shown_params : collection of str, optional
+        The parameters whose values may be shown (unless secret-named): every other parameter's
+        value is shown as ``***``, and a query field without ``=`` as ``***`` whole. None (the
+        default): only secret-named parameters are redacted.
 
     Examples
     --------
+    >>> redact_url("sqlite:///wc.db?table=t&passwrd=hunter2", shown_params={"table"})
+    'sqlite:///wc.db?table=t&passwrd=***'
     >>> redact_url("redis://user:pw@cache:6379/0?prefix=wc")
     'redis://user:***@cache:6379/0?prefix=wc'
     >>> redact_url("es://es1:9200,es2:9200/wc?api_key=QUJD&type=opaque")
@@ -135,8 +150,41 @@ def redact_url(url: str) -> str:
     tail = url[query_at:]
     if tail.startswith("?"):
         query, hash_, fragment = tail[1:].partition("#")
-        tail = f"?{_redact_query(query)}{hash_}{fragment}"
+        tail = f"?{_redact_query(query, shown_params)}{hash_}{fragment}"
     return head + tail
+
+
+#: The parameters each state URL scheme takes (its own and the common ones), by scheme.
+_STATE_URL_PARAMS: dict[str, frozenset[str]] = {}
+
+
+def register_state_url_params(scheme: str, names: Collection[str]) -> None:
+    """Tell :func:`redact_state_url` which parameters ``scheme://`` state URLs take
+    (``state/url.py``'s ``register_scheme`` does, for every scheme ``open_state`` knows).
+
+    Examples
+    --------
+    >>> register_state_url_params("doc", ["table"])
+    >>> redact_state_url("doc://x?table=t&pasword=s3cret")
+    'doc://x?table=t&pasword=***'
+    """
+    _STATE_URL_PARAMS[scheme.lower()] = frozenset(names)
+
+
+def redact_state_url(url: str) -> str:
+    """A state URL as people see it: :func:`redact_url`, and the value of every parameter its
+    scheme does not take shown as ``***`` (a misspelled secret, ``passwrd=``, is still a
+    secret). A scheme nobody registered takes none: all its values are hidden.
+
+    Examples
+    --------
+    >>> redact_state_url("nosuch://host/x?user=app&token=t")
+    'nosuch://host/x?user=***&token=***'
+    """
+    if not isinstance(url, str):
+        return url
+    scheme = url.partition("://")[0].lower()
+    return redact_url(url, shown_params=_STATE_URL_PARAMS.get(scheme, frozenset()))
 
 
 def redact_options(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -322,6 +370,8 @@ __all__ = [
     "is_secret_name",
     "redact_options",
     "redact_record",
+    "redact_state_url",
     "redact_text",
     "redact_url",
+    "register_state_url_params",
 ]

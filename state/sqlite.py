@@ -64,6 +64,19 @@ def sqlite_url(path: str, table: str) -> str:
     return f"sqlite://{urllib.parse.quote(path)}?table={table}"
 
 
+def _create_owner_only(path: str) -> None:
+    """Create the database file readable and writable by this user only (0600), if it is not there.
+
+    SQLite creates its ``-wal`` and ``-shm`` files with the database file's mode, so the three
+    are owner-only. An empty file is an empty database to SQLite. A file that is already there
+    (or a link) is left as it is: its mode is its owner's choice.
+    """
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+    except OSError:  # there already (left as it is), or a path sqlite3.connect refuses in its words
+        return
+
+
 class SqliteBackingMap(VersionedBackingMap):
     """The versioned backing map over one SQLite table. Opens its connection when created.
 
@@ -135,6 +148,7 @@ class SqliteBackingMap(VersionedBackingMap):
             raise StateUnavailableError(
                 self.path, f"directory {directory} is not writable (SQLite also writes -wal and -shm files "
                            f"next to the database); choose a path in a writable directory")
+        _create_owner_only(self.path)
         try:
             connection = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None,
                                          check_same_thread=False)

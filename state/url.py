@@ -34,7 +34,7 @@ from .errors import StateConfigError
 from .factory import StoreStateFactory
 from .map import MapState
 from .memory import MemoryState
-from .redaction import redact_text, redact_url
+from .redaction import redact_state_url, redact_text, register_state_url_params
 from .sqlite import SqliteState
 from .state_api import StateFactory
 from .values import StateType
@@ -69,9 +69,24 @@ class Scheme:
     example: str
 
 
-#: ``url`` with its password and secret parameters shown as ``***`` (for messages): the one
-#: redaction of :mod:`.redaction`, under the name the backends import.
-redact = redact_url
+#: ``url`` as messages show it: its password, its secret parameters and the value of every
+#: parameter its scheme does not take as ``***`` (a misspelled ``passwrd=`` is a secret too):
+#: :func:`.redaction.redact_state_url`, under the name the backends import.
+redact = redact_state_url
+
+
+def parse_error(exc: ValueError) -> str:
+    """Why a URL could not be parsed, without the text of its query: ``parse_qsl`` quotes the bad
+    field, which may be a secret pasted in.
+
+    Examples
+    --------
+    >>> parse_error(ValueError("bad query field: 'hunter2'"))
+    "a query field has no '=' (each parameter is NAME=VALUE, joined by '&')"
+    """
+    if "bad query field" in str(exc):
+        return "a query field has no '=' (each parameter is NAME=VALUE, joined by '&')"
+    return str(exc)
 
 
 def _parse_type(value: str, url: str) -> StateType:
@@ -139,6 +154,8 @@ SCHEMES: dict[str, Scheme] = {
     "sqlite": Scheme(("table", "busy_timeout", "synchronous"), _build_sqlite,
                      "sqlite:///var/lib/app/state.db?table=counts"),
 }
+for _name, _scheme in SCHEMES.items():
+    register_state_url_params(_name, (*_scheme.params, *COMMON_PARAMS))
 
 
 def register_scheme(name: str, scheme: Scheme) -> None:
@@ -151,6 +168,7 @@ def register_scheme(name: str, scheme: Scheme) -> None:
     >>> del SCHEMES["mem2"]
     """
     SCHEMES[name.lower()] = scheme
+    register_state_url_params(name, (*scheme.params, *COMMON_PARAMS))  # the others' values are hidden
 
 
 def parse_state_url(url: str) -> StateFactory:
@@ -179,7 +197,7 @@ def parse_state_url(url: str) -> StateFactory:
         parts = urllib.parse.urlsplit(url)
         pairs = urllib.parse.parse_qsl(parts.query, keep_blank_values=True, strict_parsing=bool(parts.query))
     except ValueError as exc:
-        raise StateConfigError(f"state URL {redact(url)} cannot be parsed: {exc}") from None
+        raise StateConfigError(f"state URL {redact(url)} cannot be parsed: {parse_error(exc)}") from None
     scheme = SCHEMES.get(parts.scheme.lower())
     if scheme is None:
         raise StateConfigError(f"unknown state URL scheme {parts.scheme!r} in {redact(url)}; supported: "
@@ -261,5 +279,5 @@ def check_exists(factory: StoreStateFactory) -> None:
 
 
 
-__all__ = ["COMMON_PARAMS", "SCHEMES", "Scheme", "check_exists", "open_state", "parse_state_url", "redact",
-           "register_scheme"]
+__all__ = ["COMMON_PARAMS", "SCHEMES", "Scheme", "check_exists", "open_state", "parse_error",
+           "parse_state_url", "redact", "register_scheme"]

@@ -10,7 +10,14 @@ Every one of them is read and written through this module, in every layer (the d
 Spark's data source processes and the executors: no JVM is needed).
 
 * A plain path or a ``file:`` URI is the local filesystem: ``os`` and ``pathlib``, no new
-  dependency; a write is atomic (a temporary file, then a rename).
+  dependency; a write is atomic (a temporary file made with ``O_EXCL`` in the same directory,
+  then a rename, which replaces a link planted there instead of writing through it); an append
+  refuses a symbolic link, a hard-linked file and anything but a regular file (``O_NOFOLLOW``).
+  Files are created owner-only (0600) and the directories this module makes owner-only (0700),
+  whatever the umask; what exists already keeps its mode. Spark's own files (``offsets/``,
+  ``commits/``, ``metadata``) get the umask's mode, which trident-spark cannot change: they are
+  private when the checkpoint's directory is one trident-spark made (``run()`` writes
+  ``trident-run.json`` there before Spark starts).
 * Any other scheme goes through ``pyarrow.fs`` (``FileSystem.from_uri``; ``s3a://`` and
   ``s3n://`` are S3 to it), with the credentials pyarrow finds in the environment. A write is
   atomic: a temporary file then a rename where the filesystem renames (HDFS), a single put
@@ -36,14 +43,18 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import re
+import stat
+import tempfile
 import threading
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from trident_spark.errors import TridentSparkError
 from trident_spark.state.redaction import redact_text, redact_url
@@ -315,6 +326,112 @@ def _is_missing(filesystem: Any, path: str) -> bool:
     return bool(filesystem.get_file_info(path).type == pafs.FileType.NotFound)
 
 
+# --- local files: owner-only, never through a link -----------------------------------------------
+#: The mode of the files trident-spark creates beside a checkpoint, and of the directories it makes.
+FILE_MODE = 0o600
+DIRECTORY_MODE = 0o700
+
+
+def _make_dirs(path: Path) -> None:
+    """Make ``path`` and its missing parents, each one owner-only (0700); existing ones are left
+    as they are (``Path.mkdir(parents=True)`` would give the parents the umask's mode)."""
+    missing = []
+    for directory in (path, *path.parents):
+        if directory.is_dir():
+            break
+        missing.append(directory)
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=DIRECTORY_MODE)
+        except FileExistsError:
+            if not directory.is_dir():
+                raise
+            continue  # made meanwhile by another process: its mode is its maker's
+        os.chmod(directory, DIRECTORY_MODE)  # mkdir's mode passes through the umask; 0700 is wanted
+
+
+def _not_regular(doing: str, path: Path) -> CheckpointFilesError:
+    return CheckpointFilesError(doing, str(path), "it is not a regular file",
+                                "remove it (trident-spark keeps regular files there), then restart")
+
+
+def _refused(doing: str, path: Path, exc: OSError) -> OSError:
+    """Why opening ``path`` failed, said plainly when something was planted there: a symbolic
+    link (``O_NOFOLLOW``'s ``ELOOP``) or not a regular file (a FIFO without reader: ``ENXIO``)."""
+    if exc.errno not in (errno.ELOOP, errno.ENXIO):
+        return exc
+    if not path.is_symlink():
+        return _not_regular(doing, path) if path.exists() else exc
+    try:
+        target = f" (to {os.readlink(path)})"
+    except OSError:
+        target = ""
+    return CheckpointFilesError(
+        doing, str(path), f"it is a symbolic link{target}, and trident-spark never writes through a link "
+        "beside a checkpoint", "remove the link (another account may have planted it; check who can write "
+        "in that directory), then restart")
+
+
+def open_append(location: Location) -> BinaryIO:
+    """The local file at ``location`` opened for appending (made owner-only if missing), refusing
+    what would let a write land elsewhere: a symbolic link (``O_NOFOLLOW``), a file with other
+    hard links, or anything but a regular file (a FIFO, a device).
+
+    Raises
+    ------
+    CheckpointFilesError
+        Naming the path, what is there, and what to do.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "log.jsonl"
+    >>> with open_append(path) as out:
+    ...     _ = out.write(b"one\\n")
+    >>> oct(path.stat().st_mode & 0o777), path.read_text()
+    ('0o600', 'one\\n')
+    """
+    path = local_path(location)
+    if path is None:
+        raise ValueError(f"open_append: {describe(location)} is not a local path")
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        descriptor = os.open(path, flags, FILE_MODE)
+    except OSError as exc:
+        raise _refused("append to", path, exc) from None
+    try:
+        found = os.fstat(descriptor)
+        if not stat.S_ISREG(found.st_mode):
+            raise _not_regular("append to", path)
+        if found.st_nlink != 1:
+            raise CheckpointFilesError(
+                "append to", str(path), f"the file has {found.st_nlink} hard links, so a write would change "
+                "another file too", "remove it (another account may have linked it there), then restart")
+        os.set_blocking(descriptor, True)
+        return os.fdopen(descriptor, "ab")
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
+def _write_local(path: Path, data: bytes, sync: bool) -> None:
+    """Atomically replace ``path``: a new owner-only temporary file (``O_EXCL``: never one planted
+    there) in the same directory, then a rename, which replaces a link at ``path`` itself."""
+    _make_dirs(path.parent)
+    descriptor, partial = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with open(descriptor, "wb") as out:
+            out.write(data)
+            if sync:
+                out.flush()
+                os.fsync(out.fileno())
+        os.replace(partial, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise
+
+
 # --- operations -----------------------------------------------------------------------------------
 def read_bytes(location: Location) -> bytes:
     """The content of the file at ``location``; ``FileNotFoundError`` when there is none."""
@@ -336,24 +453,15 @@ def read_text(location: Location) -> str:
 
 def write_bytes(location: Location, data: bytes, *, private: bool = False, sync: bool = False) -> None:
     """Write ``data`` to ``location`` atomically, making its directory: a reader sees the old file
-    or the new one, never a part. ``private``: readable by this user only (local files); ``sync``:
-    on disk before it replaces the old file (local files: ``fsync``; a remote write is durable
-    once it returns)."""
+    or the new one, never a part. A local file is created owner-only (0600) in a fresh temporary
+    file, then renamed over ``location`` (a link planted there is replaced, its target untouched);
+    directories made are 0700. ``private``: owner-only, as every local file now is (kept for the
+    callers that ask); ``sync``: on disk before it replaces the old file (local files: ``fsync``;
+    a remote write is durable once it returns)."""
+    del private  # every local file is owner-only; a remote filesystem has its own permissions
     path = local_path(location)
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        try:
-            flags = os.O_CREAT | os.O_TRUNC | os.O_WRONLY
-            with open(os.open(partial, flags, 0o600 if private else 0o666), "wb") as out:
-                out.write(data)
-                if sync:
-                    out.flush()
-                    os.fsync(out.fileno())
-            os.replace(partial, path)
-        except BaseException:
-            partial.unlink(missing_ok=True)
-            raise
+        _write_local(path, data, sync)
         return
     try:
         remote, key = _remote(str(location))
@@ -388,13 +496,14 @@ def write_text(location: Location, text: str, *, private: bool = False, sync: bo
 def append_text(location: Location, text: str) -> None:
     """Add ``text`` at the end of the file at ``location`` (made if missing).
 
-    Locally one ``write`` of an append-mode file (a reader never sees part of it). A remote
+    Locally one ``write`` of an append-mode file (a reader never sees part of it), opened by
+    :func:`open_append` (owner-only, never through a link or into another file). A remote
     filesystem is not appended to (an object store cannot; HDFS's appends need its own
     settings): the file is read and written again whole, atomically, so keep such files small.
     """
     path = local_path(location)
     if path is not None:
-        with open(path, "ab") as out:
+        with open_append(path) as out:
             out.write(text.encode("utf-8"))
         return
     try:
@@ -468,10 +577,11 @@ def delete(location: Location) -> None:
 
 
 def mkdirs(location: Location) -> None:
-    """Make the directory at ``location`` and its parents (an object store needs none: nothing)."""
+    """Make the directory at ``location`` and its parents (an object store needs none: nothing);
+    locally, those made are owner-only (0700), those there already keep their mode."""
     path = local_path(location)
     if path is not None:
-        path.mkdir(parents=True, exist_ok=True)
+        _make_dirs(path)
         return
     try:
         remote, key = _remote(str(location))
@@ -481,7 +591,8 @@ def mkdirs(location: Location) -> None:
         raise _failed("make the directory", location, exc) from None
 
 
-__all__ = ["CheckpointFilesError", "Location", "append_text", "checkpoint_location", "delete", "describe",
-           "exists", "is_dir", "is_local", "join", "list_names", "local_path", "mkdirs", "name_of",
-           "parent_of", "qualify", "read_bytes", "read_text", "register_filesystem", "scheme_of",
-           "unregister_filesystem", "write_bytes", "write_text"]
+__all__ = ["DIRECTORY_MODE", "FILE_MODE", "CheckpointFilesError", "Location", "append_text",
+           "checkpoint_location", "delete", "describe", "exists", "is_dir", "is_local", "join", "list_names",
+           "local_path", "mkdirs", "name_of", "open_append", "parent_of", "qualify", "read_bytes",
+           "read_text", "register_filesystem", "scheme_of", "unregister_filesystem", "write_bytes",
+           "write_text"]

@@ -5,6 +5,8 @@ directory, standing in for an object store and for HDFS: no real HDFS or S3 here
 from __future__ import annotations
 
 import json
+import os
+import threading
 from pathlib import Path
 
 import pyarrow.fs as pafs
@@ -193,3 +195,100 @@ def test_status_on_an_unreachable_filesystem_says_why_not_that_it_is_missing(cap
     assert status.main(args) == 2
     said = capsys.readouterr().err
     assert "cannot reach nosuch://user:***@host/ck" in said and "hunter2" not in said
+
+
+# -- the attacks: another account plants links where our files go -----------------------------------
+
+PRECIOUS = "the victim's own file: must not change\n"
+
+
+@pytest.fixture
+def outside(tmp_path):
+    """A file outside the checkpoint that a planted link points at (say, ~/.bashrc)."""
+    target = tmp_path / "elsewhere" / "precious.txt"
+    target.parent.mkdir()
+    target.write_text(PRECIOUS)
+    return target
+
+
+def test_a_symlink_planted_where_the_progress_file_goes_is_refused_target_unchanged(tmp_path, outside):
+    stream = tmp_path / "ck" / "words"
+    stream.mkdir(parents=True)
+    (stream / PROGRESS_FILE).symlink_to(outside)
+    with pytest.raises(CheckpointFilesError) as refused:
+        ProgressLog(stream).append('{"txid": 0}')
+    assert str(refused.value) == (
+        f"cannot append to {stream / PROGRESS_FILE} (beside the checkpoint): it is a symbolic link "
+        f"(to {outside}), and trident-spark never writes through a link beside a checkpoint; remove the "
+        "link (another account may have planted it; check who can write in that directory), then restart")
+    assert outside.read_text() == PRECIOUS
+    assert (stream / PROGRESS_FILE).is_symlink()        # left for the owner to look at
+
+
+def test_a_dangling_symlink_creates_nothing_at_its_target(tmp_path):
+    stream = tmp_path / "words"
+    stream.mkdir()
+    target = tmp_path / "elsewhere" / "new-file"
+    (stream / PROGRESS_FILE).symlink_to(target)
+    for append in (lambda: ProgressLog(stream).append('{"txid": 0}'),
+                   lambda: files.append_text(stream / PROGRESS_FILE, "x\n")):
+        with pytest.raises(CheckpointFilesError, match="it is a symbolic link"):
+            append()
+    assert not target.exists() and not target.parent.exists()
+
+
+def test_a_hard_link_or_a_fifo_planted_there_is_refused(tmp_path, outside):
+    stream = tmp_path / "words"
+    stream.mkdir()
+    os.link(outside, stream / PROGRESS_FILE)
+    with pytest.raises(CheckpointFilesError, match="the file has 2 hard links, so a write would change"):
+        ProgressLog(stream).append('{"txid": 0}')
+    assert outside.read_text() == PRECIOUS
+    (stream / PROGRESS_FILE).unlink()
+    os.mkfifo(stream / PROGRESS_FILE)                   # would block a writer until someone reads
+    with pytest.raises(CheckpointFilesError, match="it is not a regular file"):
+        ProgressLog(stream).append('{"txid": 0}')
+
+
+def test_an_atomic_write_replaces_a_planted_symlink_and_never_writes_through_it(tmp_path, outside):
+    stream = tmp_path / "ck" / "words"
+    stream.mkdir(parents=True)
+    target = stream / "trident-state-commits.json"
+    target.symlink_to(outside)
+    files.write_text(target, '{"a": 1}')
+    assert outside.read_text() == PRECIOUS
+    assert not target.is_symlink() and target.read_text() == '{"a": 1}'
+    assert oct(target.stat().st_mode & 0o777) == "0o600"
+
+
+def test_a_planted_temporary_file_name_is_never_written_through(tmp_path, outside):
+    """The temporary file's name used to be predictable (name.PID.THREAD.tmp) and opened without
+    O_EXCL: a link planted under that name took the write. Now it is a fresh name made with O_EXCL."""
+    stream = tmp_path / "words"
+    stream.mkdir()
+    planted = stream / f"trident-run.json.{os.getpid()}.{threading.get_ident()}.tmp"
+    planted.symlink_to(outside)
+    files.write_text(stream / "trident-run.json", "{}")
+    assert outside.read_text() == PRECIOUS
+    assert sorted(p.name for p in stream.iterdir()) == sorted([planted.name, "trident-run.json"])
+
+
+def test_files_are_owner_only_and_directories_made_are_0700_whatever_the_umask(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o755)                                  # there already: its mode is its owner's
+    old = os.umask(0o000)
+    try:
+        files.write_text(shared / "ck" / "words" / "trident-state-writes", "3")
+        files.append_text(shared / "ck" / "words" / PROGRESS_FILE, "{}\n")
+        files.mkdirs(shared / "ck" / "other")
+        ProgressLog(shared / "ck" / "other").append('{"txid": 0}')
+        files.write_bytes(f"file://{shared}/ck/{RUN_FILE}", b"{}")
+    finally:
+        os.umask(old)
+    modes = {str(p.relative_to(shared)): oct(p.stat().st_mode & 0o777) for p in sorted(shared.rglob("*"))}
+    assert modes == {
+        "ck": "0o700", f"ck/{RUN_FILE}": "0o600",
+        "ck/other": "0o700", f"ck/other/{PROGRESS_FILE}": "0o600",
+        "ck/words": "0o700", f"ck/words/{PROGRESS_FILE}": "0o600", "ck/words/trident-state-writes": "0o600"}
+    assert oct(shared.stat().st_mode & 0o777) == "0o755"

@@ -21,6 +21,7 @@ from trident_spark.planner.query import QueryPlan
 from trident_spark.runtime.batch import BatchRunner
 from trident_spark.runtime.drpc_direct import DirectDRPC
 from trident_spark.runtime.drpc_results import DRPCResults
+from trident_spark.runtime.offsets_log import check_offsets_log
 from trident_spark.runtime.progress import ProgressCallback
 from trident_spark.sink import DRPCResultSink
 from trident_spark.spout.base import Spout, SpoutRun
@@ -104,6 +105,7 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path | str, trigger: str
                 handle._add_service(query.name, direct)
                 continue
             runner.drpc = DRPCResults.of(query, run)
+            check_offsets_log(stream_dir)  # a malformed file named here, not as a bare JSONDecodeError
             source = query_source(spark, query.spouts, run)
             writer = (source.writeStream.queryName(query.name)
                       .foreachBatch(runner)

@@ -1,6 +1,8 @@
 """A stream's progress file on disk: one JSON line per finished batch, rotated by size, followed by readers.
 
-The handle appends to ``CHECKPOINT/<stream>/trident-progress.jsonl``. When the next line
+The handle appends to ``CHECKPOINT/<stream>/trident-progress.jsonl`` (created owner-only; a
+symbolic link, a hard-linked file or a FIFO planted there is refused, never written through:
+:func:`trident_spark.checkpoint_files.open_append`). When the next line
 would take that file past :data:`PROGRESS_FILE_BYTES`, the file is renamed to
 ``trident-progress.jsonl.<n>`` (``n`` counts up: the highest number is the newest rotated
 file) and a new one is started; of the rotated files, the newest
@@ -131,12 +133,13 @@ class ProgressLog:
         if not isinstance(self.path, Path):
             self._append_whole(data)
             return
-        with open(self.path, "ab") as out:
+        # Owner-only, and never through a link planted where the file goes (files.open_append).
+        with files.open_append(self.path) as out:
             size = out.tell()
             if size and size + len(data) > self.max_bytes:
                 out.close()
                 self._rotate()
-                with open(self.path, "ab") as fresh:
+                with files.open_append(self.path) as fresh:
                     fresh.write(data)
                 return
             out.write(data)

@@ -10,6 +10,13 @@ all before Spark's commit log records the batch.
 A new checkpoint adopting a state (its ``txid_offset`` already past the record)
 is checked once more: its first batch must not re-read what the state counted
 (:func:`check_adopted_offsets`).
+
+The file names each state by :func:`state_id`: its location with every secret removed
+(:func:`state_identity`), hashed with a random salt kept in the file, so the file says
+nothing that checks a password guess (nor, without the file's salt, a location). A file
+written by an earlier version names states by an unsalted hash of the URL with its password;
+it is read, and each state found under its old id is moved to the new one and the file
+rewritten at once (the old id is computed in memory only, to look it up).
 """
 
 from __future__ import annotations
@@ -17,12 +24,14 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trident_spark import checkpoint_files as files
 from trident_spark.errors import StateAdoptionError, StateLostError
+from trident_spark.runtime.offsets_log import read_offsets
 from trident_spark.state.commit_record import (
     CheckpointCommit,
     CommitLog,
@@ -30,6 +39,7 @@ from trident_spark.state.commit_record import (
     check_record,
     kafka_offsets,
 )
+from trident_spark.state.redaction import is_secret_name, redact_text, redact_url
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -40,8 +50,50 @@ log = logging.getLogger(__name__)
 COMMITS_FILE = "trident-state-commits.json"
 
 
-def state_id(factory: Any) -> str:
-    """A stable name for a state's location (its URL without settings), hashed: no secret in files."""
+#: The key of the file's salt (every other key is a state id).
+SALT_KEY = "salt"
+
+
+def state_identity(factory: Any) -> str:
+    """Where a state lives, with every secret removed: its URL's location (scheme, user, hosts,
+    ports, database, path or index) with the password shown as ``***``, and its backend parameters
+    (table, key prefix, ...) but the secret ones (``api_key``, ``password``, ...). A password
+    change keeps it; the common settings (``cache_size``, ``type`` ...) are not part of it.
+
+    Examples
+    --------
+    >>> from trident_spark.state import RedisState
+    >>> state_identity(RedisState.opaque(url="redis://:hunter2@cache:6379/0", key_prefix="wc"))
+    '["redis://:***@cache:6379/0", {"prefix": "wc"}]'
+    """
+    if not hasattr(factory, "url_location"):
+        return str(redact_text(repr(factory)))
+    location, params = factory.url_location()
+    kept = {name: value for name, value in params.items() if not is_secret_name(name)}
+    return json.dumps([redact_url(location), kept], sort_keys=True)
+
+
+def state_id(factory: Any, salt: str) -> str:
+    """A state's name in the checkpoint's file: its :func:`state_identity` (no secret in it),
+    hashed with the file's ``salt``.
+
+    Examples
+    --------
+    >>> from trident_spark.state import RedisState
+    >>> one = RedisState.opaque(url="redis://:hunter2@cache:6379/0", key_prefix="wc")
+    >>> state_id(one, "5a17") == state_id(one.with_settings(url="redis://:other@cache:6379/0"), "5a17")
+    True
+    >>> len(state_id(one, "5a17")), state_id(one, "5a17") == state_id(one, "0ther")
+    (32, False)
+    """
+    digest = hashlib.blake2b(state_identity(factory).encode("utf-8"), digest_size=16,
+                             key=salt.encode("utf-8"))
+    return digest.hexdigest()
+
+
+def _legacy_state_id(factory: Any) -> str:
+    """The id an earlier version gave a state (an unsalted hash of its location, password
+    included): computed only to find a state in an old file, never written."""
     location = factory.url_location() if hasattr(factory, "url_location") else repr(factory)
     return hashlib.sha256(repr(location).encode("utf-8")).hexdigest()[:20]
 
@@ -50,7 +102,8 @@ def state_id(factory: Any) -> str:
 class _Guard:
     factory: Any
     stream: str
-    key: str  # state_id(factory): its entry in the checkpoint's file
+    identity: str  # state_identity(factory): which guard a factory's is
+    key: str = ""  # state_id(factory, salt): its entry in the checkpoint's file, once the file is read
     log: CommitLog | None = None
     adopting: CommitRecord | None = None
     epoch: str | None = None  # the record's epoch as the batch began writing
@@ -95,10 +148,10 @@ class StateCommits:
         for factory in self.factories:
             if not callable(getattr(factory, "open_commit_log", None)):
                 continue
-            key = state_id(factory)
-            if key not in seen:
-                seen.add(key)
-                self._guards.append(_Guard(factory, self.stream, key))
+            identity = state_identity(factory)
+            if identity not in seen:
+                seen.add(identity)
+                self._guards.append(_Guard(factory, self.stream, identity))
 
     def __bool__(self) -> bool:
         return bool(self._guards)
@@ -109,9 +162,32 @@ class StateCommits:
         return None if self.checkpoint is None else files.join(self.checkpoint, COMMITS_FILE)
 
     def _committed(self) -> dict[str, Any]:
-        """The checkpoint's entries: read from its file once, then kept as they are written."""
+        """The checkpoint's entries: read from its file once, then kept as they are written.
+
+        The first read gives every state its id under the file's salt (made, for a file without
+        one), and moves a state found under its old, unsalted id to its new one: the file is
+        written again at once, so the old id leaves the disk.
+        """
         if self._entries is None:
-            self._entries = self._read_file()
+            entries = self._read_file()
+            salt = entries.get(SALT_KEY)
+            if not isinstance(salt, str) or not salt:
+                salt = entries[SALT_KEY] = secrets.token_hex(16)
+            moved = False
+            for guard in self._guards:
+                guard.key = state_id(guard.factory, salt)
+                legacy = _legacy_state_id(guard.factory)
+                if legacy in entries:
+                    old = entries.pop(legacy)
+                    entries.setdefault(guard.key, old)  # one written under the new id is newer
+                    moved = True
+            self._entries = entries
+            if moved:
+                try:
+                    self._remember(entries)
+                except OSError as exc:  # written again after the batch's writes
+                    log.warning("stream %s: cannot rewrite %s under the new state ids (%s)", self.stream,
+                                files.describe(self._file() or ""), exc)
         return self._entries
 
     def _read_file(self) -> dict[str, Any]:
@@ -193,9 +269,10 @@ class StateCommits:
         filled under another generation, so no entry outlives what it was read from, and no
         key is skipped as "already applied" on the word of a store that was reset.
         """
-        keys = {g.key: f"{g.epoch}/{g.rebases}" for g in self._guards if g.epoch is not None}
-        return {id(factory): keys[state_id(factory)] for factory in self.factories
-                if callable(getattr(factory, "open_commit_log", None)) and state_id(factory) in keys}
+        found = {g.identity: f"{g.epoch}/{g.rebases}" for g in self._guards if g.epoch is not None}
+        return {id(factory): found[identity] for factory in self.factories
+                if callable(getattr(factory, "open_commit_log", None))
+                and (identity := state_identity(factory)) in found}
 
     def after_writes(self, batch_id: int, offsets: dict[str, Any]) -> None:
         """Mark batch ``batch_id``'s writes complete in every state, then in the checkpoint."""
@@ -225,22 +302,19 @@ def batch_offsets(checkpoint: Path | str | None, batch_id: int, streams: list[st
     """Each spout's end offsets of a batch, from Spark's offsets log (logged before the batch ran).
 
     The log's file ``offsets/<batch id>`` holds a version line, the batch's metadata,
-    then one JSON line per source, in the order the query reads its spouts.
+    then one JSON line per source, in the order the query reads its spouts (``offsets_log``).
+    A missing file gives ``{}``; a malformed one raises
+    :class:`~trident_spark.runtime.offsets_log.MalformedOffsetsError`, naming it.
     """
     if checkpoint is None:
         return {}
     try:
-        lines = files.read_text(files.join(checkpoint, "offsets", str(batch_id))).splitlines()
+        logged = read_offsets(checkpoint, batch_id)
     except OSError:
         return {}
-    sources = [line for line in lines[2:] if line.strip()]
-    found: dict[str, Any] = {}
-    for stream, line in zip(streams, sources, strict=False):
-        try:
-            found[stream] = json.loads(line)
-        except ValueError:
-            found[stream] = None
-    return found
+    if logged is None:
+        return {}
+    return dict(zip(streams, logged.sources, strict=False))
 
 
 def check_adopted_offsets(address: str, record: CommitRecord, batch_end: dict[str, Any],
@@ -301,5 +375,5 @@ def first_offsets(df: DataFrame) -> dict[tuple[str, str], int]:
     return {(str(r["topic"]), str(r["partition"])): int(r["first"]) for r in rows}
 
 
-__all__ = ["COMMITS_FILE", "StateCommits", "batch_offsets", "check_adopted_offsets",
-           "first_offsets", "state_id"]
+__all__ = ["COMMITS_FILE", "SALT_KEY", "StateCommits", "batch_offsets", "check_adopted_offsets",
+           "first_offsets", "state_id", "state_identity"]

@@ -139,7 +139,7 @@ def test_bad_state_url(capsys):
     code, out, err = run(capsys, "memory://wc?tpye=opaque", "cat")
     assert (code, out) == (1, "")
     assert err.startswith(
-        "error: state URL memory://wc?tpye=opaque: unknown parameter tpye; memory URLs take ")
+        "error: state URL memory://wc?tpye=***: unknown parameter tpye; memory URLs take ")
 
 
 def test_missing_sqlite_file_is_an_error_and_is_not_created(tmp_path, capsys):

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
+import os
+from dataclasses import dataclass
 
 import pytest
 
 from trident_spark.errors import StateAdoptionError, StateAheadError, StateLostError
 from trident_spark.runtime.state_commits import (
     COMMITS_FILE,
+    SALT_KEY,
     StateCommits,
     batch_offsets,
     check_adopted_offsets,
     state_id,
+    state_identity,
 )
-from trident_spark.state import CommitRecord, MemoryState, RedisState
+from trident_spark.state import CommitRecord, MemoryState, RedisState, StateType
 from trident_spark.state.keys import COMMIT_RECORD_KEY
 
 _names = itertools.count()
@@ -38,8 +43,10 @@ def test_batches_move_the_record_and_the_checkpoint_together(factory, tmp_path):
     record = factory.open_commit_log().read()
     assert (record.txid, record.writing, record.stream) == (2, None, "words")
     saved = json.loads((tmp_path / COMMITS_FILE).read_text())
-    assert saved == {state_id(factory): {"txid": 2, "epoch": record.epoch,
-                                         "state": "memory://" + factory.name}}
+    salt = saved[SALT_KEY]
+    assert len(salt) == 32
+    assert saved == {SALT_KEY: salt, state_id(factory, salt): {"txid": 2, "epoch": record.epoch,
+                                                               "state": "memory://" + factory.name}}
     assert factory.committed_offsets() == {"t": {"0": 30}}
 
 
@@ -164,5 +171,80 @@ def test_offsets_are_read_from_sparks_offsets_log(tmp_path):
 
 def test_state_ids_name_no_secret():
     factory = RedisState.opaque(url="redis://:hunter2@127.0.0.1:6379/0", key_prefix="wc")
-    assert "hunter2" not in state_id(factory)
-    assert state_id(factory) == state_id(factory.with_settings(cache_size=5))
+    assert "hunter2" not in state_identity(factory)
+    assert state_id(factory, "s") == state_id(factory.with_settings(cache_size=5), "s")
+
+
+def _old_id(factory) -> str:
+    """How versions before this one named a state in the file (an unsalted hash, password in)."""
+    return hashlib.sha256(repr(factory.url_location()).encode("utf-8")).hexdigest()[:20]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PasswordedState(MemoryState):
+    """A memory state whose URL carries a password, as a Redis state's does (no server needed)."""
+
+    password: str = "hunter2"
+
+    def url_location(self) -> tuple[str, dict[str, str]]:
+        return f"redis://:{self.password}@127.0.0.1:6379/0", {"prefix": self.name}
+
+
+def test_the_file_gives_no_offline_check_of_a_password_guess(tmp_path):
+    """The attack: read trident-state-commits.json, then hash the state's URL with each guessed
+    password until one matches its id. The id no longer depends on the password at all, and is
+    salted per checkpoint: no guess can be checked against it."""
+    secret = PasswordedState(name=f"state-commits-{next(_names)}", state_type=StateType.OPAQUE)
+    _run_batch(StateCommits([secret], "words", tmp_path), 0)
+    text = (tmp_path / COMMITS_FILE).read_text()
+    saved = json.loads(text)
+    [key] = set(saved) - {SALT_KEY}
+    for guess in ("hunter1", "hunter2", "hunter3"):
+        guessed = secret.with_settings(password=guess)
+        assert _old_id(guessed) not in text                      # the old, unsalted form: gone
+        assert state_id(guessed, saved[SALT_KEY]) == key         # every guess gives the same id
+    assert "hunter2" not in text
+    assert oct(os.stat(tmp_path / COMMITS_FILE).st_mode & 0o777) == "0o600"
+    # a salt per checkpoint: the same state has another id in another checkpoint's file
+    _run_batch(StateCommits([secret], "words", tmp_path / "other"), 1)
+    assert key not in json.loads((tmp_path / "other" / COMMITS_FILE).read_text())
+
+
+def test_a_checkpoint_written_by_an_older_version_is_read_and_rewritten_under_the_new_ids(factory, tmp_path):
+    """Upgrading mid-stream: the old file names the state by the old id. The run goes on from it
+    (a lost store is still found), and the first read rewrites the file without the old id."""
+    old = StateCommits([factory], "words", tmp_path)
+    for batch in range(3):
+        _run_batch(old, batch)
+    record = factory.open_commit_log().read()
+    other_state = {"txid": 9, "epoch": "e", "state": "memory://gone"}   # no longer written here
+    (tmp_path / COMMITS_FILE).write_text(json.dumps({
+        _old_id(factory): {"txid": 2, "epoch": record.epoch, "state": "memory://" + factory.name},
+        "0123456789abcdef0123": other_state}))
+    upgraded = StateCommits([factory], "words", tmp_path)
+    upgraded.check(3, False)                             # no StateAheadError, nothing "adopted"
+    assert upgraded.adopted_records() == []
+    saved = json.loads((tmp_path / COMMITS_FILE).read_text())
+    assert _old_id(factory) not in saved
+    assert saved[state_id(factory, saved[SALT_KEY])]["txid"] == 2
+    assert saved["0123456789abcdef0123"] == other_state  # another state's entry is kept as it was
+    upgraded.begin(3)
+    upgraded.after_writes(3, {})
+    # and the checkpoint still catches a store that lost its data
+    factory.open_backing_map().multiRemove([COMMIT_RECORD_KEY])
+    with pytest.raises(StateLostError) as lost:
+        StateCommits([factory], "words", tmp_path).before_writes(4, False)
+    assert (lost.value.kind, lost.value.committed_txid) == ("missing", 3)
+
+
+def test_an_old_file_without_the_new_id_still_finds_a_lost_store(factory, tmp_path):
+    old = StateCommits([factory], "words", tmp_path)
+    _run_batch(old, 0)
+    _run_batch(old, 1)
+    epoch = factory.open_commit_log().read().epoch
+    (tmp_path / COMMITS_FILE).write_text(json.dumps(
+        {_old_id(factory): {"txid": 1, "epoch": epoch, "state": "memory://" + factory.name}}))
+    factory.open_backing_map().multiRemove([COMMIT_RECORD_KEY])
+    with pytest.raises(StateLostError) as lost:
+        StateCommits([factory], "words", tmp_path).before_writes(2, False)
+    assert (lost.value.kind, lost.value.committed_txid) == ("missing", 1)

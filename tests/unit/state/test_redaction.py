@@ -142,7 +142,7 @@ def test_state_url_errors_name_the_url_without_its_secrets():
     with pytest.raises(StateConfigError) as caught:
         parse_state_url("es://es1:9200/wc?api_key=es-key&colour=red")
     assert str(caught.value) == (
-        "state URL es://es1:9200/wc?api_key=***&colour=red: unknown parameter colour; es URLs take fields, "
+        "state URL es://es1:9200/wc?api_key=***&colour=***: unknown parameter colour; es URLs take fields, "
         "api_key, ca_certs, verify_certs, request_timeout, connect_timeout, type, cache_size, txid_offset, "
         "max_conflict_retries, max_multi_get_batch_size, max_multi_put_batch_size")
     with pytest.raises(StateConfigError, match=r"redis://:\*\*\*@cache:6379/0\?expiry=soon: expiry='soon'"):
@@ -225,3 +225,66 @@ def _map_get():
     from trident_spark.builtin import MapGet
 
     return MapGet()
+
+
+# -- the attack: a secret under a misspelled name is still a secret --------------------------------
+
+@pytest.mark.parametrize(("url", "name"), [
+    ("sqlite:///x.db?table=t&passwrd=hunter2", "passwrd"),
+    ("redis://127.0.0.1:6379/0?prefix=wc&passwrd=hunter2", "passwrd"),
+    ("rediss://:pw@127.0.0.1:6380/0?prefix=wc&pasword=hunter2", "pasword"),
+    ("es://127.0.0.1:9200/wc?apikye=hunter2", "apikye"),
+    ("https://127.0.0.1:9200/wc?api-kee=hunter2&type=opaque", "api-kee"),
+    ("postgresql://app@127.0.0.1:5432/db?table=t&passwrd=hunter2", "passwrd"),
+    ("postgres://app:pw@127.0.0.1:5432/db?table=t&secert=hunter2", "secert"),
+    ("memory://wc?passwrd=hunter2", "passwrd"),
+])
+def test_an_unknown_parameter_is_named_and_its_value_never_shown(url, name):
+    with pytest.raises(StateConfigError) as refused:
+        parse_state_url(url)
+    message = str(refused.value)
+    assert "hunter2" not in message
+    assert f"unknown parameter {name};" in message
+    assert f"{name}=***" in message
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    # given twice: the name is said, neither value
+    ("redis://127.0.0.1:6379/0?passwrd=hunter2&passwrd=hunter3",
+     "state URL redis://127.0.0.1:6379/0?passwrd=***&passwrd=***: parameter 'passwrd' given twice"),
+    # a field without "=" may be the secret itself: parse_qsl would quote it
+    ("sqlite:///x.db?table=t&hunter2",
+     "state URL sqlite:///x.db?table=t&*** cannot be parsed: a query field has no '=' "
+     "(each parameter is NAME=VALUE, joined by '&')"),
+    # a scheme nobody knows: none of its values is shown
+    ("mongodb://127.0.0.1/db?passwrd=hunter2",
+     "unknown state URL scheme 'mongodb' in mongodb://127.0.0.1/db?passwrd=***; supported: "),
+])
+def test_other_url_errors_show_no_unknown_value(url, shown):
+    with pytest.raises(StateConfigError) as refused:
+        parse_state_url(url)
+    assert str(refused.value).startswith(shown)
+    assert "hunter" not in str(refused.value)
+
+
+def test_a_known_parameter_and_known_secrets_keep_their_rules():
+    # a known, non-secret parameter's bad value is quoted (it is what the user must fix) ...
+    with pytest.raises(StateConfigError, match=r"cache_size='lots' is not an integer"):
+        parse_state_url("sqlite:///x.db?table=t&cache_size=lots")
+    # ... a known secret one never is
+    assert str(parse_state_url("es://127.0.0.1:9200/wc?api_key=hunter2").redacted_url) == (
+        "es://127.0.0.1:9200/wc?api_key=***&type=opaque")
+
+
+def test_factories_built_directly_hide_unknown_values_in_reprs_and_errors():
+    from trident_spark.state import PostgresState
+
+    redis = RedisState.opaque(url="redis://127.0.0.1:6379/0?passwrd=hunter2", key_prefix="wc")
+    assert "hunter2" not in repr(redis) and "hunter2" not in redis.redacted_url
+    assert "passwrd=***" in repr(redis)
+    for dsn in ("postgresql://app@127.0.0.1/db?passwrd=hunter2", "postgresql://app@127.0.0.1/db?hunter2"):
+        with pytest.raises(StateConfigError) as refused:
+            PostgresState.opaque(dsn=dsn, table="t")
+        assert "hunter2" not in str(refused.value)
+    with pytest.raises(StateConfigError, match="unknown connection parameter passwrd;"):
+        PostgresState.opaque(dsn="postgresql://h/db?passwrd=x", table="t")

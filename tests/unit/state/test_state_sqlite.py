@@ -257,3 +257,30 @@ def test_bad_settings_are_named(tmp_path, settings, message):
 def test_synchronous_setting_reaches_sqlite(tmp_path):
     state = SqliteState(path=tmp_path / "s.db", state_type=StateType.OPAQUE, synchronous="normal").open()
     assert state.backing.delegate.delegate._connection.execute("PRAGMA synchronous").fetchone() == (1,)
+
+
+def test_the_state_file_and_its_wal_and_shm_are_owner_only_whatever_the_umask(tmp_path):
+    """The attack: another local account reads the counts (or the keys: user ids, e-mails) from a
+    state file left world-readable. A file trident-spark creates is 0600, so are SQLite's -wal
+    and -shm (SQLite gives them the database file's mode)."""
+    path = tmp_path / "wc.db"
+    old = os.umask(0o000)  # the loosest umask: the mode must not come from it
+    try:
+        state = SqliteState.opaque(path=str(path)).open()
+        state.multiUpdate(0, [["cat"]], [lambda old: 1])
+        modes = {p.name: oct(p.stat().st_mode & 0o777) for p in tmp_path.iterdir()}
+        state.close()
+    finally:
+        os.umask(old)
+    assert modes == {"wc.db": "0o600", "wc.db-wal": "0o600", "wc.db-shm": "0o600"}
+
+
+def test_an_existing_state_files_mode_is_left_as_its_owner_set_it(tmp_path):
+    path = tmp_path / "shared.db"
+    sqlite3.connect(path).close()
+    path.chmod(0o640)  # the owner's choice: a group that reads the counts
+    state = SqliteState.opaque(path=str(path)).open()
+    state.multiUpdate(0, [["cat"]], [lambda old: 1])
+    assert oct(path.stat().st_mode & 0o777) == "0o640"
+    assert state.multiGet([["cat"]]) == [1]
+    state.close()

@@ -100,14 +100,15 @@ BAD_URLS = [
     ("memory://wc?cache_size=big",
      "state URL memory://wc?cache_size=big: cache_size='big' is not an integer"),
     ("memory://wc?cache_size=-3", "cache_size must be an int >= 0, got -3"),
-    ("memory://wc?table=t", "state URL memory://wc?table=t: unknown parameter table; memory URLs take type, "
-                            "cache_size, txid_offset, max_conflict_retries, max_multi_get_batch_size, "
+    ("memory://wc?table=t", "state URL memory://wc?table=***: unknown parameter table; memory URLs take "
+                            "type, cache_size, txid_offset, max_conflict_retries, max_multi_get_batch_size, "
                             "max_multi_put_batch_size"),
     ("sqlite:///x.db?tabel=t&prefix=p",
-     "state URL sqlite:///x.db?tabel=t&prefix=p: unknown parameters prefix, tabel; "
+     "state URL sqlite:///x.db?tabel=***&prefix=***: unknown parameters prefix, tabel; "
      "sqlite URLs take table, busy_timeout, synchronous, type"),
     ("memory://wc?type=opaque&type=transactional", "parameter 'type' given twice"),
-    ("memory://wc?type", "state URL memory://wc?type cannot be parsed: bad query field: 'type'"),
+    ("memory://wc?type", "state URL memory://wc?type cannot be parsed: a query field has no '=' "
+                         "(each parameter is NAME=VALUE, joined by '&')"),
     ("sqlite:///x.db?table=bad-name", "SQLite table name 'bad-name' is not allowed"),
     ("sqlite:///x.db?busy_timeout=soon", "busy_timeout='soon' is not a number of seconds"),
 ]
