@@ -150,7 +150,7 @@ def fitted(letter: DeadLetter, checkpoint: str, limit: int) -> _Form:
     room = budget - _headers_size([(TRUNCATED, _LONGEST_CUT)])
     cut: dict[str, int] = {}
     if _headers_size(own) > room // 4:  # a record's own headers may take a quarter of the room
-        cut["headers"] = _headers_size(own)
+        cut["headers"] = _headers_bytes(own)
         own = []
     room -= _headers_size(own)
     if len(key) > room // 4:
@@ -170,14 +170,20 @@ def smallest(letter: DeadLetter, checkpoint: str) -> _Form:
     cut = {name: len(part) for name, part in (("key", key), ("value", value))
            if part is not None and len(part) > MIN_KEPT_BYTES}
     if letter.headers:
-        cut["headers"] = _headers_size(letter.headers)
+        cut["headers"] = _headers_bytes(letter.headers)
     headers = [*letter.spout_headers(checkpoint), (TRUNCATED, json.dumps(cut).encode())]
     return _Form(letter, None if key is None else key[:MIN_KEPT_BYTES],
                  None if value is None else value[:MIN_KEPT_BYTES], headers, last=True)
 
 
+def _headers_bytes(headers: Sequence[tuple[str, bytes | None]]) -> int:
+    """The bytes of the headers' names and values (what :data:`TRUNCATED` reports)."""
+    return sum(len(name.encode()) + len(value or b"") for name, value in headers)
+
+
 def _headers_size(headers: Sequence[tuple[str, bytes | None]]) -> int:
-    return sum(len(name.encode()) + len(value or b"") + 8 for name, value in headers)
+    """What the headers cost in a record, at most (their bytes and their lengths' varints)."""
+    return _headers_bytes(headers) + 8 * len(headers)
 
 
 def skipped_dead_letters() -> int:
@@ -221,7 +227,8 @@ def source_of(headers: Sequence[tuple[str, bytes | None]] | None) -> tuple[str, 
 def send_dead_letters(config: KafkaSpoutConfig, r: OffsetRange, letters: Sequence[DeadLetter],
                       consumer: Any) -> int:
     """Write the dead letters of range ``r`` not written by an earlier attempt; return how many
-    were written. ``consumer`` (unassigned on return) reads the dead-letter topic back.
+    were written (those skipped for their size, logged and counted, are not). ``consumer``
+    (unassigned on return) reads the dead-letter topic back.
 
     Raises ``UnknownTopicError`` when the dead-letter topic does not exist, and
     ``BrokerUnavailableError`` when the broker does not take the records (but for their size:
@@ -238,12 +245,11 @@ def send_dead_letters(config: KafkaSpoutConfig, r: OffsetRange, letters: Sequenc
     finally:
         consumer.unassign()
     todo = [letter for letter in letters if letter.offset not in written]
-    if todo:
-        _produce(config, target, todo, checkpoint, r)
+    skipped = _produce(config, target, todo, checkpoint, r) if todo else 0
     if len(todo) < len(letters):
         log.info("KafkaSpout: %d dead letters of %s[%d] [%d, %d) were written by an earlier attempt",
                  len(letters) - len(todo), r.topic, r.partition, r.start, r.until)
-    return len(todo)
+    return len(todo) - skipped
 
 
 def _partitions(config: KafkaSpoutConfig, consumer: Any) -> int:
@@ -384,19 +390,23 @@ def record_limit(config: KafkaSpoutConfig) -> int:
 
 
 def _produce(config: KafkaSpoutConfig, target: Any, letters: Sequence[DeadLetter], checkpoint: str,
-             r: OffsetRange) -> None:
+             r: OffsetRange) -> int:
     """Send ``letters`` (each cut to fit the limit); those refused for their size are sent again in
-    their smallest form, then skipped. Any other failure raises ``BrokerUnavailableError``."""
+    their smallest form, then skipped; returns how many were skipped. Any other failure raises
+    ``BrokerUnavailableError``."""
     limit = record_limit(config)
     forms = [fitted(letter, checkpoint, limit) for letter in letters]
+    skipped = 0
     while forms:
         too_large = _send(config, target, forms, r)
         forms = []
         for form in too_large:
             if form.last:
                 _skip(form.letter, target.topic, limit)
+                skipped += 1
             else:
                 forms.append(smallest(form.letter, checkpoint))
+    return skipped
 
 
 def _send(config: KafkaSpoutConfig, target: Any, forms: Sequence[_Form], r: OffsetRange) -> list[_Form]:
