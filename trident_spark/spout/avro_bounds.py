@@ -27,6 +27,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from trident_spark.errors import TridentSparkError
+
 #: Items that encode to no bytes (nulls, empty records) one record may hold, in all its arrays.
 MAX_EMPTY_ITEMS = 100_000
 #: Records, arrays and maps one record may nest (fastavro's C stack: 1,000 levels read fine here,
@@ -37,7 +39,7 @@ _PRIMITIVE_SIZES = {"null": 0, "boolean": 1, "int": 1, "long": 1, "float": 4, "d
                     "string": 1}
 
 
-class AvroBoundsError(ValueError):
+class AvroBoundsError(TridentSparkError, ValueError):
     """A record (or a writer schema) outside the bounds: the reason, for the record's error."""
 
 

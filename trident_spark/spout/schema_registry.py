@@ -124,7 +124,7 @@ _misses: dict[tuple[str, int], UnknownSchemaError] = {}
 _cache_lock = threading.Lock()
 
 
-class _OutageError(Exception):
+class _OutageError(TridentSparkError):
     """One attempt met an unavailable registry: tried again within the outage budget."""
 
 
