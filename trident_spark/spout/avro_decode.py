@@ -229,7 +229,7 @@ class AvroDecoder:
         self.decode_timeout_s = decode_timeout_s
         self._parsed: Any = None
         self._bounds: AvroBounds | None = None
-        self._writers: dict[int, tuple[Any, AvroBounds]] = {}
+        self._writers: dict[int, tuple[Any, AvroBounds | None]] = {}
         self._registry: SchemaRegistryClient | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -248,13 +248,13 @@ class AvroDecoder:
         read = fastavro_module().schemaless_reader
         if self._parsed is None:
             self._parsed = parse_avro(self.reader_schema, self.part)
-            self._bounds = avro_bounds(self.reader_schema)
+            self._bounds = _needed(avro_bounds(self.reader_schema))
         values: list[Any] = []
+        last = time.perf_counter()  # one clock reading per record: the end of one is the next one's start
         for i, item in enumerate(raw):
             if item is None:
                 values.append(None)
                 continue
-            started = time.perf_counter()
             try:
                 values.append(self._read_one(read, item))
             except SchemaRegistryError:
@@ -265,9 +265,11 @@ class AvroDecoder:
             except Exception as exc:  # RecursionError, MemoryError's kin...: one record, never the stream
                 values.append(None)
                 errors[i] = errors[i] or f"{self.part} cannot be read as Avro ({type(exc).__name__}: {exc})"
-            if (slow := too_slow(started, self.decode_timeout_s, self.part)) is not None:
+            now = time.perf_counter()
+            if now - last > self.decode_timeout_s:
                 values[-1] = None
-                errors[i] = errors[i] or slow
+                errors[i] = errors[i] or too_slow(now - last, self.decode_timeout_s, self.part)
+            last = now
         return to_arrow(values, arrow_type, errors, self.part)
 
     def _read_one(self, read: Callable[..., Any], item: bytes) -> Any:
@@ -301,7 +303,7 @@ class AvroDecoder:
     def _what(self) -> str:
         return "its registered schema" if self.registry_url is not None else f"{self.part}_schema"
 
-    def _writer(self, schema_id: int) -> tuple[Any, AvroBounds]:
+    def _writer(self, schema_id: int) -> tuple[Any, AvroBounds | None]:
         """The parsed writer schema of ``schema_id`` and its bounds (fetched and analysed once)."""
         found = self._writers.get(schema_id)
         if found is not None:
@@ -321,12 +323,17 @@ class AvroDecoder:
         try:
             same = json.loads(registered.schema) == json.loads(self.reader_schema)
             parsed = self._parsed if same else parse_avro(registered.schema)
-            bounds = avro_bounds(registered.schema)
+            bounds = _needed(avro_bounds(registered.schema))
         except (InvalidArgumentError, AvroBoundsError, ValueError, RecursionError) as exc:
             raise _MalformedError(
                 f"{self.part} names schema id {schema_id}, which cannot be read ({exc})") from None
         self._writers[schema_id] = (parsed, bounds)
         return parsed, bounds
+
+
+def _needed(bounds: AvroBounds) -> AvroBounds | None:
+    """``bounds`` when records must be checked against them (None: fastavro reads them directly)."""
+    return bounds if bounds.walk or bounds.refused is not None else None
 
 
 class _MalformedError(TridentSparkError):

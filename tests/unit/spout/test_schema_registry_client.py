@@ -176,3 +176,14 @@ def test_answers_that_are_not_schemas_are_schema_registry_errors():
         registry.fail_next = [200]
         with pytest.raises(SchemaRegistryError, match="answered for subject 's' without an integer 'id'"):
             client.latest("s")
+
+
+def test_redirects_within_the_registry_are_followed_at_most_three_times():
+    clear_cache()
+    with schema_registry() as registry:
+        registry.redirect_to = registry.url  # the same origin: followed, and here without end
+        client = SchemaRegistryClient(registry.url, timeout_s=5)
+        expected = r"redirected GET /schemas/ids/1 \(schema id 1\) more than 3 times; set schema_registry"
+        with pytest.raises(SchemaRegistryError, match=expected):
+            client.schema(1)
+        assert registry.requests["/schemas/ids/1"] == 4
