@@ -8,7 +8,16 @@ Confluent's REST API that trident-spark uses (no Schema Registry server can run 
 * ``GET /config`` answers ``{"compatibilityLevel": "BACKWARD"}``.
 
 Unknown ids and subjects answer 404 with Confluent's error body. With ``password=`` every
-request needs basic auth (401 otherwise). ``requests`` counts the requests by path.
+request needs basic auth (401 otherwise). ``requests`` counts the requests by path, and
+``authorizations`` lists the ``Authorization`` header of each request (None when absent).
+
+Hostile behaviours, for the client's tests (set on a running server):
+
+* ``fail_next``: statuses answered, one per request, before answering normally (``[500]``);
+* ``redirect_to``: a base URL every GET is redirected to (HTTP 302, ``Location`` on it);
+* ``trickle_s``: answers sent one byte at a time, this many seconds apart;
+* ``huge_bytes`` (with ``huge_length``: whether ``Content-Length`` says so): answers of that
+  many bytes, streamed; ``sent_bytes`` counts what the client took before it hung up.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ from __future__ import annotations
 import base64
 import json
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,6 +41,13 @@ class RegistryServer:
         self.schemas: dict[int, tuple[str, str]] = {}  # id -> (schema, type)
         self.subjects: dict[str, list[int]] = {}
         self.requests: Counter[str] = Counter()
+        self.authorizations: list[str | None] = []
+        self.fail_next: list[int] = []
+        self.redirect_to: str | None = None
+        self.trickle_s: float | None = None
+        self.huge_bytes: int | None = None
+        self.huge_length = True
+        self.sent_bytes = 0
         self._auth = None if password is None else "Basic " + base64.b64encode(
             f"{user}:{password}".encode()).decode()
         self._lock = threading.Lock()
@@ -73,7 +90,46 @@ class RegistryServer:
                 self.send_header("Content-Type", "application/vnd.schemaregistry.v1+json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(data)
+                if registry.trickle_s is None:
+                    self.wfile.write(data)
+                    return
+                try:
+                    for i in range(len(data)):
+                        self.wfile.write(data[i:i + 1])
+                        self.wfile.flush()
+                        time.sleep(registry.trickle_s)
+                except OSError:  # the client hung up
+                    self.close_connection = True
+
+            def _hostile(self) -> bool:
+                """Answer as a hostile or failing registry would; True when it did."""
+                registry.authorizations.append(self.headers.get("Authorization"))
+                if registry.fail_next:
+                    status = registry.fail_next.pop(0)
+                    self._answer(status, {"error_code": status * 100, "message": f"HTTP {status} as asked"})
+                    return True
+                if registry.redirect_to is not None:
+                    self.send_response(302)
+                    self.send_header("Location", registry.redirect_to + self.path)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return True
+                if registry.huge_bytes is not None:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/vnd.schemaregistry.v1+json")
+                    if registry.huge_length:
+                        self.send_header("Content-Length", str(registry.huge_bytes))
+                    self.end_headers()
+                    chunk = b" " * (1024 * 1024)
+                    try:
+                        while registry.sent_bytes < registry.huge_bytes:
+                            self.wfile.write(chunk)
+                            registry.sent_bytes += len(chunk)
+                    except OSError:  # the client hung up
+                        pass
+                    self.close_connection = True
+                    return True
+                return False
 
             def _authorized(self) -> bool:
                 if registry._auth is None or self.headers.get("Authorization") == registry._auth:
@@ -83,7 +139,7 @@ class RegistryServer:
 
             def do_GET(self) -> None:
                 registry.requests[self.path] += 1
-                if not self._authorized():
+                if self._hostile() or not self._authorized():
                     return
                 parts = [unquote(p) for p in self.path.strip("/").split("/")]
                 if parts == ["config"]:

@@ -7,7 +7,11 @@ Registry, from the latest version of the topic's subject; records written with o
 (or newer) schemas are resolved to it by Avro's schema resolution rules.
 
 Records are read with fastavro's C reader one by one, checking that each record uses all
-its bytes, then put into Arrow in one conversion per column. (Reading a whole column as one
+its bytes, then put into Arrow in one conversion per column. Records are untrusted: a writer
+schema whose records could stall or crash fastavro (arrays of items of no bytes, recursive
+types) has each record walked first within bounds (:mod:`trident_spark.spout.avro_bounds`),
+and whatever a record makes the reader raise (RecursionError included) makes it one
+malformed record, with the reason. (Reading a whole column as one
 Avro block is twice as fast but cannot tell where a record with trailing bytes ends: it
 would decode its neighbours wrongly without an error.)
 """
@@ -16,13 +20,15 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 
-from trident_spark.errors import InvalidArgumentError, TridentSparkError
-from trident_spark.spout.kafka_decode import to_arrow
+from trident_spark.errors import InvalidArgumentError, SchemaRegistryError, TridentSparkError
+from trident_spark.spout.avro_bounds import AvroBounds, AvroBoundsError, avro_bounds, check_record
+from trident_spark.spout.kafka_decode import DECODE_TIMEOUT_S, to_arrow, too_slow
 from trident_spark.spout.schema_registry import (
     NotWireFormatError,
     SchemaRegistryClient,
@@ -213,18 +219,23 @@ class AvroDecoder:
     """
 
     def __init__(self, reader_schema: str, registry_url: str | None = None,
-                 timeout_s: float = 10.0, part: str = "value") -> None:
+                 timeout_s: float = 10.0, part: str = "value", outage_budget_s: float = 0.0,
+                 decode_timeout_s: float = DECODE_TIMEOUT_S) -> None:
         self.reader_schema = reader_schema
         self.registry_url = registry_url
         self.timeout_s = timeout_s
         self.part = part
+        self.outage_budget_s = outage_budget_s
+        self.decode_timeout_s = decode_timeout_s
         self._parsed: Any = None
-        self._writers: dict[int, Any] = {}
+        self._bounds: AvroBounds | None = None
+        self._writers: dict[int, tuple[Any, AvroBounds | None]] = {}
         self._registry: SchemaRegistryClient | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         return {"reader_schema": self.reader_schema, "registry_url": self.registry_url,
-                "timeout_s": self.timeout_s, "part": self.part}
+                "timeout_s": self.timeout_s, "part": self.part, "outage_budget_s": self.outage_budget_s,
+                "decode_timeout_s": self.decode_timeout_s}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(**state)  # type: ignore[misc]
@@ -237,27 +248,45 @@ class AvroDecoder:
         read = fastavro_module().schemaless_reader
         if self._parsed is None:
             self._parsed = parse_avro(self.reader_schema, self.part)
+            self._bounds = _needed(avro_bounds(self.reader_schema))
         values: list[Any] = []
+        last = time.perf_counter()  # one clock reading per record: the end of one is the next one's start
         for i, item in enumerate(raw):
             if item is None:
                 values.append(None)
                 continue
             try:
                 values.append(self._read_one(read, item))
+            except SchemaRegistryError:
+                raise  # the registry does not answer: the batch fails (after the outage budget)
             except _MalformedError as exc:
                 values.append(None)
                 errors[i] = errors[i] or str(exc)
+            except Exception as exc:  # RecursionError, MemoryError's kin...: one record, never the stream
+                values.append(None)
+                errors[i] = errors[i] or f"{self.part} cannot be read as Avro ({type(exc).__name__}: {exc})"
+            now = time.perf_counter()
+            if now - last > self.decode_timeout_s:
+                values[-1] = None
+                errors[i] = errors[i] or too_slow(now - last, self.decode_timeout_s, self.part)
+            last = now
         return to_arrow(values, arrow_type, errors, self.part)
 
     def _read_one(self, read: Callable[..., Any], item: bytes) -> Any:
-        start, writer, reader = 0, self._parsed, None
+        start, writer, reader, bounds = 0, self._parsed, None, self._bounds
         if self.registry_url is not None:
             try:
                 schema_id, start = split_wire_format(item)
             except NotWireFormatError as exc:
                 raise _MalformedError(f"{self.part} is {exc}") from None
-            writer = self._writer(schema_id)
+            writer, bounds = self._writer(schema_id)
             reader = None if writer is self._parsed else self._parsed  # no resolution to do
+        if bounds is not None:
+            try:
+                check_record(bounds, item, start)  # before fastavro, which cannot be interrupted
+            except AvroBoundsError as exc:
+                raise _MalformedError(f"{self.part} is refused before reading it as Avro of {self._what()}: "
+                                      f"{exc}") from None
         buffer = io.BytesIO(item)
         buffer.seek(start)
         try:
@@ -274,13 +303,15 @@ class AvroDecoder:
     def _what(self) -> str:
         return "its registered schema" if self.registry_url is not None else f"{self.part}_schema"
 
-    def _writer(self, schema_id: int) -> Any:
+    def _writer(self, schema_id: int) -> tuple[Any, AvroBounds | None]:
+        """The parsed writer schema of ``schema_id`` and its bounds (fetched and analysed once)."""
         found = self._writers.get(schema_id)
         if found is not None:
             return found
         if self._registry is None:
             assert self.registry_url is not None
-            self._registry = SchemaRegistryClient(self.registry_url, self.timeout_s)
+            self._registry = SchemaRegistryClient(self.registry_url, self.timeout_s,
+                                                  outage_budget_s=self.outage_budget_s)
         try:
             registered = self._registry.schema(schema_id)
         except UnknownSchemaError as exc:
@@ -289,16 +320,20 @@ class AvroDecoder:
         if registered.schema_type != "AVRO":
             raise _MalformedError(
                 f"{self.part} names schema id {schema_id}, a {registered.schema_type} schema, not Avro")
-        if json.loads(registered.schema) == json.loads(self.reader_schema):
-            self._writers[schema_id] = self._parsed
-            return self._parsed
         try:
-            parsed = parse_avro(registered.schema)
-        except InvalidArgumentError as exc:
+            same = json.loads(registered.schema) == json.loads(self.reader_schema)
+            parsed = self._parsed if same else parse_avro(registered.schema)
+            bounds = _needed(avro_bounds(registered.schema))
+        except (InvalidArgumentError, AvroBoundsError, ValueError, RecursionError) as exc:
             raise _MalformedError(
-                f"{self.part} names schema id {schema_id}, which fastavro cannot read ({exc})") from None
-        self._writers[schema_id] = parsed
-        return parsed
+                f"{self.part} names schema id {schema_id}, which cannot be read ({exc})") from None
+        self._writers[schema_id] = (parsed, bounds)
+        return parsed, bounds
+
+
+def _needed(bounds: AvroBounds) -> AvroBounds | None:
+    """``bounds`` when records must be checked against them (None: fastavro reads them directly)."""
+    return bounds if bounds.walk or bounds.refused is not None else None
 
 
 class _MalformedError(TridentSparkError):

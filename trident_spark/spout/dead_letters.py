@@ -19,10 +19,21 @@ earlier attempt did not get to write, they write. Batches run one after the othe
 dead letter of an earlier batch lies before those of the batch being read (the scan's end);
 two attempts of one task at the same moment (Spark's speculative execution, off by default)
 could both write.
+
+A dead letter never stops the stream for its size: a record over the dead-letter producer's
+limit (librdkafka's ``message.max.bytes``, 1,000,000 bytes unless ``kafka_options`` sets it)
+is sent cut to fit: its headers and the first bytes of its key and value, with the header
+:data:`TRUNCATED` giving the parts cut and their original sizes. One the broker still refuses
+for its size (a topic's ``max.message.bytes`` below the producer's) is sent again with only
+the first :data:`MIN_KEPT_BYTES` of its key and value and the spout's headers; one refused
+even then is skipped: logged as a warning naming ``topic[partition]@offset`` and the
+dead-letter topic, and counted (:func:`skipped_dead_letters`). The batch goes on; the others
+of its partition are written.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -47,8 +58,26 @@ ERROR = "trident.error"
 #: same topic into one dead-letter topic each write their own.
 CHECKPOINT = "trident.checkpoint"
 
+#: On a dead letter cut to fit the size limit: the parts cut and their original sizes in bytes,
+#: as JSON text, e.g. ``{"value": 1500000}``.
+TRUNCATED = "trident.truncated"
+
 #: Dead-letter records read back per step of the scan from the partition's end.
 SCAN_CHUNK = 1_000
+
+#: librdkafka's default ``message.max.bytes``: the largest record a producer sends.
+DEFAULT_MAX_MESSAGE_BYTES = 1_000_000
+#: Bytes kept below the limit for what a record costs beyond its key, value and headers.
+RECORD_OVERHEAD = 1024
+#: Bytes of key and value kept in the last form of a dead letter the broker refused for its size.
+MIN_KEPT_BYTES = 1024
+
+#: The longest value of the TRUNCATED header (room kept for it).
+_LONGEST_CUT = b'{"headers": 1000000000, "key": 1000000000, "value": 1000000000}'
+
+# Dead letters skipped by this process (too large in every form), for tests and logs.
+_skipped = 0
+_skipped_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -73,12 +102,94 @@ class DeadLetter:
 
     def kafka_headers(self, checkpoint: str) -> list[tuple[str, bytes | None]]:
         """The record's own headers, then the spout's."""
-        return [*self.headers,
-                (SOURCE_TOPIC, self.topic.encode()),
+        return [*self.headers, *self.spout_headers(checkpoint)]
+
+    def spout_headers(self, checkpoint: str) -> list[tuple[str, bytes | None]]:
+        """The headers the spout adds: where the record came from, why it was refused, who wrote it."""
+        return [(SOURCE_TOPIC, self.topic.encode()),
                 (SOURCE_PARTITION, str(self.partition).encode()),
                 (SOURCE_OFFSET, str(self.offset).encode()),
-                (ERROR, self.error.encode()),
+                (ERROR, self.error[:4096].encode()),
                 (CHECKPOINT, checkpoint.encode())]
+
+    @property
+    def where(self) -> str:
+        """``topic[partition]@offset`` of the source record, for messages."""
+        return f"{self.topic}[{self.partition}]@{self.offset}"
+
+
+@dataclass(frozen=True)
+class _Form:
+    """A dead letter as sent: key, value and headers (cut to fit, or as read)."""
+
+    letter: DeadLetter
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]]
+    last: bool  # no smaller form is tried after this one
+
+
+def fitted(letter: DeadLetter, checkpoint: str, limit: int) -> _Form:
+    """``letter`` as first sent: as read when it fits ``limit`` bytes, else cut to fit (its value,
+    then its key, then its own headers), with the :data:`TRUNCATED` header.
+
+    Examples
+    --------
+    >>> big = DeadLetter("clicks", 0, 9, b"k", b"x" * 5000, None, [], "value is not JSON")
+    >>> form = fitted(big, "/ckpt", 3000)
+    >>> len(form.value) < 3000, dict(form.headers)[TRUNCATED]
+    (True, b'{"value": 5000}')
+    >>> fitted(big, "/ckpt", 10_000).value == big.value
+    True
+    """
+    ours = letter.spout_headers(checkpoint)
+    budget = limit - RECORD_OVERHEAD - _headers_size(ours)  # for the record's key, value and headers
+    key, value, own = letter.key or b"", letter.value or b"", list(letter.headers)
+    if len(key) + len(value) + _headers_size(own) <= budget:
+        return _Form(letter, letter.key, letter.value, [*own, *ours], last=False)
+    room = budget - _headers_size([(TRUNCATED, _LONGEST_CUT)])
+    cut: dict[str, int] = {}
+    if _headers_size(own) > room // 4:  # a record's own headers may take a quarter of the room
+        cut["headers"] = _headers_bytes(own)
+        own = []
+    room -= _headers_size(own)
+    if len(key) > room // 4:
+        cut["key"] = len(key)
+        key = key[:max(0, room // 4)]
+    if len(value) > room - len(key):
+        cut["value"] = len(value)
+        value = value[:max(0, room - len(key))]
+    headers = [*own, *ours, (TRUNCATED, json.dumps(cut).encode())]
+    return _Form(letter, None if letter.key is None else key, None if letter.value is None else value,
+                 headers, last=False)
+
+
+def smallest(letter: DeadLetter, checkpoint: str) -> _Form:
+    """``letter``'s last form: the first :data:`MIN_KEPT_BYTES` of key and value, the spout's headers."""
+    key, value = letter.key, letter.value
+    cut = {name: len(part) for name, part in (("key", key), ("value", value))
+           if part is not None and len(part) > MIN_KEPT_BYTES}
+    if letter.headers:
+        cut["headers"] = _headers_bytes(letter.headers)
+    headers = [*letter.spout_headers(checkpoint), (TRUNCATED, json.dumps(cut).encode())]
+    return _Form(letter, None if key is None else key[:MIN_KEPT_BYTES],
+                 None if value is None else value[:MIN_KEPT_BYTES], headers, last=True)
+
+
+def _headers_bytes(headers: Sequence[tuple[str, bytes | None]]) -> int:
+    """The bytes of the headers' names and values (what :data:`TRUNCATED` reports)."""
+    return sum(len(name.encode()) + len(value or b"") for name, value in headers)
+
+
+def _headers_size(headers: Sequence[tuple[str, bytes | None]]) -> int:
+    """What the headers cost in a record, at most (their bytes and their lengths' varints)."""
+    return _headers_bytes(headers) + 8 * len(headers)
+
+
+def skipped_dead_letters() -> int:
+    """How many dead letters this process skipped because no form of them could be sent."""
+    with _skipped_lock:
+        return _skipped
 
 
 def dead_letter_partition(topic: str, partition: int, partitions: int) -> int:
@@ -116,11 +227,12 @@ def source_of(headers: Sequence[tuple[str, bytes | None]] | None) -> tuple[str, 
 def send_dead_letters(config: KafkaSpoutConfig, r: OffsetRange, letters: Sequence[DeadLetter],
                       consumer: Any) -> int:
     """Write the dead letters of range ``r`` not written by an earlier attempt; return how many
-    were written. ``consumer`` (unassigned on return) reads the dead-letter topic back.
+    were written (those skipped for their size, logged and counted, are not). ``consumer``
+    (unassigned on return) reads the dead-letter topic back.
 
     Raises ``UnknownTopicError`` when the dead-letter topic does not exist, and
-    ``BrokerUnavailableError`` when the broker does not take the records: the task fails, and
-    the batch is replayed.
+    ``BrokerUnavailableError`` when the broker does not take the records (but for their size:
+    those are cut, or skipped): the task fails, and the batch is replayed.
     """
     from confluent_kafka import TopicPartition
 
@@ -133,12 +245,11 @@ def send_dead_letters(config: KafkaSpoutConfig, r: OffsetRange, letters: Sequenc
     finally:
         consumer.unassign()
     todo = [letter for letter in letters if letter.offset not in written]
-    if todo:
-        _produce(config, target, todo, checkpoint)
+    skipped = _produce(config, target, todo, checkpoint, r) if todo else 0
     if len(todo) < len(letters):
         log.info("KafkaSpout: %d dead letters of %s[%d] [%d, %d) were written by an earlier attempt",
                  len(letters) - len(todo), r.topic, r.partition, r.start, r.until)
-    return len(todo)
+    return len(todo) - skipped
 
 
 def _partitions(config: KafkaSpoutConfig, consumer: Any) -> int:
@@ -267,30 +378,101 @@ _SHARED_PREFIXES = ("security.", "sasl.", "ssl.", "client.", "socket.", "broker.
 
 
 def _producer_options(options: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in options.items() if k.startswith(_SHARED_PREFIXES)}
+    return {k: v for k, v in options.items() if k.startswith(_SHARED_PREFIXES) or k == "message.max.bytes"}
 
 
-def _produce(config: KafkaSpoutConfig, target: Any, letters: Sequence[DeadLetter], checkpoint: str) -> None:
+def record_limit(config: KafkaSpoutConfig) -> int:
+    """The largest record the dead-letter producer sends (its ``message.max.bytes``)."""
+    try:
+        return int(config.kafka_options.get("message.max.bytes", DEFAULT_MAX_MESSAGE_BYTES))
+    except (TypeError, ValueError):
+        return DEFAULT_MAX_MESSAGE_BYTES
+
+
+def _produce(config: KafkaSpoutConfig, target: Any, letters: Sequence[DeadLetter], checkpoint: str,
+             r: OffsetRange) -> int:
+    """Send ``letters`` (each cut to fit the limit); those refused for their size are sent again in
+    their smallest form, then skipped; returns how many were skipped. Any other failure raises
+    ``BrokerUnavailableError``."""
+    limit = record_limit(config)
+    forms = [fitted(letter, checkpoint, limit) for letter in letters]
+    skipped = 0
+    while forms:
+        too_large = _send(config, target, forms, r)
+        forms = []
+        for form in too_large:
+            if form.last:
+                _skip(form.letter, target.topic, limit)
+                skipped += 1
+            else:
+                forms.append(smallest(form.letter, checkpoint))
+    return skipped
+
+
+def _send(config: KafkaSpoutConfig, target: Any, forms: Sequence[_Form], r: OffsetRange) -> list[_Form]:
+    """Send ``forms``; return those refused for their size (by librdkafka or the broker)."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    size_codes = {KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.RECORD_LIST_TOO_LARGE}
     producer = _producer(config)
-    failures: list[str] = []
+    too_large: list[_Form] = []
+    failures: list[tuple[_Form, str]] = []
 
-    def delivered(err: Any, _msg: Any) -> None:
-        if err is not None:
-            failures.append(str(err.str() if hasattr(err, "str") else err))
+    def delivered(form: _Form) -> Any:
+        def report(err: Any, _msg: Any) -> None:
+            if err is None:
+                return
+            if err.code() in size_codes:
+                too_large.append(form)
+            else:
+                failures.append((form, str(err.str())))
+        return report
 
-    for letter in letters:
+    for form in forms:
+        letter = form.letter
         extra = {"timestamp": letter.timestamp_ms} if letter.timestamp_ms and letter.timestamp_ms > 0 else {}
-        producer.produce(target.topic, value=letter.value, key=letter.key, partition=target.partition,
-                         headers=letter.kafka_headers(checkpoint), on_delivery=delivered, **extra)
+        try:
+            producer.produce(target.topic, value=form.value, key=form.key, partition=target.partition,
+                             headers=form.headers, on_delivery=delivered(form), **extra)
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            if error is not None and hasattr(error, "code") and error.code() in size_codes:
+                too_large.append(form)
+                continue
+            reason = error.str() if error is not None and hasattr(error, "str") else exc
+            failures.append((form, str(reason)))
+        except BufferError as exc:  # the local queue is full: wait for room, then once more
+            producer.flush(config.timeout_s)
+            try:
+                producer.produce(target.topic, value=form.value, key=form.key, partition=target.partition,
+                                 headers=form.headers, on_delivery=delivered(form), **extra)
+            except (BufferError, KafkaException):
+                failures.append((form, f"the producer's queue stayed full ({exc})"))
         producer.poll(0)
     left = producer.flush(config.timeout_s)
     if left or failures:
-        reason = failures[0] if failures else f"{left} not acknowledged within {config.timeout_s:g} s"
+        if failures:
+            form, reason = failures[0]
+            first = f"{form.letter.where}: {reason}"
+        else:
+            first = f"{left} not acknowledged within {config.timeout_s:g} s"
         raise BrokerUnavailableError(
-            f"KafkaSpout: {len(letters)} dead letters for {target.topic}[{target.partition}] on "
-            f"{config.address} were not all written ({reason}); the batch is replayed and writes the "
-            "missing ones")
+            f"KafkaSpout: {len(failures) or left} of {len(forms)} dead letters of {r.topic}[{r.partition}] "
+            f"[{r.start}, {r.until}) for the dead-letter topic {target.topic}[{target.partition}] on "
+            f"{config.address} were not written ({first}); the batch is replayed and writes the missing ones")
+    return too_large
 
 
-__all__ = ["CHECKPOINT", "ERROR", "SOURCE_OFFSET", "SOURCE_PARTITION", "SOURCE_TOPIC", "DeadLetter",
-           "dead_letter_partition", "send_dead_letters", "source_of"]
+def _skip(letter: DeadLetter, topic: str, limit: int) -> None:
+    global _skipped
+    with _skipped_lock:
+        _skipped += 1
+    log.warning("KafkaSpout: the dead letter of %s (%d bytes of value, error: %s) was skipped: the "
+                "dead-letter topic %s refused it for its size even cut to %d bytes of key and value "
+                "(the producer's limit: %d bytes); the stream goes on without it", letter.where,
+                len(letter.value or b""), letter.error[:200], topic, MIN_KEPT_BYTES, limit)
+
+
+__all__ = ["CHECKPOINT", "ERROR", "SOURCE_OFFSET", "SOURCE_PARTITION", "SOURCE_TOPIC", "TRUNCATED",
+           "DeadLetter", "dead_letter_partition", "fitted", "record_limit", "send_dead_letters",
+           "skipped_dead_letters", "smallest", "source_of"]

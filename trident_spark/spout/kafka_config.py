@@ -105,6 +105,10 @@ class KafkaSpoutConfig:
     #: directory, where the wait is recorded for ``trident-spark run`` and ``status``.
     outage_budget_s: float = 0.0
     outage_dir: str | None = None
+    #: Seconds one record may take to decode (Avro, Protobuf, JSON read record by record); a record
+    #: that took longer is malformed, with the reason. Checked between records (a decoder in C
+    #: cannot be interrupted): the bounds checked before decoding are what stop an endless one.
+    decode_timeout_s: float = 10.0
 
     def __post_init__(self) -> None:
         self._check_subscription()
@@ -177,6 +181,11 @@ class KafkaSpoutConfig:
                 f"KafkaSpout: min_offsets_per_trigger={self.min_offsets_per_trigger} exceeds "
                 f"max_offsets_per_trigger={self.max_offsets_per_trigger}"
             )
+
+        bound = self.decode_timeout_s
+        if isinstance(bound, bool) or not isinstance(bound, int | float) or not bound > 0:
+            raise InvalidArgumentError(
+                f"KafkaSpoutConfig(decode_timeout_s={bound!r}) must be a positive number of seconds, e.g. 10")
 
         target = self.adaptive_target_ms
         if target is not None and (isinstance(target, bool) or not isinstance(target, int | float)

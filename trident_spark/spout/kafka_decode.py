@@ -9,15 +9,40 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.json as pa_json
 
+#: Seconds one record may take to decode (``KafkaSpoutConfig.decode_timeout_s``'s default).
+DECODE_TIMEOUT_S = 10.0
+
+
+def too_slow(took: float, timeout_s: float, part: str = "value") -> str | None:
+    """The error of a record that took ``took`` seconds to decode, longer than ``timeout_s``; None
+    when it did not.
+
+    Checked between records: a decoder in C holding the GIL cannot be interrupted, so this does
+    not end a long decode (the pre-checks of :mod:`trident_spark.spout.avro_bounds` prevent the
+    endless ones); it keeps a record that took that long out of the stream, as malformed.
+
+    Examples
+    --------
+    >>> too_slow(0.002, 10.0) is None
+    True
+    >>> too_slow(12.04, 10.0)
+    'value took 12.0 s to decode, more than the 10 s a record may take (KafkaSpoutConfig.decode_timeout_s)'
+    """
+    if took <= timeout_s:
+        return None
+    return (f"{part} took {took:.1f} s to decode, more than the {timeout_s:g} s a record may take "
+            "(KafkaSpoutConfig.decode_timeout_s)")
+
 
 def decode_column(raw: Sequence[bytes | None], arrow_type: pa.DataType, what: str,
-                  errors: list[str | None]) -> pa.Array:
+                  errors: list[str | None], decode_timeout_s: float = DECODE_TIMEOUT_S) -> pa.Array:
     """Decode ``raw`` into ``arrow_type``; note per-record problems in ``errors``.
 
     A record that cannot be decoded becomes null and its error text is put at its
@@ -43,7 +68,7 @@ def decode_column(raw: Sequence[bytes | None], arrow_type: pa.DataType, what: st
         except pa.ArrowInvalid:
             return _decode_text_slowly(raw, what, errors)
     if pa.types.is_struct(arrow_type):
-        return _decode_json(raw, arrow_type, errors)
+        return _decode_json(raw, arrow_type, errors, decode_timeout_s)
     raise TypeError(f"no decoder for Arrow type {arrow_type}")
 
 
@@ -64,7 +89,7 @@ def _decode_text_slowly(raw: Sequence[bytes | None], what: str,
 
 
 def _decode_json(raw: Sequence[bytes | None], struct_type: pa.StructType,
-                 errors: list[str | None]) -> pa.Array:
+                 errors: list[str | None], decode_timeout_s: float) -> pa.Array:
     present = [item for item in raw if item is not None]
     if present and not any(b"\n" in item for item in present):
         try:
@@ -81,7 +106,7 @@ def _decode_json(raw: Sequence[bytes | None], struct_type: pa.StructType,
                 return _reinsert_nulls(raw, parsed, struct_type)
         except pa.ArrowInvalid:
             pass
-    return _decode_json_slowly(raw, struct_type, errors)
+    return _decode_json_slowly(raw, struct_type, errors, decode_timeout_s)
 
 
 def _reinsert_nulls(raw: Sequence[bytes | None], parsed: pa.Array, struct_type: pa.DataType) -> pa.Array:
@@ -97,8 +122,9 @@ def _reinsert_nulls(raw: Sequence[bytes | None], parsed: pa.Array, struct_type: 
 
 
 def _decode_json_slowly(raw: Sequence[bytes | None], struct_type: pa.StructType,
-                        errors: list[str | None]) -> pa.Array:
+                        errors: list[str | None], decode_timeout_s: float) -> pa.Array:
     out: list[dict[str, object] | None] = []
+    last = time.perf_counter()  # one clock reading per record: the end of one is the next one's start
     for i, item in enumerate(raw):
         if item is None:
             out.append(None)
@@ -109,9 +135,18 @@ def _decode_json_slowly(raw: Sequence[bytes | None], struct_type: pa.StructType,
                 raise ValueError(f"a JSON object was expected, got {type(obj).__name__}")
             pa.array([obj], struct_type)  # checks the fields' types against value_schema
             out.append(obj)
-        except (ValueError, pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        except RecursionError:  # JSON nested deeper than Python's recursion limit: one bad record
+            out.append(None)
+            errors[i] = errors[i] or ("value is not JSON matching value_schema (nested deeper than "
+                                      "Python's JSON reader goes: RecursionError)")
+        except Exception as exc:  # ValueError, UnicodeDecodeError, Arrow's errors...: one bad record
             out.append(None)
             errors[i] = errors[i] or f"value is not JSON matching value_schema ({exc})"
+        now = time.perf_counter()
+        if (slow := too_slow(now - last, decode_timeout_s)) is not None:
+            out[-1] = None
+            errors[i] = errors[i] or slow
+        last = now
     return pa.array(out, struct_type)
 
 
@@ -130,14 +165,14 @@ def to_arrow(values: list[Any], arrow_type: pa.DataType, errors: list[str | None
     """
     try:
         return pa.array(values, arrow_type)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+    except Exception:  # ArrowInvalid, ArrowTypeError, OverflowError, RecursionError...: find which
         pass
     for i, value in enumerate(values):
         if value is None:
             continue
         try:
             pa.array([value], arrow_type)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError) as exc:
+        except Exception as exc:
             values[i] = None
             errors[i] = errors[i] or f"{part} does not fit the stream's {part} type ({exc})"
     return pa.array(values, arrow_type)

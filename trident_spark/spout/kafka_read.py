@@ -28,12 +28,18 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from trident_spark.errors import BrokerUnavailableError, DataLossError, MalformedRecordError
+from trident_spark.errors import (
+    BrokerUnavailableError,
+    DataLossError,
+    MalformedRecordError,
+    SchemaRegistryError,
+)
 from trident_spark.spout.dead_letters import DeadLetter, send_dead_letters
 from trident_spark.spout.kafka_config import READ_MS_COLUMN, KafkaSpoutConfig
 from trident_spark.spout.kafka_decode import decode_column
 from trident_spark.spout.kafka_offsets import OffsetRange
 from trident_spark.spout.kafka_pool import borrowed_consumer
+from trident_spark.spout.schema_registry import forget_misses
 from trident_spark.spout.value_decoders import avro_decoder, protobuf_decoder
 from trident_spark.worker_gc import gc_paused, settle_imports
 
@@ -67,6 +73,8 @@ def read_range(config: KafkaSpoutConfig, schema: pa.Schema, r: OffsetRange) -> I
     settle_imports()
     if r.until <= r.start:
         return
+    if config.schema_registry_url is not None:
+        forget_misses()  # ids the registry lacked are asked for again once per range
     with borrowed_consumer(read_conf(config)) as consumer:
         yield from _read(config, schema, r, consumer)
 
@@ -226,14 +234,43 @@ def to_record_batch(config: KafkaSpoutConfig, schema: pa.Schema, r: OffsetRange,
 
 def _decode(config: KafkaSpoutConfig, part: str, raw: list[bytes | None], arrow_type: pa.DataType,
             errors: list[str | None]) -> pa.Array:
-    """The record keys or values ``raw`` decoded as the spout's ``key_format`` or ``value_format``."""
+    """The record keys or values ``raw`` decoded as the spout's ``key_format`` or ``value_format``.
+
+    Records are untrusted: whatever a decoder raises for the column (but a registry that does not
+    answer) is tried again record by record, and each record that raises becomes one malformed
+    record with the reason; the stream never fails for a record's content unless
+    ``on_malformed="fail"``.
+    """
+    try:
+        return _decode_with(config, part, raw, arrow_type, errors)
+    except SchemaRegistryError:
+        raise
+    except Exception:  # a decoder's error no record was blamed for: find which records raise
+        pass
+    values: list[pa.Array] = []
+    for i, item in enumerate(raw):
+        one: list[str | None] = [errors[i]]
+        try:
+            values.append(_decode_with(config, part, [item], arrow_type, one))
+            errors[i] = one[0]
+        except SchemaRegistryError:
+            raise
+        except Exception as exc:
+            values.append(pa.nulls(1, arrow_type))
+            errors[i] = errors[i] or f"{part} cannot be decoded ({type(exc).__name__}: {str(exc)[:300]})"
+    return pa.concat_arrays(values) if values else pa.nulls(0, arrow_type)
+
+
+def _decode_with(config: KafkaSpoutConfig, part: str, raw: list[bytes | None], arrow_type: pa.DataType,
+                 errors: list[str | None]) -> pa.Array:
     kind, schema = getattr(config, f"{part}_format"), getattr(config, f"{part}_schema")
     if kind in ("avro", "protobuf"):
         assert schema is not None
         decoder = avro_decoder if kind == "avro" else protobuf_decoder
-        found = decoder(schema, config.schema_registry_url, config.timeout_s, part)
+        found = decoder(schema, config.schema_registry_url, config.timeout_s, part, config.outage_budget_s,
+                        config.decode_timeout_s)
         return found.decode(raw, arrow_type, errors)
-    return decode_column(raw, arrow_type, "key" if part == "key" else kind, errors)
+    return decode_column(raw, arrow_type, "key" if part == "key" else kind, errors, config.decode_timeout_s)
 
 
 class _Columns:

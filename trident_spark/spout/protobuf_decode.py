@@ -18,13 +18,14 @@ from __future__ import annotations
 import base64
 import json
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
 
-from trident_spark.errors import InvalidArgumentError, TridentSparkError
-from trident_spark.spout.kafka_decode import to_arrow
+from trident_spark.errors import InvalidArgumentError, SchemaRegistryError, TridentSparkError
+from trident_spark.spout.kafka_decode import DECODE_TIMEOUT_S, to_arrow, too_slow
 from trident_spark.spout.schema_registry import (
     NotWireFormatError,
     SchemaRegistryClient,
@@ -223,18 +224,22 @@ class ProtobufDecoder:
     """
 
     def __init__(self, schema: str, registry_url: str | None = None, timeout_s: float = 10.0,
-                 part: str = "value") -> None:
+                 part: str = "value", outage_budget_s: float = 0.0,
+                 decode_timeout_s: float = DECODE_TIMEOUT_S) -> None:
         self.schema = schema
         self.registry_url = registry_url
         self.timeout_s = timeout_s
         self.part = part
+        self.outage_budget_s = outage_budget_s
+        self.decode_timeout_s = decode_timeout_s
         self._cls: Any = None
         self._checked: set[int] = set()
         self._registry: SchemaRegistryClient | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         return {"schema": self.schema, "registry_url": self.registry_url, "timeout_s": self.timeout_s,
-                "part": self.part}
+                "part": self.part, "outage_budget_s": self.outage_budget_s,
+                "decode_timeout_s": self.decode_timeout_s}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(**state)  # type: ignore[misc]
@@ -242,19 +247,33 @@ class ProtobufDecoder:
     def decode(self, raw: Sequence[bytes | None], arrow_type: pa.DataType,
                errors: list[str | None]) -> pa.Array:
         """``raw`` as an Arrow array of ``arrow_type``; a value that cannot be read becomes null,
-        its reason put at its index in ``errors``."""
+        its reason put at its index in ``errors``: whatever a record makes the parser raise
+        (``DecodeError``, ``RecursionError``, ...) makes it one malformed record. A registry that
+        does not answer raises :class:`~trident_spark.errors.SchemaRegistryError`."""
         if self._cls is None:
             self._cls = message_class(self.schema)
         values: list[Any] = []
+        last = time.perf_counter()  # one clock reading per record: the end of one is the next one's start
         for i, item in enumerate(raw):
             if item is None:
                 values.append(None)
                 continue
             try:
                 values.append(_as_dict(self._read_one(item)))
+            except SchemaRegistryError:
+                raise  # the registry does not answer: the batch fails (after the outage budget)
             except _MalformedError as exc:
                 values.append(None)
                 errors[i] = errors[i] or str(exc)
+            except Exception as exc:  # RecursionError and kin: one record, never the stream
+                values.append(None)
+                errors[i] = errors[i] or (f"{self.part} cannot be read as a {self._cls.DESCRIPTOR.full_name} "
+                                          f"message ({type(exc).__name__}: {exc})")
+            now = time.perf_counter()
+            if now - last > self.decode_timeout_s:
+                values[-1] = None
+                errors[i] = errors[i] or too_slow(now - last, self.decode_timeout_s, self.part)
+            last = now
         return to_arrow(values, arrow_type, errors, self.part)
 
     def _read_one(self, item: bytes) -> Any:
@@ -281,7 +300,8 @@ class ProtobufDecoder:
             return
         if self._registry is None:
             assert self.registry_url is not None
-            self._registry = SchemaRegistryClient(self.registry_url, self.timeout_s)
+            self._registry = SchemaRegistryClient(self.registry_url, self.timeout_s,
+                                                  outage_budget_s=self.outage_budget_s)
         try:
             registered = self._registry.schema(schema_id)
         except UnknownSchemaError as exc:

@@ -103,3 +103,82 @@ def test_a_missing_dead_letter_topic_is_named(kafka_bootstrap):
                 r"127\.0\.0\.1:\d+; create it")
     with pytest.raises(UnknownTopicError, match=expected):
         send(config, OffsetRange("src", 0, 0, 10), [letter(1)])
+
+
+# --- a dead letter over the size limit never stops the stream (Tansu does not enforce a topic's
+# max.message.bytes: the producer's message.max.bytes, librdkafka's 1,000,000 bytes by default, is
+# the limit here, as a broker's would be) ---
+
+
+def dead_letter_records(bootstrap: str, topic: str) -> list:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "dl-test", "enable.partition.eof": True,
+                         "enable.auto.commit": False})
+    out = []
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        while True:
+            msg = consumer.poll(10)
+            assert msg is not None, f"no end-of-partition event from {topic}[0]"
+            if msg.error() is not None:
+                assert msg.error().code() == KafkaError._PARTITION_EOF
+                return out
+            out.append((dict(msg.headers() or []), msg.key(), msg.value()))
+    finally:
+        consumer.close()
+
+
+def huge(offset: int, size: int = 1_500_000) -> DeadLetter:
+    return DeadLetter("src", 0, offset, b"k-huge", bytes(range(256)) * (size // 256) + b"!" * (size % 256),
+                      1_700_000_000_000, [("origin", b"test")], "value is not JSON matching value_schema")
+
+
+def test_a_1_5_mb_dead_letter_is_sent_cut_to_fit_and_the_others_arrive(kafka_bootstrap, new_topic):
+    from trident_spark.spout.dead_letters import TRUNCATED
+
+    dlq = new_topic(prefix="dlq")
+    config = spout_config(kafka_bootstrap, dlq)
+    r = OffsetRange("src", 0, 0, 10)
+    assert send(config, r, [letter(1), huge(2), letter(3)]) == 3
+    assert send(config, r, [letter(1), huge(2), letter(3)]) == 0  # a replay finds all three
+    found = dead_letter_records(kafka_bootstrap, dlq)
+    assert [(source_of(list(h.items()))[3], key) for h, key, _ in found] == [
+        (1, b"k1"), (2, b"k-huge"), (3, b"k3")]
+    headers, _, value = found[1]
+    assert headers[TRUNCATED] == b'{"value": 1500000}'
+    assert 900_000 < len(value) < 1_000_000 and huge(2).value.startswith(value)
+    assert headers["origin"] == b"test"
+    assert headers["trident.error"] == b"value is not JSON matching value_schema"
+    assert TRUNCATED not in found[0][0] and found[0][2] == b"bad 1"
+
+
+def test_a_letter_refused_for_its_size_is_sent_in_its_smallest_form(kafka_bootstrap, new_topic, monkeypatch):
+    """A broker whose limit is below the producer's refuses the cut letter: played by letting the
+    letter through uncut (the limit taken as 100 MB), so librdkafka refuses it."""
+    from trident_spark.spout import dead_letters as module
+
+    monkeypatch.setattr(module, "record_limit", lambda config: 100_000_000)
+    dlq = new_topic(prefix="dlq")
+    config = spout_config(kafka_bootstrap, dlq)
+    assert send(config, OffsetRange("src", 0, 0, 10), [huge(4), letter(5)]) == 2
+    found = dead_letter_records(kafka_bootstrap, dlq)
+    assert sorted(source_of(list(h.items()))[3] for h, _, _ in found) == [4, 5]
+    smallest = next((h, k, v) for h, k, v in found if v != b"bad 5")
+    assert smallest[0][module.TRUNCATED] == b'{"value": 1500000, "headers": 10}'
+    assert smallest[2] == huge(4).value[:1024] and "origin" not in smallest[0]
+
+
+def test_a_letter_too_large_in_every_form_is_skipped_and_counted(kafka_bootstrap, new_topic):
+    from trident_spark.spout.dead_letters import skipped_dead_letters
+
+    dlq = new_topic(prefix="dlq")
+    config = KafkaSpoutConfig(kafka_bootstrap, topics=("src",), on_malformed="dead_letter",
+                              dead_letter_topic=dlq, dead_letter_writer="/ckpt/a", timeout_s=10,
+                              kafka_options={"message.max.bytes": 1000})
+    wordy = DeadLetter("src", 0, 6, b"k6", b"bad 6", None, [], "value is not JSON " + "x" * 3000)
+    before = skipped_dead_letters()
+    r = OffsetRange("src", 0, 0, 10)
+    assert send(config, r, [letter(5), wordy, letter(7)]) == 2
+    assert skipped_dead_letters() == before + 1
+    assert [source_of(list(h.items()))[3] for h, _, _ in dead_letter_records(kafka_bootstrap, dlq)] == [5, 7]
+    assert send(config, r, [letter(5), wordy, letter(7)]) == 0  # a replay: skipped again, no failure
+    assert skipped_dead_letters() == before + 2

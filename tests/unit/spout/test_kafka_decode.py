@@ -123,3 +123,25 @@ def test_json_invalid_utf8_is_noted():
 def test_unsupported_arrow_type():
     with pytest.raises(TypeError, match="no decoder for Arrow type int64"):
         decode([b"1"], pa.int64())
+
+
+def test_json_nested_100000_deep_is_one_malformed_record():
+    deep = b"[" * 100_000 + b"]" * 100_000  # json.loads raises RecursionError on it
+    column, errors = decode([b'{"user": "a", "clicks": 1}', deep, b'{"user": "b"}'], USER, "json")
+    assert column.to_pylist() == [{"user": "a", "clicks": 1}, None, {"user": "b", "clicks": None}]
+    assert errors == [None, "value is not JSON matching value_schema (nested deeper than Python's JSON "
+                            "reader goes: RecursionError)", None]
+
+
+def test_a_record_slower_than_the_decode_bound_is_malformed(monkeypatch):
+    from trident_spark.spout import kafka_decode
+
+    clock = iter([0.0, 0.5, 15.5, 15.6])  # the second record takes 15 s
+    monkeypatch.setattr(kafka_decode.time, "perf_counter", lambda: next(clock))
+    errors = [None, None, None]
+    raw = [b'{"user": "a"}', b'{"user": "b"}', b"[3]"]  # the third sends the column record by record
+    column = decode_column(raw, USER, "json", errors, decode_timeout_s=10)
+    assert column.to_pylist() == [{"user": "a", "clicks": None}, None, None]
+    assert errors[1] == ("value took 15.0 s to decode, more than the 10 s a record may take "
+                         "(KafkaSpoutConfig.decode_timeout_s)")
+    assert errors[2] == "value is not JSON matching value_schema (a JSON object was expected, got list)"

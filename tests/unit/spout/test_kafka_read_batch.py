@@ -210,3 +210,23 @@ def test_skip_with_json_and_headers():
     assert out.column("malformed").to_pylist()[0].startswith("value is not JSON matching value_schema")
     assert out.column("malformed").to_pylist()[1] is None
     assert out.column("headers").to_pylist() == [[{"key": "h", "value": b"1"}], []]
+
+
+def test_a_decoder_error_no_record_was_blamed_for_is_found_record_by_record(monkeypatch):
+    from trident_spark.spout import kafka_read
+
+    real = kafka_read.decode_column
+
+    def faulty(raw, arrow_type, what, errors, timeout_s):
+        if b"boom" in raw:  # a decoder that raises for the column (and for that record alone)
+            raise RecursionError("maximum recursion depth exceeded")
+        return real(raw, arrow_type, what, errors, timeout_s)
+
+    monkeypatch.setattr(kafka_read, "decode_column", faulty)
+    out = batch([FakeMessage(0, b"a"), FakeMessage(1, b"boom"), FakeMessage(2, b"c")], on_malformed="skip")
+    assert out.column("value").to_pylist() == ["a", None, "c"]
+    assert out.column("malformed").to_pylist() == [
+        None, "value cannot be decoded (RecursionError: maximum recursion depth exceeded)", None]
+    with pytest.raises(MalformedRecordError, match=r"record words\[3\]@1 cannot be read: value cannot be "
+                                                   r"decoded \(RecursionError: maximum recursion depth"):
+        batch([FakeMessage(0, b"a"), FakeMessage(1, b"boom")])
