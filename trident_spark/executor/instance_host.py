@@ -247,6 +247,8 @@ def launch(path: Path, pool_pid: int) -> None:
 def main(args: list[str]) -> None:
     """``python -m trident_spark.executor.instance_host SOCKET POOL_PID``: run one host
     (``--launcher SOCKET POOL_PID``: run the executor's launcher, which forks them)."""
+    # Its warnings (a refused connection) on stderr, which is the executor's log.
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args and args[0] == "--launcher":
         launch(Path(args[1]), int(args[2]))
         return

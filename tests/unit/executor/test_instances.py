@@ -164,7 +164,8 @@ def test_hosts_live_in_the_accounts_private_runtime_directory(monkeypatch, tmp_p
     xdg.mkdir(mode=0o700)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(xdg))
     assert instances.hosts_directory("run") == xdg / "trident-spark" / "hosts" / "run"
-    for made in (xdg / "trident-spark", xdg / "trident-spark" / "hosts", xdg / "trident-spark" / "hosts" / "run"):
+    mine = xdg / "trident-spark"
+    for made in (mine, mine / "hosts", mine / "hosts" / "run"):
         assert made.stat().st_mode & 0o777 == 0o700
     xdg.chmod(0o755)  # not a private directory: not used, the temp directory is
     assert instances.hosts_root() == tmp_path / f"trident-spark-{os.getuid()}" / "hosts"
