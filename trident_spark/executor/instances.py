@@ -268,7 +268,8 @@ class _Registry:
 
 # --- worker side: a stage run in its host ------------------------------------------------
 class InstanceHostError(TridentSparkError):
-    """The traceback of an error raised in an instance host (the cause of the error re-raised)."""
+    """The traceback of an error raised in an instance host (the cause of the error re-raised), or
+    why no host can be reached (its socket's path is too long)."""
 
 
 class Recorder:
@@ -365,7 +366,22 @@ def _receive(stream: Any) -> tuple[bytes, bytes]:
 def _socket_path(run_id: str, partition: int) -> Path:
     """Per run, executor (this worker's pool: its parent process) and partition slot; the run's
     directory made private or checked (:func:`hosts_directory`)."""
-    return hosts_directory(run_id) / f"{os.getppid()}-{partition % SLOTS}.sock"
+    return _short_enough(hosts_directory(run_id) / f"{os.getppid()}-{partition % SLOTS}.sock")
+
+
+#: The longest path a Unix socket may have (Linux: ``sun_path`` is 108 bytes with its NUL).
+MAX_SOCKET_PATH = 107
+
+
+def _short_enough(path: Path) -> Path:
+    """``path``, if a Unix socket can have it (else a host could never listen there)."""
+    size = len(os.fsencode(path))
+    if size > MAX_SOCKET_PATH:
+        raise InstanceHostError(
+            f"the instance host socket {path} would be {size} bytes long, over the {MAX_SOCKET_PATH} a Unix "
+            "socket's path may have: point XDG_RUNTIME_DIR or TMPDIR (on a cluster: "
+            "spark.executorEnv.TMPDIR) at a shorter directory")
+    return path
 
 
 def _try_connect(path: Path) -> socket.socket | None:
@@ -455,7 +471,7 @@ def _start_host(path: Path) -> None:
 
 def _launcher_path(pool_pid: int) -> Path:
     """One launcher per executor (its Python worker pool), for every run."""
-    return hosts_directory() / f"launcher-{pool_pid}.sock"
+    return _short_enough(hosts_directory() / f"launcher-{pool_pid}.sock")
 
 
 def _sweep_ended_pools(root: Path, pool_pid: int) -> None:

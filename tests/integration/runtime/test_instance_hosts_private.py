@@ -115,13 +115,14 @@ def test_a_hosts_directory_made_by_another_account_is_refused_and_it_receives_no
 
 
 def test_with_a_private_runtime_directory_the_run_ends_exact_and_the_impostor_receives_nothing(
-        tmp_path, monkeypatch, shared_tmp):
-    xdg = tmp_path / "run-user"
-    xdg.mkdir(mode=0o700)
+        tmp_path, monkeypatch, shared_tmp, request):
+    # As /run/user/<uid> is: 0700, and short (a Unix socket's path has at most 107 bytes).
+    xdg = Path(tempfile.mkdtemp(prefix="run-user-"))
+    request.addfinalizer(lambda: shutil.rmtree(xdg, ignore_errors=True))
     with impostor(shared_tmp) as received:
         result = run_word_count(tmp_path, monkeypatch, shared_tmp, xdg=xdg)
         got = received()
-    assert result == {"error": None, "counts": EXACT}
+    assert result == {"error": None, "counts": EXACT}, got
     assert any(path.startswith(f"{shared_tmp}/trident-spark-{os.getuid()}/hosts/launcher-")
                for path in got["listening"]), got
     assert (got["connections"], got["bytes"], got["stages"]) == (0, 0, 0)

@@ -47,6 +47,17 @@ def test_a_missing_directory_is_made_owner_only_and_its_chain_checked(tmp_path, 
     assert check_private(tmp_path / "missing") is False
 
 
+def test_a_socket_path_too_long_for_a_unix_socket_is_named_before_any_host_is_started(tmp_path, monkeypatch):
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    deep = tmp_path / ("d" * 60)
+    deep.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    with pytest.raises(instances.InstanceHostError, match=(
+            rf"^the instance host socket {deep}/trident-spark-{os.getuid()}/hosts/r1/\d+-0\.sock would be "
+            r"\d+ bytes long, over the 107 a Unix socket's path may have: point XDG_RUNTIME_DIR or TMPDIR")):
+        instances._connect("r1", 0)
+
+
 def test_a_symbolic_link_is_refused_even_to_a_private_directory_of_ours(tmp_path):
     target = private_directory(tmp_path / "real")
     link = tmp_path / "link"
