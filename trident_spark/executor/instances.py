@@ -87,7 +87,10 @@ def hosts_root() -> Path:
     """Where hosts listen: one directory per run, one Unix socket per host (the launchers' sockets
     beside them); in this account's runtime directory (:func:`.private_ipc.runtime_directory`).
     Derived, not made: :func:`hosts_directory` makes and checks it."""
-    return runtime_directory() / "hosts"
+    return runtime_directory() / _HOSTS
+
+
+_HOSTS = "hosts"
 
 
 def hosts_directory(run_id: str | None = None) -> Path:
@@ -100,8 +103,7 @@ def hosts_directory(run_id: str | None = None) -> Path:
         One of them is not a private directory of this account (another owner, a symbolic link,
         group or other bits): nothing is made in it, nothing is sent through it.
     """
-    private_directory(runtime_directory())
-    root = private_directory(hosts_root())
+    root = private_directory(private_directory(runtime_directory()) / _HOSTS)
     return private_directory(root / run_id) if run_id is not None else root
 
 

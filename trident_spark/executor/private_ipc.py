@@ -106,9 +106,10 @@ def private_directory(path: Path) -> Path:
     >>> made.is_dir(), private_directory(made) == made
     (True, True)
     """
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(path, 0o700)  # the mode is set as it is made: no moment with wider access
-    check_private(path)
+    if not check_private(path):
+        with contextlib.suppress(FileExistsError):  # made by another process meanwhile: checked below
+            os.mkdir(path, 0o700)  # the mode is set as it is made: no moment with wider access
+        check_private(path)
     return path
 
 
