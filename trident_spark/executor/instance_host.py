@@ -3,12 +3,14 @@ of one executor, and the launcher that forks hosts (see :mod:`trident_spark.exec
 for why a stage runs in a host, and for the task's side that starts hosts and talks to them).
 
 Run as ``python -m trident_spark.executor.instance_host SOCKET POOL_PID`` (one host) or
-``--launcher SOCKET POOL_PID`` (an executor's launcher, which forks them warm).
+``--launcher SOCKET POOL_PID`` (an executor's launcher, which forks them warm). Both read nothing
+from a connection whose peer runs as another account (``SO_PEERCRED``): they close it and log it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import pickle
 import signal
@@ -37,7 +39,11 @@ from trident_spark.executor.instances import (
     _Registry,
     _send,
 )
+from trident_spark.executor.lock_files import remove_unused
+from trident_spark.executor.private_ipc import foreign_peer
 from trident_spark.local.process import pid_alive
+
+log = logging.getLogger(__name__)
 
 
 # --- the host process ----------------------------------------------------------------------
@@ -56,6 +62,9 @@ class _Host:
 
         class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             daemon_threads = True
+
+            def verify_request(self, request: Any, client_address: Any) -> bool:
+                return _admitted(request, path)
 
         self.server = Server(str(path), Handler)
 
@@ -119,9 +128,22 @@ class _Host:
             self.path.unlink()
             if not any(self.path.parent.glob("*.sock")):  # the run's last host here: leave nothing
                 for lock in self.path.parent.glob("*.lock"):
-                    lock.unlink()
+                    remove_unused(lock)  # one a task holds now stays, and so does the directory
                 self.path.parent.rmdir()
         threading.Thread(target=self.server.shutdown, daemon=True).start()
+
+
+def _admitted(conn: socket.socket, path: Path) -> bool:
+    """Whether the process that connected to ``path`` runs as this account (else logged: it is
+    closed before anything is read from it or sent to it)."""
+    found = foreign_peer(conn)
+    if found is None:
+        return True
+    pid, uid = found
+    log.warning("instance host %s: refused a connection from pid %d running as uid %d; only this account "
+                "(uid %d) may use it. Another account is probing the instance hosts.",
+                path, pid, uid, os.getuid())
+    return False
 
 
 def _task_context(fields: dict[str, Any] | None) -> Any:
@@ -184,6 +206,8 @@ def launch(path: Path, pool_pid: int) -> None:
                 continue
             idle_since = time.monotonic()
             with conn:
+                if not _admitted(conn, path):
+                    continue
                 conn.settimeout(10.0)
                 stream = conn.makefile("rwb")
                 try:
@@ -217,11 +241,14 @@ def launch(path: Path, pool_pid: int) -> None:
     finally:
         with contextlib.suppress(OSError):
             path.unlink()
+        remove_unused(path.with_suffix(".lock"))  # the pool's launcher lock goes with it
 
 
 def main(args: list[str]) -> None:
     """``python -m trident_spark.executor.instance_host SOCKET POOL_PID``: run one host
     (``--launcher SOCKET POOL_PID``: run the executor's launcher, which forks them)."""
+    # Its warnings (a refused connection) on stderr, which is the executor's log.
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args and args[0] == "--launcher":
         launch(Path(args[1]), int(args[2]))
         return

@@ -27,6 +27,11 @@ application ends), after :data:`IDLE_EXIT_S` seconds without a batch, or on
 SIGTERM. A host that is killed (SIGKILL, the machine lost) ends without
 ``cleanup``, as a Storm worker killed by its supervisor does.
 
+The sockets are this account's alone (:mod:`trident_spark.executor.private_ipc`): they live in
+a directory made with mode 0700 and checked on every use, and each side asks the other's uid
+(``SO_PEERCRED``) before it sends or unpickles anything. The lock files that let one task start
+a host while the others wait are removed with the sockets (:mod:`.lock_files`).
+
 This module is the task's side (the instances a process keeps, starting a host, handing it a
 stage, stopping a run's hosts) and the wire both sides speak; the host process and the
 launcher are :mod:`trident_spark.executor.instance_host`.
@@ -35,7 +40,6 @@ launcher are :mod:`trident_spark.executor.instance_host`.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import pickle
@@ -43,7 +47,6 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import deque
@@ -54,6 +57,14 @@ from pathlib import Path
 from typing import Any
 
 from trident_spark.errors import TridentSparkError
+from trident_spark.executor.lock_files import held, remove_unused
+from trident_spark.executor.private_ipc import (
+    PrivateDirectoryError,
+    check_peer,
+    check_private,
+    private_directory,
+    runtime_directory,
+)
 from trident_spark.worker_gc import settle_imports
 
 log = logging.getLogger(__name__)
@@ -73,8 +84,36 @@ _HEADER, _BATCH, _DONE, _END, _ERROR, _STOP = b"H", b"B", b"D", b"E", b"X", b"S"
 
 
 def hosts_root() -> Path:
-    """Where hosts listen: one directory per run, one Unix socket per host."""
-    return Path(tempfile.gettempdir()) / f"trident-spark-hosts-{os.getuid()}"
+    """Where hosts listen: one directory per run, one Unix socket per host (the launchers' sockets
+    beside them); in this account's runtime directory (:func:`.private_ipc.runtime_directory`).
+    Derived, not made: :func:`hosts_directory` makes and checks it."""
+    return runtime_directory() / _HOSTS
+
+
+_HOSTS = "hosts"
+
+
+def hosts_directory(run_id: str | None = None) -> Path:
+    """:func:`hosts_root` (or the run's directory in it), each directory on the way made private
+    (mode 0700) if missing and checked on this use.
+
+    Raises
+    ------
+    PrivateDirectoryError
+        One of them is not a private directory of this account (another owner, a symbolic link,
+        group or other bits): nothing is made in it, nothing is sent through it.
+    """
+    root = private_directory(private_directory(runtime_directory()) / _HOSTS)
+    return private_directory(root / run_id) if run_id is not None else root
+
+
+def _existing_hosts_directory(run_id: str) -> Path | None:
+    """The run's directory if it and its parents exist and are private; None if one is missing."""
+    root = hosts_root()
+    for directory in (root.parent, root, root / run_id):
+        if not check_private(directory):
+            return None
+    return root / run_id
 
 
 @dataclass(frozen=True)
@@ -231,7 +270,8 @@ class _Registry:
 
 # --- worker side: a stage run in its host ------------------------------------------------
 class InstanceHostError(TridentSparkError):
-    """The traceback of an error raised in an instance host (the cause of the error re-raised)."""
+    """The traceback of an error raised in an instance host (the cause of the error re-raised), or
+    why no host can be reached (its socket's path is too long)."""
 
 
 class Recorder:
@@ -326,17 +366,36 @@ def _receive(stream: Any) -> tuple[bytes, bytes]:
 
 
 def _socket_path(run_id: str, partition: int) -> Path:
-    """Per run, executor (this worker's pool: its parent process) and partition slot."""
-    return hosts_root() / run_id / f"{os.getppid()}-{partition % SLOTS}.sock"
+    """Per run, executor (this worker's pool: its parent process) and partition slot; the run's
+    directory made private or checked (:func:`hosts_directory`)."""
+    return _short_enough(hosts_directory(run_id) / f"{os.getppid()}-{partition % SLOTS}.sock")
+
+
+#: The longest path a Unix socket may have (Linux: ``sun_path`` is 108 bytes with its NUL).
+MAX_SOCKET_PATH = 107
+
+
+def _short_enough(path: Path) -> Path:
+    """``path``, if a Unix socket can have it (else a host could never listen there)."""
+    size = len(os.fsencode(path))
+    if size > MAX_SOCKET_PATH:
+        raise InstanceHostError(
+            f"the instance host socket {path} would be {size} bytes long, over the {MAX_SOCKET_PATH} a Unix "
+            "socket's path may have: point XDG_RUNTIME_DIR or TMPDIR (on a cluster: "
+            "spark.executorEnv.TMPDIR) at a shorter directory")
+    return path
 
 
 def _try_connect(path: Path) -> socket.socket | None:
+    """A connection to the process listening at ``path`` (None if none does), once it is known to
+    run as this account (:func:`.private_ipc.check_peer` raises ForeignPeerError if not)."""
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.connect(str(path))
     except OSError:
         conn.close()
         return None
+    check_peer(conn, path)
     return conn
 
 
@@ -346,9 +405,7 @@ def _connect(run_id: str, partition: int) -> socket.socket:
     conn = _try_connect(path)
     if conn is not None:
         return conn
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_suffix(".lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one task starts the host; the others wait for it
+    with _host_lock(path, run_id):  # one task starts the host; the others wait for it
         conn = _try_connect(path)
         if conn is not None:
             return conn
@@ -365,20 +422,39 @@ def _connect(run_id: str, partition: int) -> socket.socket:
                        f"{START_WAIT_S:.0f} s; see the executor's log for its error")
 
 
+@contextlib.contextmanager
+def _host_lock(path: Path, run_id: str) -> Iterator[None]:
+    """Held while a task starts the host at ``path``. The run's directory is made again when the
+    run's last host removed it (ending idle) just as this task came."""
+    lock = contextlib.ExitStack()
+    for _ in range(10):
+        try:
+            lock.enter_context(held(path.with_suffix(".lock")))
+            break
+        except FileNotFoundError:
+            hosts_directory(run_id)
+    else:
+        raise RuntimeError(f"the instance host directory {path.parent} keeps disappearing; is another "
+                           "process of this account removing it?")
+    with lock:
+        yield
+
+
 def _start_host(path: Path) -> None:
     """Have the executor's launcher fork a host listening at ``path`` (the launcher started first
     if none runs): a fork of a process that has imported what hosts run starts in milliseconds,
     where a new interpreter takes 1-2 s of CPU to import pyarrow, pyspark and this package."""
-    launcher = _launcher_path(os.getppid())
+    pool_pid = os.getppid()
+    launcher = _launcher_path(pool_pid)
     conn = _try_connect(launcher)
     if conn is None:
-        with open(launcher.with_suffix(".lock"), "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # one worker starts the launcher; the others wait
+        with held(launcher.with_suffix(".lock")):  # one worker starts the launcher; the others wait
             conn = _try_connect(launcher)
             if conn is None:
                 with contextlib.suppress(FileNotFoundError):
                     launcher.unlink()  # a launcher that ended (killed) left its socket file
-                _spawn("--launcher", str(launcher), str(os.getppid()))
+                _sweep_ended_pools(launcher.parent, pool_pid)
+                _spawn("--launcher", str(launcher), str(pool_pid))
                 deadline = time.monotonic() + START_WAIT_S
                 while conn is None and time.monotonic() < deadline:
                     time.sleep(0.02)
@@ -397,7 +473,28 @@ def _start_host(path: Path) -> None:
 
 def _launcher_path(pool_pid: int) -> Path:
     """One launcher per executor (its Python worker pool), for every run."""
-    return hosts_root() / f"launcher-{pool_pid}.sock"
+    return _short_enough(hosts_directory() / f"launcher-{pool_pid}.sock")
+
+
+def _sweep_ended_pools(root: Path, pool_pid: int) -> None:
+    """Remove what hosts and launchers of worker pools that have ended left behind (they were
+    killed, or ended while a task held a lock file): their sockets, lock files, empty run
+    directories. Called when a pool starts its launcher, once per executor."""
+    from trident_spark.local.process import pid_alive
+
+    def ended(path: Path) -> bool:
+        owner = path.stem.removeprefix("launcher-").split("-", 1)[0]
+        return owner.isdigit() and int(owner) != pool_pid and not pid_alive(int(owner))
+
+    for directory in [root, *(d for d in root.iterdir() if d.is_dir() and not d.is_symlink())]:
+        with contextlib.suppress(OSError):
+            for path in directory.iterdir():
+                if path.suffix == ".sock" and ended(path):
+                    path.unlink()
+                elif path.suffix == ".lock" and ended(path):
+                    remove_unused(path)
+            if directory != root:
+                directory.rmdir()  # only when empty
 
 
 def _spawn(*args: str) -> None:
@@ -423,10 +520,20 @@ def stopped_runs() -> tuple[str, ...]:
 
 
 def stop_hosts(run_id: str) -> tuple[int, int]:
-    """Ask every host of ``run_id`` on this machine to clean up and end: (hosts, instances)."""
-    directory = hosts_root() / run_id
+    """Ask every host of ``run_id`` on this machine to clean up and end: (hosts, instances).
+
+    A hosts directory that is not this account's alone holds no host of ours: it is named in a
+    warning and left alone (the run's tasks refused it with the same message).
+    """
+    try:
+        directory = _existing_hosts_directory(run_id)
+    except PrivateDirectoryError as refused:
+        log.warning("the instance hosts of run %s were not stopped: %s", run_id, refused)
+        return 0, 0
+    if directory is None:
+        return 0, 0
     hosts = instances = 0
-    for path in sorted(directory.glob("*.sock")) if directory.is_dir() else []:
+    for path in sorted(directory.glob("*.sock")):
         conn = _try_connect(path)
         if conn is None:
             with contextlib.suppress(OSError):
@@ -445,7 +552,7 @@ def stop_hosts(run_id: str) -> tuple[int, int]:
                 instances += int(pickle.loads(body).get("cleaned", 0))
     with contextlib.suppress(OSError):
         for leftover in directory.glob("*.lock"):
-            leftover.unlink()
+            remove_unused(leftover)
         directory.rmdir()
     return hosts, instances
 
@@ -492,5 +599,5 @@ def _stop_task(run_id: str, batches: Iterator[Any]) -> Iterator[Any]:
 
 
 __all__ = ["IDLE_EXIT_S", "InstanceHostError", "InstanceScope", "Recorder", "TaskInstances", "has_lifecycle",
-           "host_partition", "hosted", "retire_stopped", "stop_hosts", "stop_run", "stopped_runs",
-           "task_instances"]
+           "host_partition", "hosted", "hosts_directory", "hosts_root", "retire_stopped", "stop_hosts",
+           "stop_run", "stopped_runs", "task_instances"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import doctest
 import os
 import sys
+import tempfile
 import uuid
 from functools import partial
 from pathlib import Path
@@ -155,8 +156,19 @@ def test_docstring_examples():
     assert attempted and not failures
 
 
-def test_hosts_live_under_the_users_temp_directory():
-    assert instances.hosts_root().name == f"trident-spark-hosts-{os.getuid()}"
+def test_hosts_live_in_the_accounts_private_runtime_directory(monkeypatch, tmp_path):
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert instances.hosts_root() == tmp_path / f"trident-spark-{os.getuid()}" / "hosts"
+    xdg = tmp_path / "xdg"
+    xdg.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(xdg))
+    assert instances.hosts_directory("run") == xdg / "trident-spark" / "hosts" / "run"
+    mine = xdg / "trident-spark"
+    for made in (mine, mine / "hosts", mine / "hosts" / "run"):
+        assert made.stat().st_mode & 0o777 == 0o700
+    xdg.chmod(0o755)  # not a private directory: not used, the temp directory is
+    assert instances.hosts_root() == tmp_path / f"trident-spark-{os.getuid()}" / "hosts"
 
 
 ZIPPED_MODULE = '''
