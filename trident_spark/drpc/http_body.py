@@ -14,13 +14,15 @@ from __future__ import annotations
 from http import HTTPStatus
 from typing import Protocol
 
+from trident_spark.errors import TridentSparkError
+
 #: Longest line of a chunked body's framing (a chunk size with its extensions, a trailer).
 MAX_CHUNK_LINE = 4096
 #: Most trailer lines after a chunked body's last chunk.
 MAX_TRAILERS = 64
 
 
-class BodyRefused(Exception):  # noqa: N818 (an answer, not a failure of ours)
+class BodyRefused(TridentSparkError):  # noqa: N818 (an answer, not a failure of ours)
     """The body cannot be taken: answer ``status`` with ``message``.
 
     ``unread`` is True when bytes of the body may still be on the connection (it cannot serve

@@ -70,7 +70,7 @@ from trident_spark.drpc.board import (
 )
 from trident_spark.drpc.http_body import BodyRefused, declared_length, decode_utf8, read_body
 from trident_spark.drpc.token import TOKEN_ENV, check_token, presented_token, token_matches
-from trident_spark.errors import DRPCExecutionException, InvalidArgumentError
+from trident_spark.errors import DRPCExecutionException, InvalidArgumentError, TridentSparkError
 
 log = logging.getLogger(__name__)
 
@@ -254,7 +254,7 @@ class DRPCServer:
         return f"DRPCServer({self.address}{', token' if self._token else ''})"
 
 
-class _Refused(Exception):  # noqa: N818 (an answer)
+class _Refused(TridentSparkError):  # noqa: N818 (an answer)
     """Answer ``status`` with ``message``; ``close``: the connection cannot serve another request."""
 
     def __init__(self, status: HTTPStatus, message: str, close: bool = False,
