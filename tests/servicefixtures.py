@@ -1,7 +1,7 @@
 """pytest plugin: Kafka, Redis, Elasticsearch and PostgreSQL for the tests, one of each per session.
 
 Each service is started on first use and stopped at the end of the session; a
-local Kafka (Apache Kafka, a JVM: about 5 s) is started in the background as soon
+local Kafka (Apache Kafka, a JVM: 3-6 s) is started in the background as soon
 as the collected tests show it will be needed, while the first Spark session
 starts. With pytest-xdist, each worker has its own. Where it comes from (an address in the environment, a testcontainers
 container, or a local binary) is decided by

