@@ -41,7 +41,9 @@ def _listening(pid: int) -> set[str]:
             if fields[3] != "0A" or fields[9] not in inodes:      # 0A: LISTEN
                 continue
             host, port = fields[1].split(":")
-            if len(host) == 8:
+            if host.startswith("0000000000000000FFFF0000"):     # an IPv4-mapped IPv6 socket (Java's)
+                host = host[-8:]
+            if len(host) == 8:                                  # 32 bits, little-endian
                 address = ".".join(str(int(host[i:i + 2], 16)) for i in (6, 4, 2, 0))
             else:
                 address = f"[{host}]"
