@@ -3,8 +3,9 @@
 Each service is started on first use and stopped at the end of the session; a
 local Kafka (Apache Kafka, a JVM: 3-6 s) is started in the background as soon
 as the collected tests show it will be needed, while the first Spark session
-starts. With pytest-xdist, each worker has its own. Where it comes from (an address in the environment, a testcontainers
-container, or a local binary) is decided by
+starts. With pytest-xdist, each worker has its own. Where it comes from (an
+address in the environment, a testcontainers container, or a local process) is
+decided by
 :func:`trident_spark.local.services.choose_provider`, shown in the session
 header; the services actually started are listed in the terminal summary.
 PostgreSQL comes from ``POSTGRES_URL`` or a local throwaway server; its tests
