@@ -1,7 +1,9 @@
 # trident-spark: `make demo` runs the main job on embedded defaults, `make test` runs the tests
 # (`make test-fast` the quick part of them, for the edit loop).
 # Both set up what they need on a fresh machine: a virtualenv, the package, Java 17+,
-# redis-server and PostgreSQL (installed with apt-get when run as root), and the local services.
+# redis-server, PostgreSQL and Maven (installed with apt-get when run as root), the jars of the
+# local services (Apache Kafka, OpenSearch) and of Spark's Kafka connector, fetched once from
+# Maven Central into a cache (~/.cache/trident-spark/jars, or $TRIDENT_SPARK_JARS) later runs reuse.
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -9,9 +11,13 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
 PYTEST_ARGS ?=
 
-.PHONY: setup system-deps demo test test-faults test-fast test-lowest-pyspark test-unit test-containers images lint typecheck bench bench-state clean
+.PHONY: setup system-deps jars demo test test-faults test-fast test-lowest-pyspark test-unit test-containers images lint typecheck bench bench-state clean
 
-setup: system-deps $(STAMP)
+setup: system-deps $(STAMP) jars
+
+# Each jar set once into the cache (a set already there costs nothing; see trident_spark/local/maven.py).
+jars: system-deps $(STAMP)
+	$(PY) -m trident_spark.local.jar_cache
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,9 +25,9 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $@
 
-# Java 17+ for Spark, redis-server for the Redis state tests, PostgreSQL's server for the
-# PostgreSQL state tests (the tests start their own throwaway server; the package's own
-# cluster service is stopped and disabled).
+# Java 17+ for Spark (and the Kafka broker), redis-server for the Redis state tests, PostgreSQL's
+# server for the PostgreSQL state tests (the tests start their own throwaway server; the package's
+# own cluster service is stopped and disabled), Maven to fetch the jars (`make jars`).
 system-deps:
 	@major=$$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1); \
 	if [ -z "$$major" ] || [ "$$major" -lt 17 ]; then \
@@ -41,6 +47,14 @@ system-deps:
 	    systemctl disable --now redis-server >/dev/null 2>&1 || service redis-server stop >/dev/null 2>&1 || true; \
 	  else \
 	    echo "note: redis-server not found; Redis tests will use REDIS_URL or be skipped (sudo apt-get install redis-server)"; \
+	  fi; \
+	fi
+	@if ! command -v mvn >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "Maven not found; installing maven (it fetches the Kafka and OpenSearch jars once)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven >/dev/null; \
+	  else \
+	    echo "note: Maven (mvn) not found: the jar cache cannot be filled unless it is already (sudo apt-get install maven)"; \
 	  fi; \
 	fi
 	@if ! command -v postgres >/dev/null && ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 \

@@ -1,8 +1,11 @@
 """pytest plugin: Kafka, Redis, Elasticsearch and PostgreSQL for the tests, one of each per session.
 
-Each service is started on first use and stopped at the end of the session.
-Where it comes from (an address in the environment, a testcontainers
-container, or a local binary) is decided by
+Each service is started on first use and stopped at the end of the session; a
+local Kafka (Apache Kafka, a JVM: 3-6 s) is started in the background as soon
+as the collected tests show it will be needed, while the first Spark session
+starts. With pytest-xdist, each worker has its own. Where it comes from (an
+address in the environment, a testcontainers container, or a local process) is
+decided by
 :func:`trident_spark.local.services.choose_provider`, shown in the session
 header; the services actually started are listed in the terminal summary.
 PostgreSQL comes from ``POSTGRES_URL`` or a local throwaway server; its tests
@@ -18,6 +21,7 @@ or on the command line with ``-p tests.servicefixtures``.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -26,6 +30,7 @@ from trident_spark.local.launchers import ServiceNotInstalledError
 from trident_spark.local.service_handle import ServiceHandle
 from trident_spark.local.services import (
     SERVICE_NAMES,
+    choose_provider,
     describe_postgres_provider,
     describe_provider,
     start_postgres,
@@ -34,6 +39,7 @@ from trident_spark.local.services import (
 from trident_spark.state.redaction import redact_url
 
 _STARTED = pytest.StashKey[list[ServiceHandle]]()
+_EARLY_KAFKA = pytest.StashKey["_EarlyStart"]()
 
 #: Seconds a service may take to answer before the fixture errors.
 STARTUP_TIMEOUT = 60.0
@@ -50,6 +56,65 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_STARTED] = []
+
+
+class _EarlyStart:
+    """A local service started on a thread of its own, which stays until the session ends.
+
+    The thread lives as long as the service: a local process dies with the thread that
+    started it (PR_SET_PDEATHSIG), so it cannot be a thread that ends after the start.
+    """
+
+    def __init__(self, name: str, keep_logs: bool) -> None:
+        self.name = name
+        self.keep_logs = keep_logs
+        self.handle: ServiceHandle | None = None
+        self.error: BaseException | None = None
+        self._ready = threading.Event()
+        self._release = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"early-{name}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.handle = start_service(self.name, timeout=STARTUP_TIMEOUT, keep_logs=self.keep_logs)
+        except BaseException as error:  # handed to the fixture, which raises it in the test
+            self.error = error
+        finally:
+            self._ready.set()
+        self._release.wait()
+        if self.handle is not None:
+            self.handle.stop()
+
+    def take(self) -> ServiceHandle:
+        """The started service (waits for it), or the error its start raised."""
+        self._ready.wait()
+        if self.error is not None:
+            raise self.error
+        assert self.handle is not None
+        return self.handle
+
+    def stop(self) -> None:
+        """Stop the service on its thread and wait for that."""
+        self._release.set()
+        self._thread.join(timeout=60.0)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start a local Kafka now if a collected test will use it (not in ``--collect-only``)."""
+    config = session.config
+    if config.option.collectonly or _EARLY_KAFKA in config.stash:
+        return
+    wanted = any("kafka_service" in getattr(item, "fixturenames", ()) for item in session.items)
+    if wanted and choose_provider("kafka") == "local":
+        config.stash[_EARLY_KAFKA] = _EarlyStart(
+            "kafka", bool(config.getoption("--keep-service-logs")))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    early = config.stash.get(_EARLY_KAFKA, None)
+    if early is not None:
+        early.stop()
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -71,11 +136,14 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 def _provide(request: pytest.FixtureRequest, name: str) -> Iterator[ServiceHandle]:
     keep_logs = bool(request.config.getoption("--keep-service-logs"))
+    early = request.config.stash.get(_EARLY_KAFKA, None) if name == "kafka" else None
     if name == "postgres":
         try:
             handle = start_postgres(timeout=STARTUP_TIMEOUT, keep_logs=keep_logs)
         except ServiceNotInstalledError as missing:
             pytest.skip(str(missing))
+    elif early is not None:
+        handle = early.take()
     else:
         handle = start_service(name, timeout=STARTUP_TIMEOUT, keep_logs=keep_logs)
     request.config.stash[_STARTED].append(handle)
@@ -89,7 +157,7 @@ def _provide(request: pytest.FixtureRequest, name: str) -> Iterator[ServiceHandl
 
 @pytest.fixture(scope="session")
 def kafka_service(request: pytest.FixtureRequest) -> Iterator[ServiceHandle]:
-    """The session's Kafka broker (Tansu locally); ``.address`` is a bootstrap string."""
+    """The session's Kafka broker (Apache Kafka locally); ``.address`` is a bootstrap string."""
     yield from _provide(request, "kafka")
 
 

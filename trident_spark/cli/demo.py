@@ -54,7 +54,6 @@ def main(args: argparse.Namespace) -> int:
     from trident_spark.builtin import Count, MapGet
     from trident_spark.cli.live import LiveProgress
     from trident_spark.local.kafka import create_topic, produce
-    from trident_spark.local.services import start_kafka
     from trident_spark.operation import BaseFunction
     from trident_spark.spout import KafkaSpout
     from trident_spark.state import SqliteState, open_state
@@ -69,8 +68,7 @@ def main(args: argparse.Namespace) -> int:
     show = LiveProgress(console, prefix="  ")  # a live view on a terminal, one line per batch otherwise
 
     console.rule("trident-spark demo: word count into exactly-once state")
-    with start_kafka() as kafka, _workdir(args.workdir) as work:
-        console.print(f"Kafka broker: {kafka.address} ({kafka.provider})")
+    with _broker(console) as kafka, _workdir(args.workdir) as work:
         topic, questions = f"{TOPIC}-{int(time.time())}", f"questions-{int(time.time())}"
         create_topic(kafka.address, topic, partitions=args.partitions)
         create_topic(kafka.address, questions, partitions=1)
@@ -145,6 +143,27 @@ def main(args: argparse.Namespace) -> int:
         console.print(f"exact: all {len(words):,} words in the state match a count of the corpus "
                       f"({sum(expected.values()):,} words)")
     return 0
+
+
+@contextlib.contextmanager
+def _broker(console: Any) -> Iterator[Any]:
+    """The demo's Kafka: Apache Kafka (its jars from the cache ``make setup`` fills, or fetched by
+    Maven); where neither is possible, Tansu (in memory, from the ``local`` extra), saying so."""
+    from trident_spark.local.launchers import ServiceNotInstalledError
+    from trident_spark.local.maven import MavenFetchError
+    from trident_spark.local.services import start_kafka
+
+    try:
+        kafka = start_kafka(kind="apache")
+        kind = "Apache Kafka"
+    except (ServiceNotInstalledError, MavenFetchError) as missing:
+        console.print(f"[yellow]note[/]: {missing}; using Tansu, an in-memory Kafka-compatible broker")
+        kafka = start_kafka(kind="tansu")
+        kind = "Tansu"
+    with kafka:
+        console.print(f"Kafka broker: {kafka.address} ({kafka.provider}"
+                      + (f", {kind})" if kafka.provider == "local" else ")"))
+        yield kafka
 
 
 @contextlib.contextmanager

@@ -13,6 +13,16 @@ updater's ``updateState`` (here :meth:`TridentKafkaState.updateState`), then ``c
   otherwise ``updateState`` only makes the records and ``commit`` sends them in one Kafka
   transaction that also commits the marker ``txid``. A ``read_committed`` consumer sees each
   batch's records of a partition once, or not yet.
+
+  Why held until ``commit`` rather than sent into a transaction begun at ``beginCommit``: on
+  Apache Kafka both are exact (an attempt killed inside its transaction leaves records that
+  the next attempt's producer aborts, and the broker hides aborted records from read_committed
+  readers), and holding was as fast or faster (``bench/kafka_output.py``, medians of 5 runs of
+  200k records: 170k records/s held against 112k sent as made, with one ``updateState`` call
+  per batch as the state stage makes; 100k against 93k with four). Held,
+  the transaction lasts only as long as the sending, so a slow mapper or updater cannot push
+  it past ``transaction.timeout.ms``; and the output stays exact on brokers that serve aborted
+  records to read_committed readers (Tansu).
 """
 
 from __future__ import annotations

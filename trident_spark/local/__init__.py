@@ -1,7 +1,8 @@
 """Local services for tests, the demo and benchmarks.
 
 Kafka, Redis and Elasticsearch come from the environment, a Docker container
-or a local binary, PostgreSQL from the environment or a local server
+or a local process (Kafka: Apache Kafka from Maven Central's jars by default,
+:mod:`trident_spark.local.apache_kafka`; or Tansu), PostgreSQL from the environment or a local server
 (:mod:`trident_spark.local.services`); topics are created,
 filled and read with :mod:`trident_spark.local.kafka`; a Spark standalone
 cluster runs from the pyspark install (:mod:`trident_spark.local.cluster`).
@@ -32,6 +33,7 @@ from trident_spark.local.services import (
     ELASTICSEARCH_ENV,
     ENV_VARS,
     KAFKA_ENV,
+    KAFKA_KINDS,
     POSTGRES_ENV,
     REDIS_ENV,
     choose_provider,
@@ -47,6 +49,7 @@ __all__ = [
     "ELASTICSEARCH_ENV",
     "ENV_VARS",
     "KAFKA_ENV",
+    "KAFKA_KINDS",
     "POSTGRES_ENV",
     "REDIS_ENV",
     "ConsumedRecord",

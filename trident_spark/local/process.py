@@ -151,7 +151,7 @@ class LocalProcess:
     argv
         The command line.
     log_path
-        File that receives stdout and stderr (truncated first).
+        File that receives stdout and stderr (truncated first, unless ``append``).
     env
         Full environment for the child; ``None`` inherits ours.
     cwd
@@ -161,6 +161,8 @@ class LocalProcess:
         server that refuses to run as root (PostgreSQL). ``None``: as this process.
     group
         The group id with ``user``.
+    append
+        Add to ``log_path`` rather than truncate it (a service started again after a restart).
 
     Notes
     -----
@@ -190,12 +192,13 @@ class LocalProcess:
         cwd: Path | None = None,
         user: int | None = None,
         group: int | None = None,
+        append: bool = False,
     ) -> None:
         self.name = name
         self.argv = list(argv)
         self.log_path = log_path
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        with log_path.open("wb") as log:
+        with log_path.open("ab" if append else "wb") as log:
             self._popen = subprocess.Popen(
                 self.argv,
                 stdin=subprocess.DEVNULL,

@@ -10,6 +10,9 @@ number), ``master`` (``local[2]``, or ``local[2,3]`` for task retries),
 
 * ``{"mode": "update", "batch": k, "partition": i}``: SIGKILL the driver inside partition i's
   ``updateState`` of batch k (its records made, nothing sent);
+* ``{"mode": "in-transaction", "batch": k, "partition": i}``: SIGKILL the driver inside
+  partition i's open Kafka transaction of batch k, once its records are on the broker (flushed)
+  and before the commit; the number of those records goes to ``open-<k>-<i>``;
 * ``{"mode": "commit", "batch": k, "partition": i}``: SIGKILL the driver right after partition
   i committed batch k's Kafka transaction;
 * ``{"mode": "all", "batch": k}``: SIGKILL the driver right after the last partition of batch
@@ -90,6 +93,21 @@ class PlannedState(TridentKafkaState):
         super().beginCommit(txid)
         if self._skip:
             (self.out / f"skipped-{txid}-{self.partition_index}-{self.run}").touch()
+
+    def _commit_transaction(self, txid: int) -> None:
+        if any(p["mode"] == "in-transaction" and p["batch"] == txid and p["partition"] == self.partition_index
+               for p in self.plans) and not (self.out / f"open-{txid}-{self.partition_index}").exists():
+            # The state's own steps up to the commit: the transaction begun, the records sent and
+            # flushed to the broker (written to the partition's log, uncommitted), then the kill.
+            producer = self._ensure_producer()
+            producer.begin_transaction()
+            self._in_transaction = True
+            for record in self._pending:
+                self._send(record)
+            assert producer.flush(30) == 0 and not self._failures, self._failures
+            (self.out / f"open-{txid}-{self.partition_index}").write_text(str(len(self._pending)))
+            self._act(txid, ("in-transaction",))
+        super()._commit_transaction(txid)
 
     def updateState(self, tuples: Any, collector: Any = None) -> None:
         super().updateState(tuples, collector)

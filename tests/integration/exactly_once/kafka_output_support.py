@@ -13,19 +13,20 @@ from exactly_once_support import Expected
 SENTINEL = b"__end_of_test__"
 
 
-def read_committed(bootstrap: str, topic: str, partitions: int,
-                   timeout: float = 60.0) -> Counter[tuple[bytes | None, bytes | None]]:
+def read_committed(bootstrap: str, topic: str, partitions: int, timeout: float = 60.0,
+                   isolation: str = "read_committed") -> Counter[tuple[bytes | None, bytes | None]]:
     """Every record of ``topic`` as a read_committed consumer reads it, to the end.
 
     The end is found without trusting the watermark: a plain producer appends a sentinel to
-    each partition, and each partition is read until its sentinel.
+    each partition, and each partition is read until its sentinel. ``isolation=
+    "read_uncommitted"`` reads aborted transactions' records too (what the log holds).
     """
     producer = Producer({"bootstrap.servers": bootstrap})
     for partition in range(partitions):
         producer.produce(topic, value=SENTINEL, partition=partition)
     assert producer.flush(30) == 0
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4().hex}",
-                         "isolation.level": "read_committed", "enable.auto.commit": False})
+                         "isolation.level": isolation, "enable.auto.commit": False})
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     found: Counter[tuple[bytes | None, bytes | None]] = Counter()
     open_partitions = set(range(partitions))

@@ -12,7 +12,9 @@ read_committed``, must hold exactly that multiset of records: no duplicate, no g
 (a) One run in this process: exactly once and at least once side by side, the markers of every
     partition at the last batch, and an unknown output topic failing the run by its name before
     any query starts.
-(b) Driver SIGKILLs (``kafka_output_driver.py``, one driver per start): right after one
+(b) Driver SIGKILLs (``kafka_output_driver.py``, one driver per start): inside a partition's open
+    transaction, its records on the broker (Apache Kafka: the replay's producer aborts them, and
+    the broker hides aborted records from read_committed readers); right after one
     partition committed its transaction (the other may not have), right after every partition
     of a batch committed (Spark has not logged the batch as committed). Each killed batch is replayed; the
     partitions that had committed it skip it (their marker says so).
@@ -197,6 +199,27 @@ def test_driver_sigkills_around_the_kafka_transactions_leave_the_output_exact(ka
     # every process of the driver is killed: it may have committed, or not.)
     assert driver.skipped(1, 0, 1)
     assert driver.skipped(2, 0, 2) and driver.skipped(2, 1, 2)
+
+
+@pytest.mark.faults
+def test_a_driver_killed_inside_an_open_transaction_leaves_each_record_once_for_read_committed(
+        kafka_bootstrap, tmp_path):
+    driver = Driver(tmp_path, kafka_bootstrap)
+    code = driver.start([{"mode": "in-transaction", "batch": 1, "partition": 0}])
+    assert code == -signal.SIGKILL, f"rc {code}\n{driver.stderr[-3000:]}"
+    assert committed(driver.query_dir()) == [0]                 # killed inside batch 1
+    left_open = int((driver.out / "open-1-0").read_text())
+    assert left_open > 0                                         # on the broker, uncommitted
+    code = driver.start([])
+    assert code == 0, driver.stderr[-5000:]
+    driver.check_output()                                        # read_committed: each record once
+    assert not driver.skipped(1, 0, 1)                           # nothing of the killed attempt committed
+    # The killed attempt's records are in the topic's log all the same, aborted: a
+    # read_uncommitted reader sees them on top of the committed ones.
+    everything = sum(read_committed(kafka_bootstrap, driver.out_topic, OUT_PARTITIONS,
+                                    isolation="read_uncommitted").values())
+    assert everything >= sum(read_committed(kafka_bootstrap, driver.out_topic, OUT_PARTITIONS).values()) \
+        + left_open
 
 
 def test_task_retries_after_and_before_the_transaction_leave_the_output_exact(kafka_bootstrap, tmp_path):

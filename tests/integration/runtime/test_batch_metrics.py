@@ -1,4 +1,4 @@
-"""Per-batch, per-stage metrics on real Kafka (Tansu) and Spark: what ``handle.progress`` and the
+"""Per-batch, per-stage metrics on real Kafka (Apache Kafka) and Spark: what ``handle.progress`` and the
 checkpoint's JSON lines say about each batch, checked against what the batch actually held; and
 ``trident-spark status`` on the checkpoint that run wrote (one run serves both: Spark runs are slow)."""
 

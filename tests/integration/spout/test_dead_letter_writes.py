@@ -1,4 +1,4 @@
-"""The dead-letter writer against the session's Kafka broker (Tansu), without Spark: each
+"""The dead-letter writer against the session's Kafka broker (Apache Kafka), without Spark: each
 dead letter once, whatever earlier attempts of a range wrote."""
 
 from __future__ import annotations

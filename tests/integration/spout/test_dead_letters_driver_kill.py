@@ -1,6 +1,6 @@
 """A driver SIGKILLed after a batch's read tasks sent their dead letters, before the batch was
 committed: restarted, it replays the batch, and the dead-letter topic still holds each malformed
-record once (Kafka via Tansu, Spark in a driver subprocess, the Schema Registry in this process)."""
+record once (Kafka: Apache Kafka, Spark in a driver subprocess, the Schema Registry in this process)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Avro records in through Kafka (Tansu) and Spark: decoded into the stream's ``value`` struct,
+"""Avro records in through Kafka (Apache Kafka) and Spark: decoded into the stream's ``value`` struct,
 from a schema in code or Confluent's wire format with an in-process Schema Registry (a real HTTP
 server in this process: tests/schema_registry_server.py); malformed records sent to the
 dead-letter topic exactly once, also when the batch is replayed."""

@@ -1,9 +1,12 @@
-"""A Kafka broker that stops answering for a while: the stream waits (within run(outage_budget=)) and
-goes on, with exact counts, whether the outage meets a batch reading records or the driver planning
-the next batch.
+"""A Kafka broker that stops answering for a while, then is stopped and started again from its logs:
+the stream waits (within run(outage_budget=)) and goes on, with exact counts, whether the outage
+meets a batch reading records or the driver planning the next batch.
 
-The broker is a Tansu of this test's own (not the session's), paused with SIGSTOP: its memory://
-storage would lose the topic if it were killed. Real services: Tansu, Spark local[2], SQLite.
+The broker is an Apache Kafka of this test's own (not the session's, which other tests use):
+paused with SIGSTOP (it stops answering, its connections stay open), and for the batch's outage
+then restarted (``ServiceHandle.restart()``: a controlled shutdown, a new process on the same
+ports reading its logs), so the records the waiting batch reads were written before the restart.
+Real services: Apache Kafka, Spark local[2], SQLite.
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ from pyspark import cloudpickle
 
 from trident_spark import TridentTopology
 from trident_spark.builtin import Count
+from trident_spark.local import start_kafka
 from trident_spark.local.kafka import create_topic, produce
-from trident_spark.local.launchers import ServiceNotInstalledError, start_local_kafka
+from trident_spark.local.launchers import ServiceNotInstalledError
 from trident_spark.operation import BaseFilter, BaseFunction
 from trident_spark.outage import read_wait
 from trident_spark.spout import KafkaSpout
@@ -65,10 +69,13 @@ def sentences(start: int, n: int) -> list[str]:
     return [f"w{i % 7} v{i % 11} all" for i in range(start, start + n)]
 
 
-def paused(pid: int, seconds: float, stream_dir: Path, handle: Any, then: Any = None) -> list[dict[str, Any]]:
-    """Pause the broker (SIGSTOP) for ``seconds``, calling ``then`` once it is paused; the stream's
+def paused(kafka: Any, seconds: float, stream_dir: Path, handle: Any, then: Any = None,
+           restart: bool = False) -> list[dict[str, Any]]:
+    """Pause the broker (SIGSTOP) for ``seconds``, calling ``then`` once it is paused, and with
+    ``restart`` stop it and start it again from its logs before it answers again; the stream's
     wait records seen meanwhile."""
     seen: list[dict[str, Any]] = []
+    pid = kafka.pid
     os.kill(pid, signal.SIGSTOP)
     try:
         if then is not None:
@@ -82,6 +89,10 @@ def paused(pid: int, seconds: float, stream_dir: Path, handle: Any, then: Any = 
             time.sleep(0.2)
     finally:
         os.kill(pid, signal.SIGCONT)
+        if restart:
+            kafka.restart()             # SIGTERM at once: a controlled shutdown, then a new process
+    if restart:
+        assert kafka.pid != pid
     return seen
 
 
@@ -95,10 +106,12 @@ def wait_for_tasks(gate: Path, tasks: int, timeout: float) -> None:
 @pytest.mark.timeout(480)
 def test_a_broker_outage_of_60_s_is_survived_with_exact_counts(spark, tmp_path):
     try:
-        kafka = start_local_kafka()
+        kafka = start_kafka(kind="apache")
     except ServiceNotInstalledError as exc:
-        pytest.skip(f"needs a local Tansu broker to pause with SIGSTOP: {exc}")
-    assert kafka.pid is not None
+        pytest.skip(f"needs a local Apache Kafka to pause and restart: {exc}")
+    if not kafka.restartable:
+        kafka.stop()
+        pytest.skip(f"the broker comes from {kafka.provider!r}: it cannot be paused and restarted here")
     gate = tmp_path / "gate"
     gate.mkdir()
     produced: list[str] = []
@@ -122,15 +135,15 @@ def test_a_broker_outage_of_60_s_is_survived_with_exact_counts(spark, tmp_path):
             handle.processAllAvailable()
 
             # 1. No batch running: the driver's planning of the next batch meets the outage.
-            planning = paused(kafka.pid, PLANNING_OUTAGE_S, stream_dir, handle)
+            planning = paused(kafka, PLANNING_OUTAGE_S, stream_dir, handle)
             send(sentences(400, 200))
             handle.processAllAvailable()
 
-            # 2. A batch reading its records meets it, for OUTAGE_S seconds.
+            # 2. A batch reading its records meets it, for OUTAGE_S seconds and a restart.
             (gate / "armed").touch()
             send(sentences(600, 300))
             wait_for_tasks(gate, 2, 60)
-            during = paused(kafka.pid, OUTAGE_S, stream_dir, handle, then=(gate / "stopped").touch)
+            during = paused(kafka, OUTAGE_S, stream_dir, handle, then=(gate / "stopped").touch, restart=True)
             send(sentences(900, 500))  # and data keeps arriving after it
             handle.processAllAvailable()
             assert handle.exception() is None

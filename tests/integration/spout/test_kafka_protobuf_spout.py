@@ -1,4 +1,4 @@
-"""Protobuf records in through Kafka (Tansu) and Spark, in Confluent's wire format with an
+"""Protobuf records in through Kafka (Apache Kafka) and Spark, in Confluent's wire format with an
 in-process Schema Registry: decoded into the stream's ``value`` struct; malformed ones to the
 dead-letter topic."""
 

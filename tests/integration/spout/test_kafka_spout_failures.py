@@ -110,7 +110,7 @@ def test_malformed_records_skipped_and_counted(spark, kafka_bootstrap, new_topic
 
 @pytest.mark.parametrize("fail_on_data_loss", [True, False])
 def test_offsets_gone_from_the_broker(spark, tmp_path, fail_on_data_loss):
-    """The broker lost the stream's offsets (here: restarted with in-memory storage, topic re-created)."""
+    """The broker lost the stream's offsets (here: a new, empty broker, its topic re-created)."""
     checkpoint = tmp_path / "ckpt"
     name = f"loss{int(fail_on_data_loss)}"
     with start_kafka() as kafka:

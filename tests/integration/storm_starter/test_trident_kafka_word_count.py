@@ -1,4 +1,4 @@
-"""storm-starter's TridentKafkaWordCount on Spark and a real Kafka broker (the session's, Tansu
+"""storm-starter's TridentKafkaWordCount on Spark and a real Kafka broker (the session's, Apache Kafka
 locally): the counts Trident would hold.
 
 The expected values follow the Java: the consumer starts at the topic's latest offset

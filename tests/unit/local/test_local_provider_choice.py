@@ -83,7 +83,7 @@ def test_no_docker_engine_gives_local_binaries(
     monkeypatch.setattr(services, "testcontainers_installed", lambda name: True)
     monkeypatch.setattr(services, "docker_available", lambda: False)
     assert [describe_provider(name) for name in ("kafka", "redis", "elasticsearch")] == [
-        "local (tansu)",
+        "local (apache-kafka)",
         "local (redis-server)",
         "local (osmem-server)",
     ]

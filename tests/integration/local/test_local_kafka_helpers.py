@@ -1,6 +1,6 @@
 """The Kafka helpers (create_topic, produce, consume) against the session broker.
 
-Locally the broker is Tansu (see the pytest header for the provider used)."""
+Locally the broker is Apache Kafka (see the pytest header for the provider used)."""
 
 from __future__ import annotations
 
