@@ -191,7 +191,8 @@ def choose_connector_version(installed: str, served: Sequence[str]) -> str:
     """
     if installed in served:
         return installed
-    wanted = _release(installed.split("-")[0].split("+")[0])
+    leading = re.match(r"^\d+(\.\d+)*", installed)  # "4.3.0.dev0" is 4.3.0
+    wanted = _release(leading.group(0)) if leading else None
     candidates = sorted((release, version) for version in served
                         if (release := _release(version)) is not None and wanted is not None
                         and release[0] == wanted[0] and release <= wanted)
