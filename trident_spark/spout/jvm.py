@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from typing import TYPE_CHECKING, Any
 
 from trident_spark.errors import SpoutError
@@ -64,9 +65,7 @@ def missing_connector(failure: BaseException) -> MissingConnectorError | None:
     >>> missing_connector(Exception("something else")) is None
     True
     """
-    text = str(failure)
-    if "DATA_SOURCE_NOT_FOUND" not in text and "Failed to find data source: kafka" not in text \
-            and "Failed to find the data source: kafka" not in text:
+    if re.search(r"Failed to find (the )?data source: kafka\b", str(failure)) is None:
         return None
     coordinates = connector_coordinates()
     return MissingConnectorError(
