@@ -15,22 +15,20 @@ from pathlib import Path
 import pytest
 
 from trident_spark.local.kafka import produce
+from trident_spark.local.services import describe_provider
+
+ON_TANSU = pytest.mark.skipif(
+    describe_provider("kafka") == "local (tansu)",
+    reason="Tansu answers ListOffsets(latest) with a value that lags the log's end by a producer "
+           "batch, and Spark's Kafka source reads up to it: this test needs Apache Kafka "
+           "(KAFKA_BOOTSTRAP_SERVERS, or the local Apache broker)")
+
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults,
-              pytest.mark.usefixtures("kafka_connector", "real_kafka")]
+              ON_TANSU, pytest.mark.usefixtures("kafka_connector")]
 
 DRIVER = Path(__file__).with_name("jvm_kill_driver.py")
 WORDS = ["cat", "dog", "the", "a", "bird"]
-
-
-@pytest.fixture
-def real_kafka() -> None:
-    from trident_spark.local.services import describe_provider
-
-    if describe_provider("kafka") == "local (tansu)":
-        pytest.skip("Tansu answers ListOffsets(latest) with a value that lags the log's end by a "
-                    "producer batch, and Spark's Kafka source reads up to it: this test needs Apache "
-                    "Kafka (KAFKA_BOOTSTRAP_SERVERS, or the local Apache broker)")
 
 
 def run_driver(args: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:

@@ -13,19 +13,18 @@ from typing import Any
 
 import pytest
 
-pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("kafka_connector", "real_kafka")]
+from trident_spark.local.kafka import produce
+from trident_spark.local.services import describe_provider
+
+ON_TANSU = pytest.mark.skipif(
+    describe_provider("kafka") == "local (tansu)",
+    reason="Tansu answers ListOffsets(latest) with a value that lags the log's end by a producer "
+           "batch, and Spark's Kafka source reads up to it: these tests need Apache Kafka "
+           "(KAFKA_BOOTSTRAP_SERVERS, or the local Apache broker)")
+
+pytestmark = [pytest.mark.integration, ON_TANSU, pytest.mark.usefixtures("kafka_connector")]
 
 WORDS = ["cat", "dog", "the", "a", "bird", "fish", "cow"]
-
-
-@pytest.fixture
-def real_kafka() -> None:
-    from trident_spark.local.services import describe_provider
-
-    if describe_provider("kafka") == "local (tansu)":
-        pytest.skip("Tansu answers ListOffsets(latest) with a value that lags the log's end by a "
-                    "producer batch, and Spark's Kafka source reads up to it: these tests need Apache "
-                    "Kafka (KAFKA_BOOTSTRAP_SERVERS, or the local Apache broker)")
 
 
 def sentence(i: int) -> str:
@@ -44,7 +43,6 @@ def offset_ranges(stream_dir: Path) -> list[tuple[int, dict[str, int]]]:
 
 def test_jvm_engine_gives_the_python_engines_tuples(spark, kafka_bootstrap, new_topic, tmp_path):
     from trident_spark import TridentTopology
-    from trident_spark.local.kafka import produce
     from trident_spark.spout import KafkaSpout
 
     topic = new_topic(partitions=2)
@@ -70,7 +68,6 @@ def test_jvm_word_count_is_exact_and_every_batch_is_within_max_offsets_per_trigg
         spark, kafka_bootstrap, new_topic, tmp_path):
     from trident_spark import TridentTopology
     from trident_spark.builtin import Count, Split
-    from trident_spark.local.kafka import produce
     from trident_spark.spout import KafkaSpout
     from trident_spark.state import SqliteState, open_state
 
@@ -114,7 +111,6 @@ def wait_for_batches(sink: Any, count: int, timeout: float = 60.0) -> None:
 
 def test_jvm_min_offsets_per_trigger_waits_for_enough_records(spark, kafka_bootstrap, new_topic, tmp_path):
     from trident_spark import TridentTopology
-    from trident_spark.local.kafka import produce
     from trident_spark.spout import KafkaSpout
 
     topic = new_topic(partitions=1)
@@ -141,7 +137,7 @@ def test_spark_kafka_sink_from_for_each_batch_writes_every_record(spark, kafka_b
     """docs/kafka-spout.md's example: Spark's own Kafka sink from foreachBatch (at least once)."""
     from trident_spark import TridentTopology
     from trident_spark.builtin import Count, Split
-    from trident_spark.local.kafka import consume, produce
+    from trident_spark.local.kafka import consume
     from trident_spark.spout import KafkaSpout
 
     source, target = new_topic(partitions=2), new_topic(partitions=1)
