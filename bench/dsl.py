@@ -4,9 +4,11 @@ Not a test: it prints ratios. One topic of ``--records`` sentences (slices of th
 Gettysburg address, 4-20 words, ~12 on average) over ``--partitions`` partitions is
 counted, per batch, by five contenders run in alternating rounds in one SparkSession:
 
-* **Spark SQL** (the baseline): ``foreachBatch`` running
+* **Spark SQL** (the baseline): Spark's own Kafka source
+  (``spark.readStream.format("kafka")`` with ``maxOffsetsPerTrigger``, the value cast to a
+  string), and ``foreachBatch`` running
   ``select(explode(split(value, ' ')) as word).groupBy(word).count()`` into ``noop``
-  (the word count of Spark's Structured Streaming guide);
+  (the word count of Spark's Structured Streaming guide, as a Spark user writes it);
 * **DSL, Python Split (typed: word:string)**: ``each(["value"], Split(), ["word:string"])
   -> groupBy(["word"]) -> aggregate(Count(), ["count"])`` with ``Split`` a
   ``BaseFunction`` defined here (``str.split()`` in Python, as in the design's example);
@@ -21,10 +23,13 @@ counted, per batch, by five contenders run in alternating rounds in one SparkSes
   on any run of Unicode whitespace);
 * **DSL, Split(' ')**: the built-in with the baseline's separator, so the same Spark
   expression as the baseline: what the DSL itself costs. On these sentences (single
-  spaces) all five count the same words.
+  spaces) all count the same words;
+* **DSL, built-in Split, engine="jvm"**: the built-in Split over ``KafkaSpout(engine="jvm")``,
+  Spark's own source under the spout: the DSL's cost with the baseline's reader.
 
-Every contender reads through the same ``KafkaSpout`` options
-(``max_offsets_per_trigger=--batch-records``, so all get identical batches),
+Every DSL contender reads through the same ``KafkaSpout`` options
+(``max_offsets_per_trigger=--batch-records``, so all get identical batches; the
+baseline's ``maxOffsetsPerTrigger`` is the same),
 ``trigger available_now``, a fresh checkpoint per run, and ends in Spark's ``noop``
 sink (the planner writes leaves with format "noop"). Before any timing, each contender
 counts one full-size batch of the same sentences and the counts are compared with
@@ -79,12 +84,12 @@ from trident_spark.operation import BaseFunction, TridentCollector
 CORPUS = Path(trident_spark.__file__).resolve().parent / "data" / "gettysburg.txt"
 console = Console(highlight=False, width=None if sys.stdout.isatty() else 130)
 
-CONTENDERS = ("sql", "dsl_python", "dsl_python_untyped", "dsl_builtin", "dsl_space")
+CONTENDERS = ("sql", "dsl_python", "dsl_python_untyped", "dsl_builtin", "dsl_space", "dsl_builtin_jvm")
 LABELS = {"sql": "Spark SQL", "dsl_python": "DSL, Python Split (typed: word:string)",
           "dsl_python_untyped": "DSL, Python Split (untyped: word)", "dsl_builtin": "DSL, built-in Split",
-          "dsl_space": "DSL, Split(' ')"}
+          "dsl_space": "DSL, Split(' ')", "dsl_builtin_jvm": "DSL, built-in Split, engine=jvm"}
 SHORT = {"dsl_python": "typed", "dsl_python_untyped": "untyped", "dsl_builtin": "built-in",
-         "dsl_space": "Split(' ')"}
+         "dsl_space": "Split(' ')", "dsl_builtin_jvm": "built-in jvm"}
 TARGETS = {"dsl_python": 0.7, "dsl_builtin": 0.95}
 COLUMN = {"dsl_python": "Python Split typed", "dsl_python_untyped": "Python Split untyped",
           "dsl_builtin": "built-in Split"}  # table headings
@@ -196,12 +201,22 @@ def cpu_since(before: dict[str, float]) -> dict[str, float]:
 
 
 # --- contenders --------------------------------------------------------------------------
-def spout_for(bootstrap: str, topic: str, batch_records: int) -> Any:
+def spout_for(bootstrap: str, topic: str, batch_records: int, engine: str = "python") -> Any:
     """The one source every contender reads: identical options, so identical batches."""
     from trident_spark.spout import KafkaSpout
 
     return KafkaSpout(bootstrap_servers=bootstrap, topics=[topic], starting_offsets="earliest",
-                      max_offsets_per_trigger=batch_records)
+                      max_offsets_per_trigger=batch_records, engine=engine)  # type: ignore[arg-type]
+
+
+def native_source(spark: Any, spout: Any) -> Any:
+    """The baseline's source: Spark's own Kafka source as a Spark user writes it, with the
+    spout's broker, topic and batch size."""
+    config = spout.config
+    return (spark.readStream.format("kafka").option("kafka.bootstrap.servers", config.bootstrap_servers)
+            .option("subscribe", ",".join(config.topics)).option("startingOffsets", "earliest")
+            .option("maxOffsetsPerTrigger", str(config.max_offsets_per_trigger)).load()
+            .selectExpr("CAST(value AS STRING) AS value"))
 
 
 def sql_word_count(df: Any) -> Any:
@@ -290,7 +305,7 @@ def run_sql(spark: Any, spout: Any, tick: Callable[[int], None] | None = None,
     checkpoint = tempfile.mkdtemp(prefix="trident-bench-ckpt-")
     try:
         started = time.perf_counter()
-        query = (spout.to_dataframe(spark).writeStream.foreachBatch(each_batch)
+        query = (native_source(spark, spout).writeStream.foreachBatch(each_batch)
                  .trigger(availableNow=True).option("checkpointLocation", checkpoint)
                  .queryName(f"bench_sql_{uuid.uuid4().hex[:6]}").start())
         run = Run(query, started, tick)
@@ -342,6 +357,10 @@ def run_contender(contender: str, spark: Any, spout: Any, tick: Callable[[int], 
     before = tree_cpu()
     if contender == "sql":
         result = run_sql(spark, spout, tick, collect)
+    elif contender == "dsl_builtin_jvm":
+        jvm = spout_for(spout.config.bootstrap_servers, spout.config.topics[0],
+                        spout.config.max_offsets_per_trigger, engine="jvm")
+        result = run_dsl(spark, jvm, splitter_of(contender), tick, collect, word_of(contender))
     else:
         result = run_dsl(spark, spout, splitter_of(contender), tick, collect, word_of(contender))
     result["cpu_s"] = cpu_since(before)
@@ -518,7 +537,7 @@ def plot(result: dict[str, Any], path: Path) -> bool:
     rounds, setup, summary = result["rounds"], result["setup"], result["summary"]
     fig, (left, right, cpu) = plt.subplots(1, 3, figsize=(19, 5))
     xs = list(range(1, len(rounds) + 1))
-    for contender, marker in zip(CONTENDERS, ("o-", "s-", "s--", "^-", "D:"), strict=True):
+    for contender, marker in zip(CONTENDERS, ("o-", "s-", "s--", "^-", "D:", "v-"), strict=True):
         left.plot(xs, [r[contender]["records_per_s"] / 1e3 for r in rounds], marker, label=LABELS[contender])
     left.set(xlabel="run", ylabel="thousand sentences/s", xticks=xs,
              title=f"word count, {setup['records']:,} sentences, batches of {setup['batch_records']:,}")
@@ -605,7 +624,8 @@ def main(argv: list[str] | None = None) -> int:
             from trident_spark.runtime.session import local_session
 
             started = time.perf_counter()
-            spark = local_session("trident-spark-bench-dsl", master=f"local[{args.cores}]")
+            spark = local_session("trident-spark-bench-dsl", master=f"local[{args.cores}]",
+                                  kafka_connector=True)
             result["jvm_start_s"] = time.perf_counter() - started
         stack.callback(spark.stop)
         console.print(f"SparkSession (JVM) start: {result['jvm_start_s']:.1f} s (not in any timing below)")

@@ -14,13 +14,18 @@ rounds, by
   into Spark's ``noop`` sink with ``trigger(availableNow=True)``, in a
   SparkSession started and warmed up before any timing (JVM start is reported
   apart). Each round uses a fresh checkpoint;
+* the spout on Spark's own source: the same with ``engine="jvm"``;
+* native Spark: ``spark.readStream.format("kafka")`` with ``maxOffsetsPerTrigger``,
+  key and value cast to strings, as a Spark user writes it (the spout's fields,
+  no Trident in between);
 * Spark's floor: the same query over a Python streaming source whose tasks
   yield ready-made Arrow batches of the spout's schema (no Kafka at all), in
   the same batches. What a source that cost nothing would score: it separates
   Spark's per-query and per-batch costs from the spout's own.
 
-This VM's speed drifts up to 2x within an hour, so rounds interleave and the
-ratio uses medians. Results go to ``bench/results/spout-<timestamp>.json``
+This VM's speed drifts up to 2x within an hour, so rounds interleave (odd rounds
+in the order above, even rounds reversed: A B B A) and the ratio uses medians.
+Results go to ``bench/results/spout-<timestamp>.json``
 (and a PNG when matplotlib is installed).
 
 Run: ``.venv/bin/python bench/spout.py`` (or ``make bench``); ``--help`` for options.
@@ -148,17 +153,31 @@ def start_spark(cores: int) -> tuple[Any, float]:
     from trident_spark.runtime.session import local_session
 
     started = time.perf_counter()
-    spark = local_session("trident-spark-bench", master=f"local[{cores}]")
+    spark = local_session("trident-spark-bench", master=f"local[{cores}]", kafka_connector=True)
     return spark, time.perf_counter() - started
 
 
 def run_spout(spark: Any, bootstrap: str, topic: str, records: int, batch: int,
-              spout_options: dict[str, Any]) -> dict[str, Any]:
+              spout_options: dict[str, Any], engine: str = "python") -> dict[str, Any]:
     from trident_spark.spout import KafkaSpout
 
+    options = spout_options if engine == "python" else {}
     spout = KafkaSpout(bootstrap_servers=bootstrap, topics=[topic], starting_offsets="earliest",
-                       max_offsets_per_trigger=batch, **spout_options)
+                       max_offsets_per_trigger=batch, engine=engine, **options)  # type: ignore[arg-type]
     return _timed_query(spout.to_dataframe(spark))
+
+
+def native_source(spark: Any, bootstrap: str, topic: str, batch: int) -> Any:
+    """Spark's own Kafka source as a Spark user writes it: the spout's fields, strings cast."""
+    return (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+            .option("subscribe", topic).option("startingOffsets", "earliest")
+            .option("maxOffsetsPerTrigger", str(batch)).load()
+            .selectExpr("CAST(key AS STRING) AS key", "CAST(value AS STRING) AS value", "topic",
+                        "partition", "offset", "timestamp"))
+
+
+def run_native(spark: Any, bootstrap: str, topic: str, batch: int) -> dict[str, Any]:
+    return _timed_query(native_source(spark, bootstrap, topic, batch))
 
 
 def _timed_query(df: Any) -> dict[str, Any]:
@@ -263,6 +282,20 @@ def run_floor(spark: Any, records: int, partitions: int, batch: int, value_bytes
     return _timed_query(spark.readStream.format(name).load())
 
 
+def run_contender(what: str, spark: Any, bootstrap: str, topic: str, args: argparse.Namespace,
+                  spout_options: dict[str, Any]) -> dict[str, Any]:
+    """One timed run of contender ``what`` (one of :data:`CONTENDERS`)."""
+    if what == "baseline":
+        return run_baseline(bootstrap, topic, args.partitions, args.records, tuned=True)
+    if what == "spout":
+        return run_spout(spark, bootstrap, topic, args.records, args.batch, spout_options)
+    if what == "jvm_spout":
+        return run_spout(spark, bootstrap, topic, args.records, args.batch, spout_options, engine="jvm")
+    if what == "native":
+        return run_native(spark, bootstrap, topic, args.batch)
+    return run_floor(spark, args.records, args.partitions, args.batch, args.value_bytes)
+
+
 def warm_up(spark: Any, bootstrap: str, topic: str, args: argparse.Namespace) -> float:
     """Untimed queries first: small ones (load classes, register the sources, start the
     Python workers), then one of each at full size (the first large batches of a fresh
@@ -273,9 +306,13 @@ def warm_up(spark: Any, bootstrap: str, topic: str, args: argparse.Namespace) ->
     started = time.perf_counter()
     for _ in range(2):
         run_spout(spark, bootstrap, small, 20_000, 5_000, {})
+        run_spout(spark, bootstrap, small, 20_000, 5_000, {}, engine="jvm")
+        run_native(spark, bootstrap, small, 5_000)
         if not args.no_floor:
             run_floor(spark, 20_000, args.partitions, 5_000, args.value_bytes)
     run_spout(spark, bootstrap, topic, args.records, args.batch, {})
+    run_spout(spark, bootstrap, topic, args.records, args.batch, {}, engine="jvm")
+    run_native(spark, bootstrap, topic, args.batch)
     if not args.no_floor:
         run_floor(spark, args.records, args.partitions, args.batch, args.value_bytes)
     return time.perf_counter() - started
@@ -297,19 +334,41 @@ def batch_profile(runs: list[dict[str, Any]]) -> dict[str, float | None]:
         "records_per_s": _median([b["rows"] * 1000 / b["ms"] for b in batches if b.get("ms")])}
 
 
+#: The contenders of a round, in the order of odd rounds (even rounds run them reversed).
+CONTENDERS = ("baseline", "spout", "jvm_spout", "native", "floor")
+LABELS = {"baseline": "raw consumer", "spout": "spout (python)", "jvm_spout": "spout (jvm)",
+          "native": "native Spark", "floor": "Spark floor"}
+
+
 def summarise(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     def rate(what: str) -> float:
         return float(statistics.median(r[what]["records_per_s"] for r in rounds))
+
+    def ratios(what: str, of: str) -> list[float]:
+        return [r[what]["records_per_s"] / r[of]["records_per_s"] for r in rounds]
 
     base, spout = rate("baseline"), rate("spout")
     summary: dict[str, Any] = {
         "baseline_records_per_s": base, "spout_records_per_s": spout,
         "ratio_of_medians": spout / base,
-        "round_ratios": [r["spout"]["records_per_s"] / r["baseline"]["records_per_s"] for r in rounds],
+        "round_ratios": ratios("spout", "baseline"),
         "spout_batch": batch_profile([r["spout"] for r in rounds]),
     }
     summary["median_round_ratio"] = statistics.median(summary["round_ratios"])
     summary["steady_ratio"] = (summary["spout_batch"]["records_per_s"] or 0.0) / base
+    for what in ("jvm_spout", "native"):
+        if all(what in r for r in rounds):
+            summary[f"{what}_records_per_s"] = rate(what)
+            summary[f"{what}_batch"] = batch_profile([r[what] for r in rounds])
+            summary[f"{what}_of_baseline"] = statistics.median(ratios(what, "baseline"))
+    if all("native" in r for r in rounds):
+        native_steady = summary["native_batch"]["records_per_s"] or 0.0
+        for what in ("spout", "jvm_spout"):
+            if all(what in r for r in rounds):
+                summary[f"{what}_of_native"] = statistics.median(ratios(what, "native"))
+                summary[f"{what}_of_native_rounds"] = ratios(what, "native")
+                steady = summary[f"{what}_batch"]["records_per_s"] or 0.0
+                summary[f"{what}_of_native_steady"] = steady / native_steady if native_steady else None
     if all("floor" in r for r in rounds):
         floor = rate("floor")
         summary |= {"floor_records_per_s": floor, "floor_ratio": floor / base,
@@ -326,8 +385,10 @@ def plot(result: dict[str, Any], path: Path) -> bool:
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
     xs = list(range(1, len(rounds) + 1))
     labels = {"baseline": "raw consumer (tuned)", "spout": "KafkaSpout -> noop",
+              "jvm_spout": "KafkaSpout(engine='jvm') -> noop", "native": "native Spark kafka source -> noop",
               "floor": "Spark floor (source reads nothing)"}
-    for what, marker in (("baseline", "o-"), ("spout", "s-"), ("floor", "^:")):
+    for what, marker in (("baseline", "o-"), ("spout", "s-"), ("jvm_spout", "d-"), ("native", "v-"),
+                         ("floor", "^:")):
         if all(what in r for r in rounds):
             left.plot(xs, [r[what]["records_per_s"] / 1e3 for r in rounds], marker, label=labels[what])
     if result.get("baseline_defaults"):
@@ -341,7 +402,7 @@ def plot(result: dict[str, Any], path: Path) -> bool:
     left.legend(fontsize=8)
     parts = [("latest_offset_ms", "latestOffset (driver probe)"), ("add_batch_ms", "addBatch (tasks)"),
              ("wal_commit_ms", "offset + commit logs")]
-    names = [w for w in ("spout", "floor") if f"{w}_batch" in result["summary"]]
+    names = [w for w in ("spout", "jvm_spout", "native", "floor") if f"{w}_batch" in result["summary"]]
     bottom = [0.0] * len(names)
     for key, label in parts:
         heights = [result["summary"][f"{w}_batch"][key] or 0 for w in names]
@@ -354,40 +415,47 @@ def plot(result: dict[str, Any], path: Path) -> bool:
 
 def print_summary(result: dict[str, Any]) -> None:
     setup, summary, rounds = result["setup"], result["summary"], result["rounds"]
-    floor = "floor_records_per_s" in summary
+    present = [c for c in CONTENDERS if all(c in r for r in rounds)]
+    native = "native" in present
     table = Table(title=f"{setup['records']:,} records x {setup['value_bytes']} B, {setup['partitions']} "
                         f"partitions, batches of {setup['batch']:,}, local[{setup['cores']}]")
-    for column in ["round", "raw consumer rec/s", "spout rec/s", "spout/raw"] + (
-            ["floor rec/s", "floor/raw", "spout/floor"] if floor else []):
-        table.add_column(column, justify="left" if column == "round" else "right")
+    table.add_column("round")
+    for c in present:
+        table.add_column(f"{LABELS[c]} rec/s", justify="right")
+    ratio_columns = [("spout", "baseline"), *(
+        [("jvm_spout", "baseline"), ("native", "baseline"), ("spout", "native"), ("jvm_spout", "native")]
+        if native else []), *([("spout", "floor")] if "floor" in present else [])]
+    ratio_columns = [(a, b) for a, b in ratio_columns if a in present and b in present]
+    for a, b in ratio_columns:
+        table.add_column(f"{LABELS[a]} / {LABELS[b]}", justify="right")
     for n, r in enumerate(rounds, 1):
-        b, s = r["baseline"]["records_per_s"], r["spout"]["records_per_s"]
-        row = [str(n), f"{b:,.0f}", f"{s:,.0f}", f"{s / b:.2f}"]
-        if floor:
-            f = r["floor"]["records_per_s"]
-            row += [f"{f:,.0f}", f"{f / b:.2f}", f"{s / f:.2f}"]
-        table.add_row(*row)
-    row = ["median", f"{summary['baseline_records_per_s']:,.0f}", f"{summary['spout_records_per_s']:,.0f}",
-           f"[bold]{summary['ratio_of_medians']:.2f}[/]"]
-    if floor:
-        row += [f"{summary['floor_records_per_s']:,.0f}", f"{summary['floor_ratio']:.2f}",
-                f"{summary['spout_of_floor']:.2f}"]
-    table.add_row(*row)
+        table.add_row(str(n), *(f"{r[c]['records_per_s']:,.0f}" for c in present),
+                      *(f"{r[a]['records_per_s'] / r[b]['records_per_s']:.2f}" for a, b in ratio_columns))
+    medians = {c: statistics.median(r[c]["records_per_s"] for r in rounds) for c in present}
+    median_ratios = [statistics.median(r[a]["records_per_s"] / r[b]["records_per_s"] for r in rounds)
+                     for a, b in ratio_columns]
+    table.add_row("median", *(f"{medians[c]:,.0f}" for c in present),
+                  *(f"[bold]{ratio:.2f}[/]" for ratio in median_ratios))
     console.print(table)
     if "baseline_defaults" in result:
         d = result["baseline_defaults"]["records_per_s"]
         console.print(f"raw consumer with librdkafka defaults: {d:,.0f} records/s "
                       f"(tuned is {summary['baseline_records_per_s'] / d:.1f}x faster)")
-    for what in ("spout", "floor"):
+    for what in ("spout", "jvm_spout", "native", "floor"):
         p = summary.get(f"{what}_batch")
         if p:
-            console.print(f"{what:5s} median micro-batch {p['ms']:.0f} ms = latestOffset "
+            console.print(f"{LABELS[what]:15s} median micro-batch {p['ms']:.0f} ms = latestOffset "
                           f"{p['latest_offset_ms']:.0f} + addBatch {p['add_batch_ms']:.0f} + logs "
                           f"{p['wal_commit_ms']:.0f} + planning {p['planning_ms']:.0f} (+ other); "
-                          f"{p['outside_batches_s']:.2f} s per query outside batches (start, stop)")
+                          f"{p['outside_batches_s']:.2f} s per query outside batches (start, stop); "
+                          f"steady {p['records_per_s'] or 0:,.0f} records/s")
     steady = summary["spout_batch"]["records_per_s"]
     console.print(f"steady state (per micro-batch, without the query's start and stop): spout "
                   f"{steady:,.0f} records/s = [bold]{summary['steady_ratio']:.2f}[/] of the raw consumer")
+    for what in ("spout", "jvm_spout"):
+        if summary.get(f"{what}_of_native_steady") is not None:
+            ratio = summary[f"{what}_of_native_steady"]
+            console.print(f"steady state: {LABELS[what]} = [bold]{ratio:.2f}[/] of native Spark")
     console.print(f"JVM start {result['jvm_start_s']:.1f} s, warm-up {result['warmup_s']:.1f} s "
                   "(not timed above)")
 
@@ -450,25 +518,15 @@ def main(argv: list[str] | None = None) -> int:
 
         for n in range(1, args.rounds + 1):
             this: dict[str, Any] = {}
-            with console.status(f"round {n}/{args.rounds}: raw consumer ..."):
-                this["baseline"] = base = run_baseline(bootstrap, topic, args.partitions, args.records,
-                                                       tuned=True)
-            console.print(f"round {n}: raw consumer (tuned) {base['records_per_s']:>10,.0f} records/s "
-                          f"({base['seconds']:.2f} s)")
-            with console.status(f"round {n}/{args.rounds}: spout ..."):
-                this["spout"] = spout = run_spout(spark, bootstrap, topic, args.records, args.batch,
-                                                  spout_options)
-            if spout["records"] != args.records:
-                raise SystemExit(f"spout read {spout['records']} records, expected {args.records}")
-            console.print(f"round {n}: spout -> noop        {spout['records_per_s']:>10,.0f} records/s "
-                          f"({spout['seconds']:.2f} s; batches ms {[b['ms'] for b in spout['batches']]}) "
-                          f"spout/raw {spout['records_per_s'] / base['records_per_s']:.2f}")
-            if not args.no_floor:
-                with console.status(f"round {n}/{args.rounds}: Spark floor ..."):
-                    this["floor"] = floor = run_floor(spark, args.records, args.partitions, args.batch,
-                                                      args.value_bytes)
-                console.print(f"round {n}: Spark floor          {floor['records_per_s']:>10,.0f} records/s "
-                              f"({floor['seconds']:.2f} s; batches ms {[b['ms'] for b in floor['batches']]})")
+            order = [c for c in CONTENDERS if c != "floor" or not args.no_floor]
+            for what in order if n % 2 else reversed(order):  # A B B A: drift hits every contender alike
+                with console.status(f"round {n}/{args.rounds}: {LABELS[what]} ..."):
+                    this[what] = run = run_contender(what, spark, bootstrap, topic, args, spout_options)
+                if what not in ("baseline", "floor") and run["records"] != args.records:
+                    raise SystemExit(f"{LABELS[what]} read {run['records']} records, expected {args.records}")
+                batches = f"; batches ms {[b['ms'] for b in run['batches']]}" if "batches" in run else ""
+                console.print(f"round {n}: {LABELS[what]:15s} {run['records_per_s']:>10,.0f} records/s "
+                              f"({run['seconds']:.2f} s{batches})")
             result["rounds"].append(this)
 
     result["summary"] = summarise(result["rounds"])

@@ -4,7 +4,9 @@ Not a test: it prints ratios. One topic of ``--sentences`` sentences (4-20 words
 from a Zipf distribution over ``--vocabulary`` pseudo-words) over 4 partitions is
 counted, in alternating rounds in one SparkSession, by:
 
-* **native** (the baseline): ``explode(array_remove(split(value, <Split()'s regex>), ''))
+* **native** (the baseline): Spark's own Kafka source (``spark.readStream.format("kafka")``,
+  ``maxOffsetsPerTrigger``, value cast to a string, as a Spark user writes it), then
+  ``explode(array_remove(split(value, <Split()'s regex>), ''))
   .groupBy("word").count()`` as a Structured Streaming aggregation, state in Spark's
   ``RocksDBStateStoreProvider``, ``outputMode("update")`` into ``noop``;
 * **sqlite**, **redis**, **es**, **postgres**: ``each(["value"], Split(), ["word"]).groupBy(["word"])
@@ -19,8 +21,8 @@ counted, in alternating rounds in one SparkSession, by:
 A contender may carry state settings, to compare them within one invocation:
 ``redis[cache_size=10000]``, ``sqlite[synchronous=NORMAL,max_multi_get_batch_size=none]``.
 
-Every contender reads through the same ``KafkaSpout`` options
-(``max_offsets_per_trigger``), so all see identical batches; each run gets a fresh
+Every backend reads through the same ``KafkaSpout`` options (``max_offsets_per_trigger``;
+native: the same ``maxOffsetsPerTrigger``), so all see identical batches; each run gets a fresh
 checkpoint and a fresh state (new SQLite file, Redis key prefix, ES index, PostgreSQL table), so the
 first batch of every run starts with an empty store and cold caches. Before timing,
 each contender counts a smaller topic untimed (warm-up) and its totals are checked
@@ -196,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.shuffle_partitions:
                 conf["spark.sql.shuffle.partitions"] = str(args.shuffle_partitions)
             started = time.perf_counter()
-            spark = local_session("trident-spark-bench-state", master=f"local[{args.cores}]", conf=conf)
+            spark = local_session("trident-spark-bench-state", master=f"local[{args.cores}]", conf=conf,
+                                  kafka_connector=True)
             result["jvm_start_s"] = time.perf_counter() - started
         stack.callback(spark.stop)
         result["setup"]["shuffle_partitions"] = int(spark.conf.get("spark.sql.shuffle.partitions") or 0)

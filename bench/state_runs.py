@@ -137,13 +137,15 @@ def _batch(p: dict[str, Any]) -> dict[str, Any]:
 
 def run_native(spark: Any, spout: Any, tick: Callable[[int], None] | None = None,
                collect: dict[str, int] | None = None) -> dict[str, Any]:
-    """Spark's own stateful word count (RocksDB state store), into noop (or ``collect``)."""
+    """Spark's own stateful word count (RocksDB state store) over Spark's own Kafka source (with the
+    spout's broker, topic and batch size, as a Spark user writes it), into noop (or ``collect``)."""
+    from dsl import native_source
     from pyspark.sql import functions as F
 
     from trident_spark.builtin.functions import PYTHON_WHITESPACE_REGEX
 
     name = f"bench_native_{uuid.uuid4().hex[:6]}"
-    counts = (spout.to_dataframe(spark)
+    counts = (native_source(spark, spout)
               .select(F.explode(F.array_remove(F.split(F.col("value"), PYTHON_WHITESPACE_REGEX), ""))
                       .alias("word"))
               .groupBy("word").count())

@@ -90,7 +90,7 @@ def profile_task(factory: Any, inputs: list[tuple[list[str], list[int]]],
                 out = list(state_stage.persist(step, txid, {}, -1, iter([batch])))
                 total = time.perf_counter() - started
             opened[worker] = dict(state_stage._OPENED)
-            _run, state = next(iter(opened[worker].values()))  # (run id, opened state)
+            _run, _generation, state = next(iter(opened[worker].values()))  # (run id, generation, state)
             now = state.stats.snapshot()
             before, seen[worker] = seen.get(worker, {}), now
             rows.append({"worker": worker, "keys": len(words), "ms": total * 1000,
@@ -100,7 +100,7 @@ def profile_task(factory: Any, inputs: list[tuple[list[str], list[int]]],
                         | {k: v - before.get(k, 0) for k, v in now.items()})
     finally:
         for states in opened.values():
-            for _run, opened_state in states.values():
+            for _run, _generation, opened_state in states.values():
                 with contextlib.suppress(Exception):
                     opened_state.close()
         state_stage._OPENED.clear()

@@ -19,16 +19,29 @@ def spark() -> Iterator[Any]:
 
     Session-scoped so the JVM and the Python workers start once for the whole suite. The web UI is
     off, as in the crash and retry drivers: no test reads it, and it only costs a web server at
-    start (the status store that batch metrics read is kept without it).
+    start (the status store that batch metrics read is kept without it). Spark's Kafka connector
+    is on its classpath (four jars from the local cache, fetched once by Maven), for
+    ``KafkaSpout(engine="jvm")`` and Spark's ``kafka`` sink; where it cannot be had the session
+    starts without it and the tests that need it skip (:func:`kafka_connector`).
     """
     from trident_spark.runtime.session import local_session
 
     session = local_session("trident-spark-tests", master="local[2]",
-                            conf={"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"})
+                            conf={"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"},
+                            kafka_connector=True)
     yield session
     for query in session.streams.active:
         query.stop()
     session.stop()
+
+
+@pytest.fixture
+def kafka_connector(spark: Any) -> None:
+    """Skip unless the session has Spark's Kafka connector (``format("kafka")``)."""
+    jars = str(spark.sparkContext.getConf().get("spark.jars", ""))
+    if "spark-sql-kafka" not in jars:
+        pytest.skip("Spark's Kafka connector (spark-sql-kafka-0-10) is not on the session's classpath: "
+                    "Maven could not fetch it into the jar cache (see the warning at session start)")
 
 
 @pytest.fixture

@@ -15,10 +15,13 @@ Each set is named by what it is for (:data:`KAFKA_BROKER`, :data:`OPENSEARCH_NOD
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
+import re
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,18 +30,27 @@ from xml.sax.saxutils import escape
 from trident_spark.local.launchers import ServiceNotInstalledError
 from trident_spark.local.process import ServiceStartError
 
+log = logging.getLogger(__name__)
+
 __all__ = [
     "CACHE_ENV",
     "KAFKA_BROKER",
     "KAFKA_VERSION",
     "OPENSEARCH_NODE",
     "OPENSEARCH_VERSION",
+    "SPARK_KAFKA_ARTIFACT",
+    "SPARK_KAFKA_GROUP",
     "ArtifactSet",
     "MavenFetchError",
+    "artifact_name",
     "cache_root",
     "cached_jars",
+    "choose_connector_version",
     "resolve_jars",
+    "served_versions",
     "spark_kafka_connector",
+    "spark_kafka_connector_jars",
+    "spark_kafka_connector_version",
 ]
 
 CACHE_ENV = "TRIDENT_SPARK_JARS"
@@ -129,8 +141,16 @@ OPENSEARCH_NODE = ArtifactSet(
 """An OpenSearch node's server jar, its HTTP/transport module (netty4) and log4j's core."""
 
 
+SPARK_KAFKA_GROUP = "org.apache.spark"
+"""The Maven group of Spark's Kafka connector."""
+
+SPARK_KAFKA_ARTIFACT = "spark-sql-kafka-0-10_2.13"
+"""Spark's Kafka source and sink (Scala 2.13, the only Scala of Spark 4)."""
+
+
 def spark_kafka_connector(spark_version: str) -> ArtifactSet:
-    """Spark's own Kafka source and sink at ``spark_version`` (the installed PySpark's).
+    """Spark's own Kafka source and sink at ``spark_version`` (see :func:`spark_kafka_connector_jars`
+    for the version a session takes).
 
     Examples
     --------
@@ -139,9 +159,179 @@ def spark_kafka_connector(spark_version: str) -> ArtifactSet:
     """
     return ArtifactSet(
         "spark-kafka",
-        (f"org.apache.spark:spark-sql-kafka-0-10_2.13:{spark_version}",
-         f"org.apache.spark:spark-token-provider-kafka-0-10_2.13:{spark_version}"),
+        (f"{SPARK_KAFKA_GROUP}:{SPARK_KAFKA_ARTIFACT}:{spark_version}",
+         f"{SPARK_KAFKA_GROUP}:spark-token-provider-kafka-0-10_2.13:{spark_version}"),
     )
+
+
+def _release(version: str) -> tuple[int, ...] | None:
+    """``"4.2.0"`` as ``(4, 2, 0)``; None for anything but a plain release (``4.2.0-preview5``)."""
+    parts = version.strip().split(".")
+    if not parts or not all(part.isdigit() for part in parts):
+        return None
+    return tuple(int(part) for part in parts)
+
+
+def choose_connector_version(installed: str, served: Sequence[str]) -> str:
+    """The connector's version for Spark ``installed``: that version when Maven Central serves it,
+    else the newest release served of the same major version that is not newer (the data source
+    API the connector uses is stable within a major version). Previews are never chosen.
+
+    Raises
+    ------
+    MavenFetchError
+        No such version is served.
+
+    Examples
+    --------
+    >>> choose_connector_version("4.3.0", ["4.1.3", "4.2.0", "4.2.0-preview5"])
+    '4.2.0'
+    >>> choose_connector_version("4.2.0", ["4.1.3", "4.2.0"])
+    '4.2.0'
+    """
+    if installed in served:
+        return installed
+    leading = re.match(r"^\d+(\.\d+)*", installed)  # "4.3.0.dev0" is 4.3.0
+    wanted = _release(leading.group(0)) if leading else None
+    candidates = sorted((release, version) for version in served
+                        if (release := _release(version)) is not None and wanted is not None
+                        and release[0] == wanted[0] and release <= wanted)
+    if not candidates:
+        raise MavenFetchError(
+            f"{SPARK_KAFKA_GROUP}:{SPARK_KAFKA_ARTIFACT}: no release for Spark {installed} nor an "
+            f"earlier {installed.split('.')[0]}.x one is served (served: {', '.join(served) or 'none'}); "
+            "put the connector's jars on the classpath yourself (spark.jars)")
+    return candidates[-1][1]
+
+
+def served_versions(group: str, artifact: str, *, timeout: float = 120.0) -> list[str]:
+    """The versions the Maven repository serves for ``group:artifact``, read from its metadata
+    through Maven (so Maven's own settings, mirrors and proxies apply).
+
+    Raises
+    ------
+    ServiceNotInstalledError
+        ``mvn`` is not installed.
+    MavenFetchError
+        Maven could not read the metadata.
+
+    Examples
+    --------
+    >>> "4.2.0" in served_versions(SPARK_KAFKA_GROUP, SPARK_KAFKA_ARTIFACT)  # doctest: +SKIP
+    True
+    """
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise ServiceNotInstalledError(
+            f"{group}:{artifact}: listing its versions needs Maven (mvn), which is not on PATH: install "
+            "it (Debian/Ubuntu: `sudo apt-get install maven`)")
+    with tempfile.TemporaryDirectory(prefix="trident-spark-versions-") as work:
+        local = Path.home() / ".m2" / "repository"
+        # LATEST makes Maven fetch the artifact's metadata, which lists every version served.
+        command = [mvn, "-q", "-B", f"-Dmaven.repo.local={local}", "dependency:get",
+                   f"-Dartifact={group}:{artifact}:LATEST:pom", "-Dtransitive=false"]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                                  check=False, cwd=work)
+        except subprocess.TimeoutExpired:
+            raise MavenFetchError(f"{group}:{artifact}: Maven did not read the versions served within "
+                                  f"{timeout:.0f} s") from None
+    folder = local.joinpath(*group.split("."), artifact)
+    versions: set[str] = set()
+    for metadata in folder.glob("maven-metadata-*.xml"):
+        versions.update(re.findall(r"<version>([^<]+)</version>", metadata.read_text(encoding="utf-8")))
+    if not versions:
+        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-10:])
+        raise MavenFetchError(f"{group}:{artifact}: Maven found no versions served (exit "
+                              f"{done.returncode}); check that Maven Central is reachable:\n{tail}")
+    return sorted(versions)
+
+
+_CHOICE_DAYS = 7.0
+
+
+def _choice_file(installed: str, root: Path | None) -> Path:
+    return (root or cache_root()) / f"spark-kafka-for-spark-{installed}.version"
+
+
+def spark_kafka_connector_version(installed: str | None = None, *, root: Path | None = None,
+                                  cached_only: bool = False) -> str:
+    """The connector's version a session with Spark ``installed`` (default: PySpark's) takes.
+
+    ``installed`` when its set is cached or Maven Central serves it; else the newest release
+    served not newer (:func:`choose_connector_version`), logged once, and remembered in the
+    cache for a week (then asked again, so a release published later is taken). With
+    ``cached_only`` nothing is fetched: the remembered choice, else ``installed``.
+
+    Examples
+    --------
+    >>> spark_kafka_connector_version("4.2.0", root=Path("/nonexistent"), cached_only=True)
+    '4.2.0'
+    """
+    installed = installed or _pyspark_version()
+    if cached_jars(spark_kafka_connector(installed), root=root) is not None:
+        return installed
+    choice = _choice_file(installed, root)
+    remembered = choice.read_text(encoding="utf-8").strip() if choice.is_file() else None
+    if remembered and (cached_only or time.time() - choice.stat().st_mtime < _CHOICE_DAYS * 86400):
+        return remembered
+    if cached_only:
+        return installed
+    try:
+        chosen = choose_connector_version(installed, served_versions(SPARK_KAFKA_GROUP, SPARK_KAFKA_ARTIFACT))
+    except MavenFetchError:
+        if remembered:  # Maven Central out of reach: the last choice still holds
+            return remembered
+        raise
+    if chosen != installed:
+        log.warning("Spark's Kafka connector %s:%s is not served at Spark's version %s; using %s, the "
+                    "newest %s.x release not newer", SPARK_KAFKA_GROUP, SPARK_KAFKA_ARTIFACT, installed,
+                    chosen, installed.split(".")[0])
+    choice.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    choice.write_text(chosen + "\n", encoding="utf-8")
+    return chosen
+
+
+def spark_kafka_connector_jars(installed: str | None = None, *, root: Path | None = None,
+                               provided: Sequence[Path] | None = None) -> list[Path]:
+    """The jars a session puts on ``spark.jars`` for Spark's Kafka source: the connector at
+    :func:`spark_kafka_connector_version` and what it needs that Spark does not bundle
+    (``kafka-clients``, ``commons-pool2``); a jar whose artifact Spark already has (Hadoop's
+    client, Scala, lz4, snappy, slf4j) is left out so the classpath keeps one of each.
+
+    ``provided``: Spark's own jars (default: PySpark's ``jars`` directory).
+
+    Examples
+    --------
+    >>> [j.name for j in spark_kafka_connector_jars()]  # doctest: +SKIP
+    ['commons-pool2-2.13.1.jar', 'kafka-clients-3.9.2.jar', 'spark-sql-kafka-0-10_2.13-4.2.0.jar', ...]
+    """
+    version = spark_kafka_connector_version(installed, root=root)
+    jars = resolve_jars(spark_kafka_connector(version), root=root)
+    if provided is None:
+        import pyspark
+
+        provided = sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar"))
+    bundled = {artifact_name(jar) for jar in provided}
+    return [jar for jar in jars if artifact_name(jar) not in bundled]
+
+
+def artifact_name(jar: Path) -> str:
+    """A jar's artifact without its version: ``kafka-clients-3.9.2.jar`` -> ``kafka-clients``.
+
+    Examples
+    --------
+    >>> artifact_name(Path("scala-parallel-collections_2.13-1.2.0.jar"))
+    'scala-parallel-collections_2.13'
+    """
+    match = re.match(r"^(.*?)-\d[^-]*(-[A-Za-z][\w.]*)?\.jar$", jar.name)
+    return match.group(1) if match else jar.stem
+
+
+def _pyspark_version() -> str:
+    import pyspark
+
+    return str(pyspark.__version__)
 
 
 def cache_root() -> Path:

@@ -53,7 +53,7 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path | str, trigger: str
     from trident_spark.planner.state_plan import check_reachable, check_shared, state_factory
     from trident_spark.planner.user_code import add_py_files, check_py_files, ship_by_value
     from trident_spark.runtime.handle import TopologyHandle, check_progress_history
-    from trident_spark.runtime.session import local_session, require_classic
+    from trident_spark.runtime.session import local_session, needs_kafka_connector, require_classic
 
     check_progress_history(progress_history)  # before Spark starts
     for query in queries:
@@ -71,7 +71,8 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path | str, trigger: str
                 check_shared(node)  # before a session starts: a MemoryState cannot work on Spark
                 states.append(state_factory(node))
     check_reachable(states)  # fail fast, naming the store's address
-    spark = spark or local_session()
+    spark = spark or local_session(kafka_connector=needs_kafka_connector(
+        node.spout for query in queries for node in query.spouts))
     require_classic(spark)
     add_py_files(spark, files)
     if str(spark.sparkContext.master).startswith("local"):

@@ -3,14 +3,18 @@ and never a Spark Connect client (:func:`require_classic`)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from trident_spark.errors import TopologyError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
 
 LOCAL_DEFAULTS = {
     "spark.ui.showConsoleProgress": "false",
@@ -39,9 +43,51 @@ def python_for_workers() -> None:
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 
+def needs_kafka_connector(spouts: Iterable[object]) -> bool:
+    """Whether one of ``spouts`` reads through Spark's own Kafka source (``KafkaSpout(engine="jvm")``
+    says so with ``needs_kafka_connector``), so the session needs the connector's jars.
+
+    Examples
+    --------
+    >>> class JvmSpout:
+    ...     needs_kafka_connector = True
+    >>> needs_kafka_connector([object(), JvmSpout()])
+    True
+    """
+    return any(getattr(spout, "needs_kafka_connector", False) for spout in spouts)
+
+
+def kafka_connector_conf(conf: dict[str, str] | None = None) -> dict[str, str]:
+    """``conf`` with Spark's Kafka connector on ``spark.jars``: its jars from the local cache, fetched
+    from Maven Central the first time (:func:`trident_spark.local.maven.spark_kafka_connector_jars`).
+    When they cannot be had (no Maven, no network) ``conf`` is returned as it is, with a warning;
+    reading then fails with the coordinates to put on ``spark.jars.packages``.
+
+    Examples
+    --------
+    >>> kafka_connector_conf({"spark.jars": "/opt/my.jar"})["spark.jars"]   # doctest: +SKIP
+    '/opt/my.jar,/root/.cache/trident-spark/jars/spark-kafka-.../commons-pool2-2.13.1.jar,...'
+    """
+    from trident_spark.local.maven import spark_kafka_connector_jars
+
+    conf = dict(conf or {})
+    try:
+        jars = spark_kafka_connector_jars()
+    except Exception as failure:  # a missing connector is named again, with what to do, when read
+        log.warning("Spark's Kafka connector could not be put on the classpath: %s", failure)
+        return conf
+    given = [jar for jar in conf.get("spark.jars", "").split(",") if jar]
+    conf["spark.jars"] = ",".join([*given, *(str(jar) for jar in jars)])
+    return conf
+
+
 def local_session(app_name: str = "trident-spark", master: str | None = None,
-                  conf: dict[str, str] | None = None) -> SparkSession:
+                  conf: dict[str, str] | None = None, *, kafka_connector: bool = False) -> SparkSession:
     """A SparkSession for local runs (or the active one, if there is one).
+
+    ``kafka_connector``: put Spark's own Kafka source and sink on the classpath
+    (:func:`kafka_connector_conf`), for ``KafkaSpout(engine="jvm")`` and ``format("kafka")``.
+    An active session is returned as it is.
 
     Examples
     --------
@@ -56,6 +102,8 @@ def local_session(app_name: str = "trident-spark", master: str | None = None,
         return active
     require_java()
     python_for_workers()
+    if kafka_connector:
+        conf = kafka_connector_conf(conf)
     master = master or os.environ.get("SPARK_MASTER", f"local[{os.cpu_count() or 2}]")
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # one machine: no interface lookup, no warning

@@ -56,9 +56,10 @@ class SparkRunner:
     def explain(self, queries: Sequence[Any], spark: Any, mode: str) -> str:
         """Each query's operations and the Spark plan of one batch, on ``spark`` or a local session."""
         from trident_spark.planner.explain import explain
-        from trident_spark.runtime.session import local_session, require_classic
+        from trident_spark.runtime.session import local_session, needs_kafka_connector, require_classic
 
-        spark = spark or local_session()
+        spark = spark or local_session(kafka_connector=needs_kafka_connector(
+            node.spout for query in queries for node in query.spouts))
         require_classic(spark, "explain()")
         return explain(list(queries), spark, mode)
 

@@ -1,9 +1,11 @@
-"""``KafkaSpout(engine="jvm")``: the same options on Spark's built-in ``kafka`` source.
+"""``KafkaSpout(engine="jvm")``: the same options on Spark's own ``kafka`` source.
 
-For clusters that have the ``spark-sql-kafka`` connector jar. Spark's source has no
-byte budget, so Trident's max-fetch-bytes rule becomes ``maxOffsetsPerTrigger``:
-``partitions x max_fetch_bytes / record_bytes``, with the record size measured
-from the topic when the query starts.
+That source lives in the ``spark-sql-kafka-0-10`` connector (Maven Central), which a
+session built by ``run()`` puts on its classpath (``runtime/session.py``); a session
+without it fails here with :class:`MissingConnectorError`, naming the coordinates.
+Spark's source bounds a batch by records, not bytes, so Trident's max-fetch-bytes rule
+becomes ``maxOffsetsPerTrigger``: ``partitions x max_fetch_bytes / record_bytes``, with
+the record size measured from the head of the topic when the query starts.
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from typing import TYPE_CHECKING, Any
 
+from trident_spark.errors import SpoutError
 from trident_spark.spout.kafka_config import KafkaSpoutConfig
 from trident_spark.state.redaction import redact_options
 
@@ -20,6 +24,56 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
+
+
+class MissingConnectorError(SpoutError):
+    """``KafkaSpout(engine="jvm")`` in a SparkSession without Spark's Kafka connector.
+
+    Examples
+    --------
+    >>> issubclass(MissingConnectorError, SpoutError)
+    True
+    """
+
+
+def connector_coordinates() -> str:
+    """The connector's Maven coordinates for ``spark.jars.packages``: the installed Spark's version,
+    or the version chosen when that one is not served (from the local cache; nothing is fetched).
+
+    Examples
+    --------
+    >>> connector_coordinates().startswith("org.apache.spark:spark-sql-kafka-0-10_2.13:4.")
+    True
+    """
+    from trident_spark.local.maven import (
+        SPARK_KAFKA_ARTIFACT,
+        SPARK_KAFKA_GROUP,
+        spark_kafka_connector_version,
+    )
+
+    return f"{SPARK_KAFKA_GROUP}:{SPARK_KAFKA_ARTIFACT}:{spark_kafka_connector_version(cached_only=True)}"
+
+
+def missing_connector(failure: BaseException) -> MissingConnectorError | None:
+    """Our error for Spark's "Failed to find the data source: kafka", else None.
+
+    Examples
+    --------
+    >>> error = missing_connector(Exception("[DATA_SOURCE_NOT_FOUND] Failed to find the data source: kafka."))
+    >>> "spark.jars.packages" in str(error)
+    True
+    >>> missing_connector(Exception("something else")) is None
+    True
+    """
+    if re.search(r"Failed to find (the )?data source: kafka\b", str(failure)) is None:
+        return None
+    coordinates = connector_coordinates()
+    return MissingConnectorError(
+        "KafkaSpout(engine='jvm'): this SparkSession does not have Spark's Kafka connector (Spark says: "
+        "Failed to find the data source: kafka). Start the session with "
+        f"`.config(\"spark.jars.packages\", \"{coordinates}\")` (spark-submit: --packages {coordinates}), or "
+        "put its jars on spark.jars; or let run() build the session (spark=None), which fetches it into "
+        "the local jar cache; or use engine='python', which needs no jar")
 
 
 def jvm_options(config: KafkaSpoutConfig, *, partitions: int | None = None,
@@ -87,8 +141,18 @@ def jvm_dataframe(spark: SparkSession, config: KafkaSpoutConfig) -> DataFrame:
         partitions, record_bytes = measure_topic(config)
         record_bytes = record_bytes or float(config.max_fetch_bytes)
     opts = jvm_options(config, partitions=partitions, record_bytes=record_bytes)
+    if config.max_fetch_bytes:
+        log.info("KafkaSpout(engine='jvm'): max_fetch_bytes=%d over %d partitions of ~%.0f-byte records "
+                 "is maxOffsetsPerTrigger=%s for this run", config.max_fetch_bytes, partitions,
+                 record_bytes, opts["maxOffsetsPerTrigger"])
     log.info("KafkaSpout(engine='jvm') options: %s", redact_options(opts))
-    raw = spark.readStream.format("kafka").options(**opts).load()
+    try:
+        raw = spark.readStream.format("kafka").options(**opts).load()
+    except Exception as failure:
+        missing = missing_connector(failure)
+        if missing is None:
+            raise
+        raise missing from None
     key = F.col("key").cast("string") if config.key_format == "str" else F.col("key")
     if config.value_format == "json":
         mode = {"mode": "FAILFAST"} if config.on_malformed == "fail" else {}

@@ -128,7 +128,10 @@ class KafkaSpout(Spout):
         Passed to librdkafka as is (``security.protocol``, ``sasl.*``, ``ssl.*`` ...).
     engine : "python" or "jvm"
         ``python`` (default) is the bundled Python data source; ``jvm`` maps the same
-        options onto Spark's ``kafka`` format for clusters with the connector jar.
+        options onto Spark's own ``kafka`` source (the ``spark-sql-kafka-0-10`` connector:
+        ``run()`` without a session puts it on the classpath; your own session needs it on
+        ``spark.jars.packages``, see docs/kafka-spout.md). There ``max_fetch_bytes`` becomes a
+        record count estimated once when the query starts (Spark's source bounds records, not bytes).
     timeout : duration
         How long to wait for the broker before failing with its address.
 
@@ -222,6 +225,12 @@ class KafkaSpout(Spout):
         config = self.config
         what = f"topics={list(config.topics)}" if config.topics else f"pattern={config.pattern!r}"
         return f"KafkaSpout({self.config.address!r}, {what})"  # kafka_options (secrets) left out
+
+    @property
+    def needs_kafka_connector(self) -> bool:
+        """Whether the spout reads through Spark's own Kafka source (``engine="jvm"``), whose jars a
+        session built by ``run()`` then puts on its classpath."""
+        return self.engine == "jvm"
 
     @property
     def fields(self) -> list[str]:
