@@ -20,6 +20,7 @@ from trident_spark.local.maven import (
     cache_root,
     resolve_jars,
     spark_kafka_connector,
+    spark_kafka_connector_version,
 )
 from trident_spark.local.process import ServiceStartError
 
@@ -28,17 +29,21 @@ __all__ = ["main", "wanted_sets"]
 
 def wanted_sets() -> list[tuple[ArtifactSet, bool]]:
     """The sets the project runs with, each with whether it is needed: the broker, the node (needed),
-    Spark's Kafka connector at the installed PySpark's version (optional).
+    Spark's Kafka connector at the installed PySpark's version, or the newest served release
+    not newer (optional).
 
     Examples
     --------
     >>> [(s.name, needed) for s, needed in wanted_sets()]
     [('kafka-broker', True), ('opensearch-node', True), ('spark-kafka', False)]
     """
-    import pyspark
+    try:
+        connector = spark_kafka_connector_version()
+    except ServiceStartError:  # Maven Central out of reach: main() reports the set as not fetched
+        import pyspark
 
-    return [(KAFKA_BROKER, True), (OPENSEARCH_NODE, True),
-            (spark_kafka_connector(pyspark.__version__), False)]
+        connector = pyspark.__version__
+    return [(KAFKA_BROKER, True), (OPENSEARCH_NODE, True), (spark_kafka_connector(connector), False)]
 
 
 def main(argv: list[str] | None = None) -> int:
