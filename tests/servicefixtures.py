@@ -169,7 +169,8 @@ def redis_service(request: pytest.FixtureRequest) -> Iterator[ServiceHandle]:
 
 @pytest.fixture(scope="session")
 def elasticsearch_service(request: pytest.FixtureRequest) -> Iterator[ServiceHandle]:
-    """The session's Elasticsearch-compatible server (osmem-server locally)."""
+    """The session's Elasticsearch-compatible server: locally a real OpenSearch node (one per session
+    or xdist worker, data on disk; ``ServiceHandle.restart()`` keeps it)."""
     yield from _provide(request, "elasticsearch")
 
 
