@@ -4,7 +4,7 @@ The jars come from the cache of :mod:`trident_spark.local.maven` (:data:`OPENSEA
 fetched once by ``make setup``). OpenSearch's own launcher (``org.opensearch.bootstrap.OpenSearch``)
 refuses to run as root and installs a security manager that needs the distribution's
 policy files; a node for tests needs neither. So a 40-line Java class (:data:`LAUNCHER_SOURCE`,
-compiled once with the JDK's ``javac`` into the same cache) builds the node's
+compiled once into the same cache by the Java runtime's own compiler module) builds the node's
 environment from its ``opensearch.yml`` and starts ``org.opensearch.node.Node`` with the
 netty4 transport (``Netty4Plugin``) as a classpath plugin, as OpenSearch's test framework
 does. SIGTERM closes the node cleanly (a shutdown hook); its data is on disk, so a node
@@ -229,33 +229,30 @@ class OpenSearchNodeConfig:
         (self.home / "config" / "jvm.options").write_text("", encoding="utf-8")
 
 
-def _java_and_javac() -> tuple[str, str]:
+def _java() -> str:
     require_java(17)
     java = find_java()
     if java is None:  # require_java has raised already
         raise JavaVersionError("elasticsearch: no java found")
-    beside = java.resolve().parent / "javac"
-    javac = str(beside) if os.access(beside, os.X_OK) else shutil.which("javac")
-    if javac is None:
-        raise ServiceNotInstalledError(
-            f"elasticsearch: the local OpenSearch node is started by a small Java class compiled once "
-            f"with javac, and there is no javac beside {java} or on PATH: install a JDK (Debian/Ubuntu: "
-            "`sudo apt-get install openjdk-17-jdk-headless`), or set ELASTICSEARCH_URL to a running "
-            "OpenSearch or Elasticsearch")
-    return str(java), javac
+    return str(java)
 
 
-def launcher_classes(javac: str, jars: Sequence[Path], *, root: Path | None = None) -> Path:
+def launcher_classes(java: str, jars: Sequence[Path], *, root: Path | None = None) -> Path:
     """The directory holding the compiled :data:`LAUNCHER_SOURCE`, compiling it once into the cache.
+
+    The compiler is the Java runtime's own ``jdk.compiler`` module (``java -m
+    jdk.compiler/com.sun.tools.javac.Main``), which a JRE has too: no JDK needed.
 
     Raises
     ------
+    ServiceNotInstalledError
+        This Java has no ``jdk.compiler`` module (a trimmed runtime); the message says what to install.
     ServiceStartError
-        javac failed; its output is in the message.
+        The compiler failed; its output is in the message.
 
     Examples
     --------
-    >>> launcher_classes("javac", resolve_jars(OPENSEARCH_NODE)).name  # doctest: +SKIP
+    >>> launcher_classes("java", resolve_jars(OPENSEARCH_NODE)).name  # doctest: +SKIP
     'opensearch-launcher-3f2a...'
     """
     digest = hashlib.sha256(f"{LAUNCHER_SOURCE}\n{OPENSEARCH_VERSION}".encode()).hexdigest()[:12]
@@ -269,13 +266,21 @@ def launcher_classes(javac: str, jars: Sequence[Path], *, root: Path | None = No
         source = work / f"{_CLASS}.java"
         source.write_text(LAUNCHER_SOURCE, encoding="utf-8")
         classes = work / "classes"
-        command = [javac, "--release", "11", "-nowarn", "-d", str(classes), "-cp", classpath(jars),
-                   str(source)]
+        command = [java, "-m", "jdk.compiler/com.sun.tools.javac.Main", "--release", "11", "-nowarn",
+                   "-d", str(classes), "-cp", classpath(jars), str(source)]
         done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+        output = (done.stdout + done.stderr).strip()
+        if done.returncode != 0 and "jdk.compiler not found" in output:
+            raise ServiceNotInstalledError(
+                f"elasticsearch: the local OpenSearch node is started by a small Java class compiled "
+                f"once with the Java runtime's compiler, and {java} has no jdk.compiler module (a "
+                "trimmed runtime): install a full Java 17 (Debian/Ubuntu: `sudo apt-get install "
+                "openjdk-17-jre-headless`) or point JAVA_HOME at one, or set ELASTICSEARCH_URL to a "
+                "running OpenSearch or Elasticsearch")
         if done.returncode != 0:
             raise ServiceStartError(
-                f"elasticsearch: javac could not compile the OpenSearch launcher (exit {done.returncode}) "
-                f"against {OPENSEARCH_NODE.name}'s jars:\n{(done.stdout + done.stderr)[-2000:]}")
+                f"elasticsearch: the OpenSearch launcher did not compile (exit {done.returncode}) "
+                f"against {OPENSEARCH_NODE.name}'s jars:\n{output[-2000:]}")
         try:
             classes.rename(final)
         except OSError:
@@ -542,7 +547,7 @@ def start_opensearch(
     ------
     ServiceNotInstalledError
         The jars are neither cached nor fetchable (Maven missing: run ``make setup``), or
-        there is no javac (a JDK) to compile the launcher.
+        the Java runtime has no compiler module to compile the launcher with.
     ServiceStartError
         The cluster was not ready in time; the message has the log's last lines.
 
@@ -555,8 +560,8 @@ def start_opensearch(
     if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
         raise InvalidArgumentError(f"start_opensearch(nodes={nodes!r}): a number of nodes >= 1")
     jars = resolve_jars(OPENSEARCH_NODE)
-    java, javac = _java_and_javac()
-    classes = launcher_classes(javac, jars)
+    java = _java()
+    classes = launcher_classes(java, jars)
     keep_data = data_dir is not None
     base = (Path(data_dir) if data_dir is not None
             else Path(tempfile.mkdtemp(prefix="trident-spark-opensearch-")))

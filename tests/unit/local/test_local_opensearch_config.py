@@ -8,9 +8,13 @@ from pathlib import Path
 import pytest
 
 from trident_spark.errors import InvalidArgumentError
-from trident_spark.local import opensearch
 from trident_spark.local.launchers import ServiceNotInstalledError
-from trident_spark.local.opensearch import OpenSearchNodeConfig, cluster_ready, start_opensearch
+from trident_spark.local.opensearch import (
+    OpenSearchNodeConfig,
+    cluster_ready,
+    launcher_classes,
+    start_opensearch,
+)
 from trident_spark.local.services import ELASTICSEARCH_KINDS, start_elasticsearch
 
 
@@ -67,18 +71,18 @@ def test_osmem_is_one_server() -> None:
         start_elasticsearch(kind="osmem", nodes=3)
 
 
-def test_no_javac_says_which_jdk_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    java = tmp_path / "bin" / "java"
-    java.parent.mkdir()
-    java.write_text("#!/bin/sh\n")
-    monkeypatch.setattr(opensearch, "require_java", lambda major: None)
-    monkeypatch.setattr(opensearch, "find_java", lambda: java)
-    monkeypatch.setattr(opensearch.shutil, "which", lambda name: None)
+def test_a_java_without_its_compiler_module_says_what_to_install(tmp_path: Path) -> None:
+    java = tmp_path / "java"
+    java.write_text("#!/bin/sh\necho 'java.lang.module.FindException: Module jdk.compiler not found' >&2\n"
+                    "exit 1\n")
+    java.chmod(0o755)
     with pytest.raises(ServiceNotInstalledError) as caught:
-        opensearch._java_and_javac()
+        launcher_classes(str(java), [], root=tmp_path / "cache")
     message = str(caught.value)
-    assert "apt-get install openjdk-17-jdk-headless" in message
+    assert f"{java} has no jdk.compiler module" in message
+    assert "apt-get install openjdk-17-jre-headless" in message
     assert "ELASTICSEARCH_URL" in message
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == []     # nothing half made is left
 
 
 def test_nothing_listening_is_not_ready() -> None:
