@@ -22,6 +22,11 @@ Reads and writes:
   are resent up to 3 times; any other item error raises, naming the key.
 * ``elastic_transport`` answers HTTP error statuses without raising: every
   response's ``meta.status`` is checked.
+* First use waits until the index has no initializing shard (a new index's primaries
+  answer reads with ``no_shard_available_action_exception`` for a moment after its ``PUT``).
+* A shard that is not active (a node restarting or recovering: HTTP 503, or per-document
+  ``no_shard_available_action_exception`` / ``unavailable_shards_exception``) is a
+  :class:`~.errors.StateUnavailableError`: the batch waits within its outage budget.
 
 Security: ``https://`` hosts, ``ca_certs`` (the cluster's CA, e.g. Elasticsearch
 8's ``http_ca.crt``), ``verify_certs``; ``username``/``password`` (basic auth,
