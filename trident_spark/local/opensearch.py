@@ -193,8 +193,8 @@ class OpenSearchNodeConfig:
     def settings(self) -> dict[str, Any]:
         """The node's ``opensearch.yml``: loopback only, data on disk, no disk watermarks.
 
-        A single node keeps no replicas (its indices are green); a cluster keeps OpenSearch's
-        one replica per shard, so a node can be lost without losing data.
+        Indices keep OpenSearch's one replica per shard: in a cluster a node can be lost without
+        losing data; on a single node the replicas stay unassigned (health "yellow").
         """
         settings: dict[str, Any] = {
             "cluster.name": self.cluster_name,
@@ -212,7 +212,6 @@ class OpenSearchNodeConfig:
         }
         if len(self.transport_ports) == 1:
             settings["discovery.type"] = "single-node"
-            settings["cluster.default_number_of_replicas"] = 0
         else:
             settings["discovery.seed_hosts"] = [f"127.0.0.1:{port}" for port in self.transport_ports]
             settings["cluster.initial_cluster_manager_nodes"] = list(self.node_names)
@@ -517,8 +516,8 @@ def start_opensearch(
     Parameters
     ----------
     nodes
-        1 (``discovery.type: single-node``, no replicas) or more (a cluster; OpenSearch's one
-        replica per shard).
+        1 (``discovery.type: single-node``) or more (a cluster; OpenSearch's one replica per
+        shard).
     timeout
         Seconds for the cluster to be ready (every node joined, every primary active), at each
         start and restart.

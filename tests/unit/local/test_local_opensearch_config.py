@@ -23,12 +23,12 @@ def _config(tmp_path: Path, transport_ports: tuple[int, ...], names: tuple[str, 
                                 transport_ports, names)
 
 
-def test_one_node_is_a_single_node_cluster_on_loopback_without_replicas(tmp_path: Path) -> None:
+def test_one_node_is_a_single_node_cluster_on_loopback(tmp_path: Path) -> None:
     settings = _config(tmp_path, (19300,), ("node-0",)).settings()
-    assert {key: settings[key] for key in ("network.host", "http.port", "transport.port", "discovery.type",
-                                           "cluster.default_number_of_replicas")} == {
+    assert {key: settings[key] for key in ("network.host", "http.port", "transport.port",
+                                           "discovery.type")} == {
         "network.host": "127.0.0.1", "http.port": 19200, "transport.port": 19300,
-        "discovery.type": "single-node", "cluster.default_number_of_replicas": 0}
+        "discovery.type": "single-node"}
     assert settings["path.data"] == str(tmp_path / "node-0" / "data")
     assert settings["cluster.routing.allocation.disk.threshold_enabled"] is False
 
@@ -37,7 +37,6 @@ def test_three_nodes_find_each_other_on_their_transport_ports(tmp_path: Path) ->
     names = ("node-0", "node-1", "node-2")
     settings = _config(tmp_path, (19300, 19301, 19302), names).settings()
     assert "discovery.type" not in settings
-    assert "cluster.default_number_of_replicas" not in settings    # OpenSearch's one replica
     assert settings["discovery.seed_hosts"] == ["127.0.0.1:19300", "127.0.0.1:19301", "127.0.0.1:19302"]
     assert settings["cluster.initial_cluster_manager_nodes"] == list(names)
 
