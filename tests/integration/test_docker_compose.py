@@ -180,3 +180,8 @@ def test_host_file_puts_every_service_on_the_host_network_at_127_0_0_1() -> None
                        ("spark-master", 8080), ("spark-worker-1", 8081), ("spark-worker-2", 8082),
                        ("app", 4040)]:
         assert re.search(rf"\b{port}\b", json.dumps(services[name]["command"])), (name, port)
+    # Kafka and OpenSearch are the images of the jar cache (docker/images.sh), given their second port.
+    assert services["kafka"]["image"] == "trident-kafka:local"
+    assert services["kafka"]["command"] == ["9092", "9093"]
+    assert services["elasticsearch"]["image"] == "trident-elasticsearch:local"
+    assert services["elasticsearch"]["command"] == ["9200", "9300"]
