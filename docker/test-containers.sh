@@ -13,14 +13,15 @@ cd "$ROOT"
 if [ -n "${DOCKER_HOST:-}" ]; then
     docker/images.sh
 fi
+# testcontainers' reaper image comes from a registry; the fixtures stop their containers themselves
+# (test_service_images.py starts the local images through the testcontainers provider).
+export TESTCONTAINERS_RYUK_DISABLED=true
 "$PY" -m pytest tests/integration/containers -m containers "$@"
 
 if [ -z "${DOCKER_HOST:-}" ]; then
     echo "testcontainers module skipped: ${TRIDENT_DOCKER_UNAVAILABLE:-no Docker engine}" >&2
     exit 0
 fi
-# testcontainers' reaper image comes from a registry; the fixtures stop their containers themselves.
-export TESTCONTAINERS_RYUK_DISABLED=true
 export TRIDENT_KAFKA_IMAGE=trident-kafka:local TRIDENT_REDIS_IMAGE=trident-redis:local \
        TRIDENT_ELASTICSEARCH_IMAGE=trident-elasticsearch:local
 unset KAFKA_BOOTSTRAP_SERVERS REDIS_URL ELASTICSEARCH_URL

@@ -44,6 +44,7 @@ def test_image_holds_the_cached_jar_set(image: str, artifacts: Any) -> None:
 
 
 def test_kafka_container_round_trips_records(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("testcontainers", reason="make test-containers installs the containers extra")
     monkeypatch.setenv("TRIDENT_KAFKA_IMAGE", "trident-kafka:local")
     with start_container("kafka") as kafka:
         assert kafka.provider == "testcontainers"
@@ -58,6 +59,7 @@ def test_kafka_container_round_trips_records(monkeypatch: pytest.MonkeyPatch) ->
 def test_opensearch_container_is_opensearch_without_security_as_its_own_user(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    pytest.importorskip("testcontainers", reason="make test-containers installs the containers extra")
     assert _in_image("trident-elasticsearch:local", "id", "-un").strip() == "opensearch"
     monkeypatch.setenv("TRIDENT_ELASTICSEARCH_IMAGE", "trident-elasticsearch:local")
     with start_container("elasticsearch") as es:
