@@ -22,6 +22,11 @@ Reads and writes:
   are resent up to 3 times; any other item error raises, naming the key.
 * ``elastic_transport`` answers HTTP error statuses without raising: every
   response's ``meta.status`` is checked.
+* First use waits until the index has no initializing shard (a new index's primaries
+  answer reads with ``no_shard_available_action_exception`` for a moment after its ``PUT``).
+* A shard that is not active (a node restarting or recovering: HTTP 503, or per-document
+  ``no_shard_available_action_exception`` / ``unavailable_shards_exception``) is a
+  :class:`~.errors.StateUnavailableError`: the batch waits within its outage budget.
 
 Security: ``https://`` hosts, ``ca_certs`` (the cluster's CA, e.g. Elasticsearch
 8's ``http_ca.crt``), ``verify_certs``; ``username``/``password`` (basic auth,
@@ -65,7 +70,20 @@ _JSON = {"content-type": "application/json", "accept": "application/json"}
 _NDJSON = {"content-type": "application/x-ndjson", "accept": "application/json"}
 _BAD_INDEX_CHARS = re.compile(r'[\\/*?"<>| ,#:A-Z]')
 _THROTTLED_RESENDS = 3
-#: Elasticsearch's default ``index.max_result_window``: the largest page a search may ask for.
+#: Error types of a read or write that a shard not (yet) active answers: a node restarting, a
+#: shard recovering after a restart, a cluster without its cluster manager. The store is
+#: unavailable, not wrong: the batch waits and tries again (its outage budget).
+_SHARD_UNAVAILABLE = ("no_shard_available_action_exception", "unavailable_shards_exception",
+                      "primary_missing_action_exception", "node_not_connected_exception",
+                      "node_disconnected_exception", "cluster_manager_not_discovered_exception",
+                      "master_not_discovered_exception", "not_cluster_manager_exception",
+                      "not_master_exception", "illegal_index_shard_state_exception")
+
+
+def _shard_unavailable(error: Any) -> bool:
+    """Whether an error answer (or an item's) says a shard is not active rather than a request wrong."""
+    shown = json.dumps(error, default=str)
+    return any(kind in shown for kind in _SHARD_UNAVAILABLE)
 
 
 def _reason(body: Any) -> str:
@@ -219,6 +237,11 @@ class ElasticsearchBackingMap(VersionedBackingMap):
         except TransportError as exc:
             raise StateUnavailableError(self.address, f"{type(exc).__name__}: {exc}") from exc
         status = int(response.meta.status)
+        if status == 403 and "cluster_block_exception" in json.dumps(response.body, default=str):
+            # Not the credentials: a block, e.g. the read-only block of a disk past its flood stage.
+            raise StateUnavailableError(self.address, (
+                f"HTTP 403 on {method} {target}: {_reason(response.body)}; the cluster blocks this "
+                f"(an index made read-only when a disk filled up: free space, then remove the block)"))
         if status in (401, 403) and not denied_ok:
             who = ("api_key" if self.spec.api_key is not None else
                    "username/password" if self._auth_header() else "no credentials")
@@ -244,7 +267,28 @@ class ElasticsearchBackingMap(VersionedBackingMap):
         elif status >= 300:
             raise StateUnavailableError(self.address, f"HTTP {status} checking index {index!r}: "
                                                       f"{_reason(body)}")
+        self._wait_for_primaries(transport)
         self._index_ready = True
+
+    def _wait_for_primaries(self, transport: Transport) -> None:
+        """Wait until the index's primary shards are active (an index just created, by this task
+        or a racing one, or a cluster just restarted, answers reads with no_shard_available
+        until then). A user without the cluster-monitor privilege, or a server without the
+        index health API, skips the wait.
+
+        ``yellow`` alone is not enough: a new index's primaries count as yellow while they
+        initialize, so the wait also asks for no initializing shards."""
+        seconds = max(self.spec.connect_timeout, self.spec.request_timeout)
+        target = (f"/_cluster/health/{urllib.parse.quote(self.spec.index, safe='')}"
+                  f"?wait_for_status=yellow&wait_for_no_initializing_shards=true&timeout={seconds:g}s")
+        status, body = self._request("GET", target, timeout=seconds + 5.0, transport=transport,
+                                     denied_ok=True)
+        timed_out = status == 408 or (status == 200 and isinstance(body, dict) and body.get("timed_out"))
+        if timed_out:
+            raise StateUnavailableError(self.address, (
+                f"the primary shards of index {self.spec.index!r} were not active within {seconds:g} s "
+                f"(cluster health {body.get('status') if isinstance(body, dict) else '?'}): a node is "
+                f"down or still recovering"))
 
     def _check(self, status: int, body: Any, doing: str) -> None:
         if status < 300:
@@ -283,6 +327,10 @@ class ElasticsearchBackingMap(VersionedBackingMap):
 
     def _versioned(self, key: Key, doc: dict[str, Any]) -> Versioned | None:
         if "error" in doc:
+            if _shard_unavailable(doc["error"]):
+                raise StateUnavailableError(self.address, (
+                    f"reading key {list(key)!r}: {_reason(doc)}; a shard of index {self.spec.index!r} "
+                    f"is not active (a node restarting or recovering)"))
             raise StateError(f"{self.address}: reading key {list(key)!r}: {_reason(doc)}")
         if not doc.get("found"):
             return None
@@ -359,6 +407,11 @@ class ElasticsearchBackingMap(VersionedBackingMap):
                     outcomes[i] = None            # lost the race: the map rules re-read this key
                 elif status == 429 and resend < _THROTTLED_RESENDS:
                     throttled.append(i)
+                elif status == 429 or status >= 500 or _shard_unavailable(result.get("error")):
+                    raise StateUnavailableError(self.address, (
+                        f"writing key {list(keys[i])!r} failed with HTTP {status}: {_reason(result)}; "
+                        f"the cluster is overloaded, or a shard of index {self.spec.index!r} is not "
+                        f"active (a node restarting or recovering)"))
                 else:
                     hint = ""
                     shown = json.dumps(result, default=str)

@@ -1,13 +1,16 @@
 """Listing every key of an ElasticsearchState (``scanVersioned``, for ``getTuples``).
 
-A ``_refresh`` of the index first, so the scan sees recent writes (skipped if the
-credentials may not), then a scroll (``_search?scroll=`` sorted by ``_doc``, with
-``seq_no_primary_term``), cleared at the end. Scroll works alike on Elasticsearch,
-OpenSearch and osmem-server (point-in-time APIs differ between them). Group
-values come from the ``_id`` (the encoded key), or, for a key too long to be kept
-readable, from the document's ``key`` field (exact for strings, numbers, booleans
-and None; bytes, dates and decimals come back as their JSON copies: hex, ISO text,
-decimal text; lists, tuples, dicts and sets as their JSON text).
+A ``_refresh`` of the index first, so the scan sees recent writes (a search is
+near-real-time: it sees what the last refresh made searchable; reads by key,
+``_mget``, are real-time). Where the credentials may not refresh, the scan waits one
+``index.refresh_interval`` instead (1 s by default: the index refreshes itself that
+often, or, idle, before the next search). Then a scroll (``_search?scroll=`` sorted by
+``_doc``, with ``seq_no_primary_term``), cleared at the end. Scroll works alike on
+Elasticsearch, OpenSearch and osmem-server (point-in-time APIs differ between them).
+Group values come from the ``_id`` (the encoded key), or, for a key too long to be kept
+readable, from the document's ``key`` field (exact for strings, numbers, booleans and
+None; bytes, dates and decimals come back as their JSON copies: hex, ISO text, decimal
+text; lists, tuples, dicts and sets as their JSON text).
 
 Examples
 --------
@@ -19,6 +22,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +38,27 @@ from .serializers import deserialize_stored
 MAX_PAGE = 10_000
 #: How long the server keeps the scroll between two pages.
 SCROLL_KEEP_ALIVE = "2m"
+#: Elasticsearch's and OpenSearch's default ``index.refresh_interval`` (s).
+DEFAULT_REFRESH_INTERVAL = 1.0
+#: The longest a scan waits for a refresh it may not ask for (s).
+MAX_REFRESH_WAIT = 30.0
+
+_TIME_VALUE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(nanos|micros|ms|s|m|h|d)?\s*$")
+_TIME_UNITS = {"nanos": 1e-9, "micros": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_time_value(text: Any) -> float | None:
+    """Seconds in an Elasticsearch time value ("1s", "500ms"); None for "-1" (disabled) or garbage.
+
+    Examples
+    --------
+    >>> parse_time_value("1s"), parse_time_value("500ms"), parse_time_value("-1")
+    (1.0, 0.5, None)
+    """
+    found = _TIME_VALUE.match(str(text))
+    if found is None:
+        return None
+    return float(found.group(1)) * _TIME_UNITS[found.group(2) or "ms"]
 
 
 @dataclass(frozen=True)
@@ -58,7 +84,9 @@ def scan_index(store: IndexConnection, size: int) -> Iterator[tuple[Key, Version
     index = store.index
     store.open()                                       # creates the index if missing
     status, answer = store.request("POST", f"/{index}/_refresh", denied_ok=True)
-    if status not in (401, 403, 404):
+    if status in (401, 403):
+        time.sleep(_refresh_interval(store))            # the index's own refresh, instead
+    elif status != 404:
         store.check(status, answer, f"_refresh of {index!r} before listing its keys")
     query = {"size": size, "sort": ["_doc"], "seq_no_primary_term": True,
              "_source": ["key", "state", "state_base64"]}
@@ -87,6 +115,23 @@ def scan_index(store: IndexConnection, size: int) -> Iterator[tuple[Key, Version
     finally:
         if isinstance(scroll_id, str):
             _clear_scroll(store, scroll_id)
+
+def _refresh_interval(store: IndexConnection) -> float:
+    """The index's ``refresh_interval`` in seconds (capped), or the default where it cannot be read."""
+    status, answer = store.request(
+        "GET", f"/{store.index}/_settings/index.refresh_interval?include_defaults=true&flat_settings=true",
+        denied_ok=True)
+    seconds = None
+    entries = answer.values() if status == 200 and isinstance(answer, dict) else ()
+    for entry in entries:
+        for part in ("settings", "defaults"):
+            found = entry.get(part) if isinstance(entry, dict) else None
+            if isinstance(found, dict) and "index.refresh_interval" in found:
+                seconds = parse_time_value(found["index.refresh_interval"])
+                break
+    # A disabled refresh (-1) makes nothing searchable by waiting: the scan cannot do better.
+    return min(DEFAULT_REFRESH_INTERVAL if seconds is None else seconds, MAX_REFRESH_WAIT)
+
 
 def _clear_scroll(store: IndexConnection, scroll_id: str) -> None:
     """Free the scroll context now instead of when it times out (best effort)."""
@@ -120,4 +165,5 @@ def _scanned(store: IndexConnection, hit: dict[str, Any]) -> tuple[Key, Versione
     return key, Versioned(value, version)
 
 
-__all__ = ["MAX_PAGE", "SCROLL_KEEP_ALIVE", "IndexConnection", "scan_index"]
+__all__ = ["DEFAULT_REFRESH_INTERVAL", "MAX_PAGE", "MAX_REFRESH_WAIT", "SCROLL_KEEP_ALIVE", "IndexConnection",
+           "parse_time_value", "scan_index"]

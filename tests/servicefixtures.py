@@ -1,11 +1,11 @@
 """pytest plugin: Kafka, Redis, Elasticsearch and PostgreSQL for the tests, one of each per session.
 
 Each service is started on first use and stopped at the end of the session; a
-local Kafka (Apache Kafka, a JVM: 3-6 s) is started in the background as soon
-as the collected tests show it will be needed, while the first Spark session
-starts. With pytest-xdist, each worker has its own. Where it comes from (an
-address in the environment, a testcontainers container, or a local process) is
-decided by
+local Kafka (Apache Kafka, a JVM: 3-6 s) and a local Elasticsearch (an OpenSearch
+node, a JVM: 5-7 s) are started in the background as soon as the collected tests
+show they will be needed, while the first Spark session starts. With pytest-xdist,
+each worker has its own. Where each comes from (an address in the environment, a
+testcontainers container, or a local process) is decided by
 :func:`trident_spark.local.services.choose_provider`, shown in the session
 header; the services actually started are listed in the terminal summary.
 PostgreSQL comes from ``POSTGRES_URL`` or a local throwaway server; its tests
@@ -39,7 +39,10 @@ from trident_spark.local.services import (
 from trident_spark.state.redaction import redact_url
 
 _STARTED = pytest.StashKey[list[ServiceHandle]]()
-_EARLY_KAFKA = pytest.StashKey["_EarlyStart"]()
+_EARLY = pytest.StashKey[dict[str, "_EarlyStart"]]()
+
+#: The JVM services started in the background at collection, by the fixture that provides each.
+_EARLY_SERVICES = {"kafka": "kafka_service", "elasticsearch": "elasticsearch_service"}
 
 #: Seconds a service may take to answer before the fixture errors.
 STARTUP_TIMEOUT = 60.0
@@ -101,19 +104,21 @@ class _EarlyStart:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Start a local Kafka now if a collected test will use it (not in ``--collect-only``)."""
+    """Start a local Kafka and a local Elasticsearch now if a collected test will use them (not in
+    ``--collect-only``)."""
     config = session.config
-    if config.option.collectonly or _EARLY_KAFKA in config.stash:
+    if config.option.collectonly or _EARLY in config.stash:
         return
-    wanted = any("kafka_service" in getattr(item, "fixturenames", ()) for item in session.items)
-    if wanted and choose_provider("kafka") == "local":
-        config.stash[_EARLY_KAFKA] = _EarlyStart(
-            "kafka", bool(config.getoption("--keep-service-logs")))
+    early: dict[str, _EarlyStart] = {}
+    config.stash[_EARLY] = early
+    for name, fixture in _EARLY_SERVICES.items():
+        wanted = any(fixture in getattr(item, "fixturenames", ()) for item in session.items)
+        if wanted and choose_provider(name) == "local":
+            early[name] = _EarlyStart(name, bool(config.getoption("--keep-service-logs")))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    early = config.stash.get(_EARLY_KAFKA, None)
-    if early is not None:
+    for early in config.stash.get(_EARLY, {}).values():
         early.stop()
 
 
@@ -136,7 +141,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 def _provide(request: pytest.FixtureRequest, name: str) -> Iterator[ServiceHandle]:
     keep_logs = bool(request.config.getoption("--keep-service-logs"))
-    early = request.config.stash.get(_EARLY_KAFKA, None) if name == "kafka" else None
+    early = request.config.stash.get(_EARLY, {}).get(name)
     if name == "postgres":
         try:
             handle = start_postgres(timeout=STARTUP_TIMEOUT, keep_logs=keep_logs)
@@ -169,7 +174,8 @@ def redis_service(request: pytest.FixtureRequest) -> Iterator[ServiceHandle]:
 
 @pytest.fixture(scope="session")
 def elasticsearch_service(request: pytest.FixtureRequest) -> Iterator[ServiceHandle]:
-    """The session's Elasticsearch-compatible server (osmem-server locally)."""
+    """The session's Elasticsearch-compatible server: locally a real OpenSearch node (one per session
+    or xdist worker, data on disk; ``ServiceHandle.restart()`` keeps it)."""
     yield from _provide(request, "elasticsearch")
 
 

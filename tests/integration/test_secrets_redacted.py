@@ -2,7 +2,8 @@
 an API key) and everything people see of it: the command's output, logs at DEBUG, reprs, errors,
 progress lines, ``status``, ``query`` and every file the run leaves.
 
-Services: the Kafka broker and Elasticsearch (osmem-server, which takes any credentials) of the
+Services: the Kafka broker and Elasticsearch (an OpenSearch node without its security plugin, which
+takes any credentials) of the
 session, and a local redis-server started here with ``requirepass``. librdkafka ignores the
 planted SASL/SSL settings on a PLAINTEXT connection, so the run reads the topic as usual.
 """
@@ -97,7 +98,7 @@ def test_planted_secrets_appear_in_no_output_log_error_or_file(
     caplog.set_level(logging.DEBUG, logger="trident_spark")
     topic = new_topic()
     produce(kafka_bootstrap, topic, [(None, b"the cat and the dog", 0), (None, b"the end", 0)])
-    es_url = elasticsearch_url  # http://127.0.0.1:PORT: osmem takes any credentials
+    es_url = elasticsearch_url  # http://127.0.0.1:PORT: no security plugin, any credentials pass
     app = tmp_path / "app.py"
     app.write_text(f"KAFKA_OPTIONS = {KAFKA_OPTIONS!r}\n" + textwrap.dedent(APP))
     checkpoint = tmp_path / "ck"

@@ -8,7 +8,8 @@ Each ``start_*`` function takes the first of these that applies:
    package is importable and a Docker engine answers;
 3. ``local``: a local process on a free port on 127.0.0.1: Apache Kafka from Maven
    Central's jars (``kind="apache"``, the default) or Tansu (``kind="tansu"``),
-   ``redis-server``, osmem-server (Elasticsearch).
+   ``redis-server``, and for Elasticsearch a real OpenSearch node from Maven Central's
+   jars (``kind="opensearch"``, the default) or osmem-server (``kind="osmem"``, in memory).
 
 Examples
 --------
@@ -42,6 +43,7 @@ from trident_spark.local.launchers import (
     start_local_postgres,
     start_local_redis,
 )
+from trident_spark.local.opensearch import start_opensearch
 from trident_spark.local.probes import http_answers, kafka_answers, postgres_answers, redis_answers
 from trident_spark.local.process import ServiceStartError, wait_until
 from trident_spark.local.service_handle import Provider, ServiceHandle, ServiceName
@@ -49,6 +51,7 @@ from trident_spark.state.redaction import redact_url
 
 __all__ = [
     "ELASTICSEARCH_ENV",
+    "ELASTICSEARCH_KINDS",
     "ENV_VARS",
     "KAFKA_ENV",
     "KAFKA_KINDS",
@@ -56,6 +59,7 @@ __all__ = [
     "POSTGRES_ENV",
     "REDIS_ENV",
     "SERVICE_NAMES",
+    "ElasticsearchKind",
     "KafkaKind",
     "choose_provider",
     "describe_postgres_provider",
@@ -99,7 +103,7 @@ KAFKA_KINDS: tuple[KafkaKind, ...] = ("apache", "tansu")
 LOCAL_BINARIES: dict[ServiceName, str] = {
     "kafka": "apache-kafka",
     "redis": "redis-server",
-    "elasticsearch": "osmem-server",
+    "elasticsearch": "opensearch",
 }
 """The binary behind each service when the provider is ``local``."""
 
@@ -112,12 +116,24 @@ _PROBES: dict[ServiceName, Callable[[str], bool]] = {
 _LAUNCHERS: dict[ServiceName, Callable[..., ServiceHandle]] = {
     "kafka": start_apache_kafka,
     "redis": start_local_redis,
-    "elasticsearch": start_local_elasticsearch,
+    "elasticsearch": start_opensearch,
 }
+
+ElasticsearchKind = Literal["opensearch", "osmem"]
+"""Which local Elasticsearch :func:`start_elasticsearch` starts: a real OpenSearch node (data on
+disk, restartable, near-real-time search) or osmem-server (an in-memory emulator of the REST API)."""
+
+ELASTICSEARCH_KINDS: tuple[ElasticsearchKind, ...] = ("opensearch", "osmem")
+"""The local Elasticsearch kinds, the default first."""
 
 _KAFKA_LAUNCHERS: dict[str, Callable[..., ServiceHandle]] = {
     "apache": start_apache_kafka,
     "tansu": start_local_kafka,
+}
+
+_ELASTICSEARCH_LAUNCHERS: dict[str, Callable[..., ServiceHandle]] = {
+    "opensearch": start_opensearch,
+    "osmem": start_local_elasticsearch,
 }
 
 
@@ -129,6 +145,12 @@ def _local_launcher(service: ServiceName, kind: str | None) -> Callable[..., Ser
             raise InvalidArgumentError(
                 f"start_kafka(kind={kind!r}): the local Kafka is one of {', '.join(KAFKA_KINDS)}")
         return _KAFKA_LAUNCHERS[kind]
+    if service == "elasticsearch":
+        if kind not in _ELASTICSEARCH_LAUNCHERS:
+            raise InvalidArgumentError(
+                f"start_service('elasticsearch', kind={kind!r}): the local Elasticsearch is one of "
+                f"{', '.join(ELASTICSEARCH_KINDS)}")
+        return _ELASTICSEARCH_LAUNCHERS[kind]
     raise InvalidArgumentError(f"start_service({service!r}, kind={kind!r}): {service} has no kinds")
 
 
@@ -306,19 +328,50 @@ def start_redis(
 
 
 def start_elasticsearch(
-    *, timeout: float = 30.0, log_dir: Path | None = None, keep_logs: bool = False
+    *, kind: ElasticsearchKind = "opensearch", nodes: int = 1, timeout: float = 60.0,
+    log_dir: Path | None = None, keep_logs: bool = False,
 ) -> ServiceHandle:
     """Provide an Elasticsearch-compatible server; ``address`` is "http://HOST:PORT".
 
-    Locally this is osmem-server (in memory, Elasticsearch/OpenSearch REST).
+    :data:`ELASTICSEARCH_ENV` (``ELASTICSEARCH_URL``), when set, names the server to use
+    (checked, never started or stopped); else a container where Docker answers; else a
+    local server of ``kind``:
+
+    * ``"opensearch"``: a real OpenSearch 2.19 node from Maven Central's jars
+      (:func:`~trident_spark.local.opensearch.start_opensearch`), data on disk; ``nodes=3``
+      starts a three-node cluster (``handle.hosts`` lists every node, ``handle.nodes[i]``
+      restarts or kills one); ``restart()`` brings it back with its data. About 5 s to
+      start here (8 s for three nodes).
+    * ``"osmem"``: osmem-server, an in-memory emulator of the REST API: under a second to
+      start, but no restart with data, no refresh, no shards or replicas.
+
+    Raises
+    ------
+    InvalidArgumentError
+        An unknown ``kind``, or ``nodes`` other than 1 for osmem.
 
     Examples
     --------
     >>> with start_elasticsearch() as es:  # doctest: +SKIP
     ...     es.address
     'http://127.0.0.1:38211'
+    >>> with start_elasticsearch(nodes=3) as es:  # doctest: +SKIP
+    ...     len(es.hosts)
+    3
     """
-    return start_service("elasticsearch", timeout=timeout, log_dir=log_dir, keep_logs=keep_logs)
+    if kind not in ELASTICSEARCH_KINDS:
+        raise InvalidArgumentError(
+            f"start_elasticsearch(kind={kind!r}): the local Elasticsearch is one of "
+            f"{', '.join(ELASTICSEARCH_KINDS)}")
+    if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1 or (kind == "osmem" and nodes != 1):
+        raise InvalidArgumentError(
+            f"start_elasticsearch(kind={kind!r}, nodes={nodes!r}): "
+            + ("osmem is one server: nodes=1" if kind == "osmem" else "a number of nodes >= 1"))
+    if choose_provider("elasticsearch") != "local":
+        return start_service("elasticsearch", timeout=timeout, log_dir=log_dir, keep_logs=keep_logs)
+    if kind == "osmem":
+        return start_local_elasticsearch(timeout=timeout, log_dir=log_dir, keep_logs=keep_logs)
+    return start_opensearch(nodes=nodes, timeout=timeout, log_dir=log_dir, keep_logs=keep_logs)
 
 
 def describe_postgres_provider() -> str:

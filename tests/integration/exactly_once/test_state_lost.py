@@ -2,7 +2,8 @@
 
 One running topology, three streams, three stores of their own:
 * Redis without persistence, killed and restarted empty on the same port;
-* the Elasticsearch-API server (osmem-server, in memory), killed and restarted empty;
+* a real OpenSearch node, killed (SIGKILL) and started again on its port with its data
+  directory wiped;
 * SQLite, restored from a backup taken after the first batch (rolled back).
 The next batch of each stream fails before it writes, naming the store and the batch the
 checkpoint committed; then ``run(accept_state_loss=True)`` counts on from what the store holds.
@@ -26,8 +27,9 @@ from pyspark import cloudpickle
 
 from trident_spark import TridentTopology
 from trident_spark.builtin import Count
-from trident_spark.local.launchers import osmem_binary, redis_server_binary
-from trident_spark.local.probes import http_answers, redis_answers
+from trident_spark.local.launchers import redis_server_binary
+from trident_spark.local.opensearch import start_opensearch
+from trident_spark.local.probes import redis_answers
 from trident_spark.local.process import free_port, wait_until
 from trident_spark.runtime.failures import translate
 from trident_spark.spout import FeederBatchSpout
@@ -59,24 +61,18 @@ class Server:
 
 
 @pytest.fixture
-def servers(tmp_path: Path) -> Iterator[dict[str, Server]]:
-    redis_port, es_port = free_port(), free_port()
+def servers(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    redis_port = free_port()
     (tmp_path / "redis").mkdir()
-    (tmp_path / "es").mkdir()
-    started = {
-        "redis": Server([str(redis_server_binary()), "--port", str(redis_port), "--bind", "127.0.0.1",
-                         "--save", "", "--appendonly", "no", "--dir", str(tmp_path / "redis")],
-                        f"redis://127.0.0.1:{redis_port}/0", redis_answers, tmp_path / "redis"),
-        "es": Server([str(osmem_binary()), "--addr", f"127.0.0.1:{es_port}", "--no-ja", "--no-stdin-watch"],
-                     f"http://127.0.0.1:{es_port}", http_answers, tmp_path / "es"),
-    }
+    redis = Server([str(redis_server_binary()), "--port", str(redis_port), "--bind", "127.0.0.1",
+                    "--save", "", "--appendonly", "no", "--dir", str(tmp_path / "redis")],
+                   f"redis://127.0.0.1:{redis_port}/0", redis_answers, tmp_path / "redis")
     try:
-        for server in started.values():
-            server.start()
-        yield started
+        redis.start()
+        with start_opensearch(log_dir=tmp_path / "es") as es:
+            yield {"redis": redis, "es": es}
     finally:
-        for server in started.values():
-            server.kill()
+        redis.kill()
 
 
 def _counts(batches: list[list[list[str]]]) -> dict[str, int]:
@@ -129,8 +125,9 @@ def test_a_store_emptied_or_rolled_back_mid_run_stops_the_stream(spark, servers,
 
         redis.kill()
         redis.start()                                            # no persistence: empty
-        es.kill()
-        es.start()                                               # in memory: empty
+        es.nodes[0].kill()
+        es.nodes[0].wipe_data()
+        es.nodes[0].start()                                      # same port, empty
         with sqlite3.connect(states["s"].path) as live:
             backup.backup(live)                                  # restored from the older backup
         feed(BATCHES[2])

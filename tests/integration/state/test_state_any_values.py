@@ -1,5 +1,5 @@
 """Keys and values of any Python type through real stores: a SQLite file, Redis, the
-Elasticsearch-compatible osmem-server (and MemoryState), written by a state, read with
+session's OpenSearch node (and MemoryState), written by a state, read with
 ``open_state(url).multiGet``: equal keys (Python's ==) find one value, values come back the same."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""ElasticsearchState against a real Elasticsearch-compatible server (osmem-server locally).
+"""ElasticsearchState against a real Elasticsearch-compatible server (an OpenSearch 2.19 node locally).
 
 The rules, the document layout (group fields searchable), _mget/_bulk with
 if_seq_no/if_primary_term, races, failures, auth headers and URLs.

@@ -1,5 +1,5 @@
-"""One small window scenario on every durable windows store: SQLite, Redis, Elasticsearch (osmem)
-and PostgreSQL, each the real service the suite runs (the in-memory store: test_windows_on_spark).
+"""One small window scenario on every durable windows store: SQLite, Redis, Elasticsearch (an OpenSearch
+node) and PostgreSQL, each the real service the suite runs (the in-memory store: test_windows_on_spark).
 
 Each store gives the same windows, and holds afterwards only what a replay of the next batch
 could need (the last two states, the head, the tuples of open windows): what no replay can

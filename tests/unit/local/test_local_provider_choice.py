@@ -85,7 +85,7 @@ def test_no_docker_engine_gives_local_binaries(
     assert [describe_provider(name) for name in ("kafka", "redis", "elasticsearch")] == [
         "local (apache-kafka)",
         "local (redis-server)",
-        "local (osmem-server)",
+        "local (opensearch)",
     ]
 
 

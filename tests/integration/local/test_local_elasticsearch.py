@@ -1,7 +1,7 @@
-"""The session Elasticsearch (osmem-server locally) indexes and returns documents.
+"""The session Elasticsearch (a real OpenSearch node locally) indexes and returns documents.
 
 It is reached with the low-level ``elastic_transport`` client, the one the
-state layer uses (it sends plain JSON, which osmem accepts).
+state layer uses (it sends plain JSON, which OpenSearch, Elasticsearch and osmem accept).
 """
 
 from __future__ import annotations
