@@ -46,7 +46,9 @@ from trident_spark.operation import (
     ReportedErrors,
     TridentCollector,
 )
-from trident_spark.state import BatchState, MapState
+from trident_spark.state import BatchState
+from trident_spark.state.map import MAP_KINDS
+from trident_spark.state.state_api import make_state
 
 #: Characters of a tuple an error message shows.
 _SHOWN = 200
@@ -272,7 +274,9 @@ class DirectStream:
     def _state_query(self, node: StateQueryNode, rows: list[Row], txid: int) -> list[Row]:
         function = self._operation(node, node.function, txid)
         state = self._state(node)
-        view = BatchState(state, txid, reads_before_batch=False) if isinstance(state, MapState) else state
+        # A program's subclass of a map state gets the state itself (its own methods), as in Trident.
+        plain = type(state) in MAP_KINDS.values()
+        view = BatchState(state, txid, reads_before_batch=False) if plain else state
         tuples = [_tuple(row, node.input_fields) for row in rows]
         results = list(_call(node, function.batchRetrieve, None, view, tuples))  # type: ignore[attr-defined]
         if len(results) != len(tuples):
@@ -297,7 +301,7 @@ class DirectStream:
                     factory = dataclasses.replace(factory, cache_size=0)  # type: ignore[type-var]
                 self._states[key] = factory.open()
             else:  # a user's Trident StateFactory
-                self._states[key] = factory.makeState(dict(self.conf), 0, 1)
+                self._states[key] = make_state(factory, dict(self.conf), 0, 1)
         return self._states[key]
 
 
