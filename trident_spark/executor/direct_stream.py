@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from trident_spark.errors import FailedException, OperatorError
-from trident_spark.fields import Fields, TridentTuple
+from trident_spark.fields import Fields, TridentTuple, declared_values
 from trident_spark.graph import (
     AggregateNode,
     AggregationScope,
@@ -263,13 +263,7 @@ class DirectStream:
             for t in tuples:
                 value = _call(node, agg.reduce, t, value, t)  # type: ignore[attr-defined]
             emitted = [[value]]
-        width = len(spec.function_fields)
-        for values in emitted:
-            if values is None or len(values) != width:
-                count = 0 if values is None else len(values)
-                raise OperatorError(f"{node.label}: emitted {count} values {values!r:.100} but declared "
-                                    f"{width} fields {list(spec.function_fields)}")
-        return [list(values) for values in emitted]
+        return [list(declared_values(node.label, values, spec.function_fields)) for values in emitted]
 
     def _state_query(self, node: StateQueryNode, rows: list[Row], txid: int) -> list[Row]:
         function = self._operation(node, node.function, txid)
@@ -320,10 +314,7 @@ def _tuple(row: Row, fields: Fields) -> TridentTuple:
 
 
 def _named(node: Node, fields: Fields, values: Sequence[Any]) -> Row:
-    if len(values) != len(fields):
-        raise OperatorError(f"{node.label}: emitted {len(values)} values {values!r:.100} but declared "
-                            f"{len(fields)} fields {list(fields)}")
-    return dict(zip(fields, values, strict=True))
+    return dict(zip(fields, declared_values(node.label, values, fields), strict=True))
 
 
 def _hashable(value: Any) -> Any:

@@ -28,7 +28,7 @@ from trident_spark.errors import FailedException, OperatorError, SpoutError, Top
 from trident_spark.executor.instances import task_instances
 from trident_spark.executor.metrics import StageClock, StageName
 from trident_spark.executor.python_stage import partition_index, to_arrow_column
-from trident_spark.fields import Fields, TridentTuple
+from trident_spark.fields import Fields, TridentTuple, declared_values
 from trident_spark.object_values import decode_column
 from trident_spark.operation import Operation, OperationContext, ReportedErrors, TridentCollector
 from trident_spark.state import BatchState, MapState, StateError
@@ -251,11 +251,7 @@ def persist(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: in
 
 
 def _emitted(step: StateStep, emitted: list[list[Any]]) -> pa.RecordBatch:
-    width = len(step.output_fields)
-    bad = next((values for values in emitted if len(values) != width), None)
-    if bad is not None:
-        raise OperatorError(f"{step.label}: emitted {len(bad)} values {bad!r:.100} but declared {width} "
-                            f"fields {step.output_fields}")
+    emitted = [list(declared_values(step.label, values, step.output_fields)) for values in emitted]
     arrays = [to_arrow_column(name, [values[j] for values in emitted], step.new_types[name],
                               untyped=name in step.untyped_out, operator=step.label)
               for j, name in enumerate(step.output_fields)]
@@ -322,10 +318,9 @@ def query(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: int,
     if not rows:
         return
     new = [name for name in step.output_fields if name in step.new_types]
-    bad = next((values for values in emitted if len(values) != len(new)), None)
-    if bad is not None:
-        raise OperatorError(f"{step.label}: emitted {len(bad)} values {bad!r:.100} but declared "
-                            f"{len(new)} fields {new}")
+    # Fewer values than declared fields: an error; more (TupleCollectionGet's key values and value
+    # under fewer fields): the extra values go, as Trident's tuple view never shows them.
+    emitted = [list(declared_values(step.label, values, new)) for values in emitted]
     take = pa.array(rows, pa.int64())
     arrays = []
     for name in step.output_fields:
