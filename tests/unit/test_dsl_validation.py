@@ -389,7 +389,8 @@ def test_state_query_on_a_state_of_another_topology():
          "newStaticState: expected a state factory (with Storm's makeState(conf, metrics, partitionIndex, "
          "numPartitions) or makeState(conf, partition_index, num_partitions), or a built-in store's), got "
          "the class MemoryState (pass an instance: MemoryState(...)); e.g. "
-         "SqliteState.opaque(path='/tmp/wc.db') or parse_state_url('sqlite:///tmp/wc.db?table=wc')", "newStaticState-given-a-class"),
+         "SqliteState.opaque(path='/tmp/wc.db') or parse_state_url('sqlite:///tmp/wc.db?table=wc')",
+         "newStaticState-given-a-class"),
     case(lambda t, s: t.newStaticState(MemoryState.opaque(name="wc").open()),
          "newStaticState: got the opened state OpaqueMap(memory://wc) (what open_state(url) returns, for "
          "reads outside Spark); a topology takes the state's settings, which it opens on the executors: "
