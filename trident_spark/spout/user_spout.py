@@ -1,5 +1,5 @@
-"""A spout of your own (IBatchSpout, IPartitionedTridentSpout, IOpaquePartitionedTridentSpout)
-behind the :class:`Spout` interface.
+"""A spout of your own (IBatchSpout, IPartitionedTridentSpout, IOpaquePartitionedTridentSpout,
+ITridentSpout, IRichSpout) behind the :class:`Spout` interface.
 
 ``topology.newStream(name, spout)`` calls the interfaces' ``__trident_spout__(name)``, which
 wraps the user's instance in a :class:`UserSpout`; the runtime then uses it as any spout.
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 _KIND_NAMES = {"batch": "IBatchSpout", "transactional": "IPartitionedTridentSpout",
-               "opaque": "IOpaquePartitionedTridentSpout"}
+               "opaque": "IOpaquePartitionedTridentSpout", "trident": "ITridentSpout", "rich": "IRichSpout"}
 
 
 class UserSpout(Spout):
@@ -33,7 +33,8 @@ class UserSpout(Spout):
     spout : object
         The user's IBatchSpout, IPartitionedTridentSpout or IOpaquePartitionedTridentSpout.
     kind : str
-        ``"batch"``, ``"transactional"`` or ``"opaque"``.
+        ``"batch"``, ``"transactional"``, ``"opaque"``, ``"trident"`` (an ITridentSpout) or ``"rich"``
+        (an IRichSpout in its RichSpoutBatchExecutor).
     stream : str
         The stream's name.
     metadata_dir : str, optional
@@ -60,6 +61,8 @@ class UserSpout(Spout):
         self.metadata_dir = metadata_dir
         try:
             declared = spout.getOutputFields()
+        except TopologyError:
+            raise
         except Exception as exc:
             raise TopologyError(f"newStream({stream!r}): {type(spout).__name__}.getOutputFields() raised "
                                 f"{type(exc).__name__}: {exc}") from exc
@@ -80,7 +83,8 @@ class UserSpout(Spout):
         return self._fields
 
     def __repr__(self) -> str:
-        return f"{type(self.spout).__name__} ({_KIND_NAMES[self.kind]}, stream {self.stream!r})"
+        name = getattr(self.spout, "spout_name", None) or type(self.spout).__name__
+        return f"{name} ({_KIND_NAMES[self.kind]}, stream {self.stream!r})"
 
     def for_run(self, run: SpoutRun) -> UserSpout:
         """The spout told where its metadata of replays lives: ``<checkpoint>/user-spout-<stream>``."""
@@ -116,7 +120,7 @@ class UserSpout(Spout):
         specs = [f"{n}:{self._rows.declared[n].ddl}" if n in self._rows.declared else n for n in self._fields]
         df = (spark.readStream.format(FORMAT_NAME)
               .option("spout_file", write_spout(self._pickled(), self.metadata_dir))
-              .option("spout_class", type(self.spout).__name__)
+              .option("spout_class", getattr(self.spout, "spout_name", None) or type(self.spout).__name__)
               .option("kind", self.kind)
               .option("stream", self.stream)
               .option("fields", json.dumps(specs))
