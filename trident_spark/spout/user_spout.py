@@ -14,6 +14,7 @@ from trident_spark import checkpoint_files as files
 from trident_spark.errors import SpoutError, TopologyError
 from trident_spark.fields import Fields
 from trident_spark.object_values import OBJECT_METADATA
+from trident_spark.shapes import MethodShape, check_methods
 from trident_spark.spout.base import Spout, SpoutRun
 from trident_spark.spout.tuple_rows import TupleRows
 from trident_spark.spout.user_batches import KINDS, spout_label
@@ -23,6 +24,40 @@ if TYPE_CHECKING:
 
 _KIND_NAMES = {"batch": "IBatchSpout", "transactional": "IPartitionedTridentSpout",
                "opaque": "IOpaquePartitionedTridentSpout", "trident": "ITridentSpout", "rich": "IRichSpout"}
+
+
+_CONF = "Map conf, TopologyContext context"
+_PARTITIONED: tuple[MethodShape, ...] = (
+    ("getCoordinator", f"getCoordinator({_CONF})", ("conf", "context")),
+    ("getEmitter", f"getEmitter({_CONF})", ("conf", "context")),
+    ("getOutputFields", "getOutputFields()", ()),
+    ("getComponentConfiguration", "getComponentConfiguration()", ()))
+
+#: Per kind: the interface's name and its methods as Storm declares them (checked at newStream).
+SPOUT_SHAPES: dict[str, tuple[str, tuple[MethodShape, ...]]] = {
+    "batch": ("IBatchSpout", (
+        ("open", f"open({_CONF})", ("conf", "context")),
+        ("emitBatch", "emitBatch(long batchId, TridentCollector collector)", ("batch_id", "collector")),
+        ("ack", "ack(long batchId)", ("batch_id",)),
+        ("close", "close()", ()),
+        ("getOutputFields", "getOutputFields()", ()),
+        ("getComponentConfiguration", "getComponentConfiguration()", ()))),
+    "transactional": ("IPartitionedTridentSpout", _PARTITIONED),
+    "opaque": ("IOpaquePartitionedTridentSpout", _PARTITIONED),
+    "trident": ("ITridentSpout", (
+        ("getCoordinator", f"getCoordinator(String txStateId, {_CONF})", ("txStateId", "conf", "context")),
+        ("getEmitter", f"getEmitter(String txStateId, {_CONF})", ("txStateId", "conf", "context")),
+        ("getOutputFields", "getOutputFields()", ()),
+        ("getComponentConfiguration", "getComponentConfiguration()", ()))),
+    "rich": ("IRichSpout", (
+        ("open", f"open({_CONF}, SpoutOutputCollector collector)", ("conf", "context", "collector")),
+        ("nextTuple", "nextTuple()", ()),
+        ("ack", "ack(Object msgId)", ("msgId",)),
+        ("fail", "fail(Object msgId)", ("msgId",)),
+        ("close", "close()", ()),
+        ("declareOutputFields", "declareOutputFields(OutputFieldsDeclarer declarer)", ("declarer",)),
+        ("getComponentConfiguration", "getComponentConfiguration()", ()))),
+}
 
 
 class UserSpout(Spout):
@@ -59,6 +94,9 @@ class UserSpout(Spout):
         self.kind = kind
         self.stream = stream
         self.metadata_dir = metadata_dir
+        interface, shapes = SPOUT_SHAPES[kind]
+        checked = spout.spout if kind == "rich" else spout  # a RichSpoutBatchExecutor: the rich spout
+        check_methods(f"newStream({stream!r})", checked, interface, shapes)
         try:
             declared = spout.getOutputFields()
         except TopologyError:
