@@ -230,11 +230,12 @@ class StoreStateFactory(StateFactory, ABC):
             log.close()
         return {} if record is None else record.starting_offsets()
 
-    def makeState(self, conf: dict[str, Any] | None = None, partition_index: int = 0,
-                  num_partitions: int = 1) -> MapState:
+    def makeState(self, conf: dict[str, Any] | None = None, *args: Any, **kwargs: Any) -> MapState:
         """Trident's ``StateFactory.makeState``: the same as :meth:`open`.
 
-        The partition is accepted and unused: a map state is the same for every partition.
+        Takes Storm's arguments ``(conf, metrics, partitionIndex, numPartitions)`` or ours
+        ``(conf, partition_index, num_partitions)``, accepted and unused: a map state is the same
+        for every partition.
         """
         return self.open()
 

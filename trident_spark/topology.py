@@ -15,6 +15,7 @@ from trident_spark.graph import JoinNode, MergeNode, MultiReduceNode, Node, Pers
 from trident_spark.joins import JoinOutFieldsMode, JoinType
 from trident_spark.operation import GroupedMultiReducer, MultiReducer
 from trident_spark.runner import PlannedQuery, ProgressCallback, RunHandle, RunSettings, installed_runner
+from trident_spark.shapes import check_shape, node_operations
 from trident_spark.signatures import JOIN_LISTS, JOIN_PAIRS, MULTI_REDUCE, JoinHow, JoinMode, StateFactoryLike
 from trident_spark.sink import DRPCResultSink, Sink
 from trident_spark.stream import Stream
@@ -367,6 +368,8 @@ class TridentTopology:
         return flat
 
     def _add(self, node: Node) -> None:
+        for operation in node_operations(node):  # a wrong method shape found now, not in a Spark task
+            check_shape(node.label, operation)
         self._nodes.append(node)
 
     @contextmanager

@@ -32,6 +32,7 @@ from trident_spark.runtime.state_commits import (
     check_adopted_offsets,
     first_offsets,
 )
+from trident_spark.runtime.stop_quiet import BatchStoppedError, quiet_py4j
 from trident_spark.sink import CollectSink, DataFrameSink
 
 if TYPE_CHECKING:
@@ -114,6 +115,20 @@ class BatchRunner:
         self.commits = StateCommits(written, self.query.name, self.checkpoint, self.accept_state_loss)
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
+        try:
+            self._call(df, batch_id)
+        except TridentSparkError:  # our own errors (an outage's cause, ...) go up as they are
+            raise
+        except Exception as exc:
+            if not self._stopped():
+                raise
+            # stop() interrupted the batch (its jobs were cancelled): not an error. Say so in one
+            # short exception that py4j's logger drops; the batch has no commit and is replayed.
+            log.debug("stream %s: batch %d interrupted by stop(): %s", self.query.name, batch_id, exc)
+            quiet_py4j()
+            raise BatchStoppedError(self.query.name, batch_id) from None
+
+    def _call(self, df: DataFrame, batch_id: int) -> None:
         if self.drpc is None:
             self._run_batch(df, batch_id)
             return
