@@ -279,7 +279,8 @@ class TopologyHandle:
         streams = [*self._queries, *self.drpc_direct]
         with self._lock:
             batches = len(self._progress)
-        return (f"TopologyHandle(streams={streams!r}, {self._status()}, {batches} batch{'' if batches == 1 else 'es'}, "
+        plural = "" if batches == 1 else "es"
+        return (f"TopologyHandle(streams={streams!r}, {self._status()}, {batches} batch{plural}, "
                 f"checkpoint={str(self.checkpoint)!r})")
 
     def _status(self) -> str:
