@@ -79,6 +79,7 @@ def register(commands: Any) -> None:
     parser.add_argument("--available-now", action="store_true",
                         help="process what is available now, in limited batches, then stop")
     parser.add_argument("--master", help="Spark master URL (default: local on all cores)")
+    add_conf_option(parser)
     parser.add_argument("--retries", type=int, default=3, metavar="N",
                         help="replays of a batch that raises FailedException before the stream fails "
                              "(default 3)")
@@ -111,6 +112,28 @@ def register(commands: Any) -> None:
     parser.add_argument("--explain", action="store_true",
                         help="print the queries and their Spark plans instead of running")
     parser.set_defaults(handler=main)
+
+
+def add_conf_option(parser: argparse.ArgumentParser) -> None:
+    """``--conf KEY=VALUE``, repeatable, as spark-submit's: a Spark setting of the command's session."""
+    parser.add_argument("--conf", action="append", type=spark_conf, default=[], metavar="KEY=VALUE",
+                        help="a Spark setting, as spark-submit's --conf (repeat it: --conf "
+                             "spark.sql.shuffle.partitions=8 --conf spark.executor.memory=2g)")
+
+
+def spark_conf(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` as a pair.
+
+    Examples
+    --------
+    >>> spark_conf("spark.sql.shuffle.partitions=8")
+    ('spark.sql.shuffle.partitions', '8')
+    """
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(
+            f"--conf {text!r}: write KEY=VALUE, e.g. spark.sql.shuffle.partitions=8")
+    return key.strip(), value
 
 
 def _seconds(text: str) -> float:
@@ -213,7 +236,8 @@ def _run(args: argparse.Namespace, stops: StopSignals) -> int:
     console = Console(stderr=True, soft_wrap=not sys.stderr.isatty())  # piped: whole lines
     topology = load_topology(args.target)
     checkpoint = args.checkpoint or str(Path("checkpoints") / Path(args.target.partition(":")[0]).stem)
-    spark = local_session(master=args.master, conf=SPARK_METRICS_CONF if args.spark_metrics else None)
+    conf = {**(SPARK_METRICS_CONF if args.spark_metrics else {}), **dict(args.conf)}
+    spark = local_session(master=args.master, conf=conf or None)
     stops.take_back()  # from the SparkContext's own SIGINT handler
     if args.explain:
         print(topology.explain(spark))
