@@ -91,6 +91,11 @@ def run_handler(handler: Callable[[Any], int | None], args: Any, *, verbose: boo
     except BrokenPipeError:
         _discard_stdout()
         return CLOSED_PIPE
+    except SystemExit as exit_:
+        # rich meets a closed pipe by pointing stdout at /dev/null and exiting with 1: the same case
+        if exit_.code == 1 and _stdout_discarded():
+            return CLOSED_PIPE
+        raise
     except (Exception, KeyboardInterrupt) as exc:
         return report(exc, verbose=verbose)
 
@@ -104,3 +109,11 @@ def _discard_stdout() -> None:
         pass
     finally:
         os.close(devnull)
+
+
+def _stdout_discarded() -> bool:
+    """Whether stdout now writes to /dev/null (after a closed pipe)."""
+    try:
+        return os.path.samestat(os.fstat(sys.stdout.fileno()), os.stat(os.devnull))
+    except (OSError, ValueError):
+        return False
