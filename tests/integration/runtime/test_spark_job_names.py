@@ -63,5 +63,6 @@ def test_each_outputs_job_is_named_after_it_not_after_py4j(spark: Any, tmp_path)
         job = jobs.apply(i)
         if job.description().isDefined() and str(job.description().get()).startswith("callsites: batch 0: "):
             named[str(job.description().get())] = str(job.name())
-    assert set(named) == {"callsites: batch 0: aggregate(Count)", "callsites: batch 0: each(FilterNull)"}, named
+    expected = {"callsites: batch 0: aggregate(Count)", "callsites: batch 0: each(FilterNull)"}
+    assert set(named) == expected, named
     assert all(name == description for description, name in named.items()), named
