@@ -1,11 +1,13 @@
 """The mistakes a newcomer makes with the README's example are type errors an IDE shows:
 `mypy --strict` reports an error on each of the ten lines of typing_cases/newcomer_mistakes.py
-marked `# mistake:` (a non-spout given to newStream, a RunHandle.progress item misused, ...) and
+marked `# mistake:` (a non-spout given to newStream, a path that is no string in a state
+factory's opaque(), a RunHandle.progress item misused, ...) and
 on no other line."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -19,14 +21,28 @@ ROOT = Path(__file__).parents[2]
 ERROR = re.compile(r"^newcomer_mistakes\.py:(?P<line>\d+): error: (?P<message>.*)$")
 
 
-def test_each_planted_mistake_is_a_mypy_error_on_its_line() -> None:
+def installed_layout(root: Path) -> Path:
+    """The package as a wheel installs it, under ``root``: trident_spark/ with state/ inside
+    (in the source tree state/ is mapped there by setuptools' package-dir, which mypy cannot
+    follow in an editable install)."""
+    package = root / "trident_spark"
+    package.mkdir()
+    for entry in (ROOT / "trident_spark").iterdir():
+        if entry.name != "state":
+            (package / entry.name).symlink_to(entry)
+    (package / "state").symlink_to(ROOT / "state")
+    return root
+
+
+def test_each_planted_mistake_is_a_mypy_error_on_its_line(tmp_path: Path) -> None:
     if importlib.util.find_spec("mypy") is None:
         pytest.skip("mypy is not installed in this environment (pip install -e '.[dev]' brings it)")
     # the same options as test_typed_overloads: only the user's calls are checked
     command = [sys.executable, "-m", "mypy", "--strict", "--config-file", "", "--follow-imports=silent",
                "--ignore-missing-imports", "--no-color-output", "--hide-error-context",
                "--cache-dir", str(ROOT / ".mypy_cache" / "newcomer"), MISTAKES.name]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=CASES)
+    env = {**os.environ, "MYPYPATH": str(installed_layout(tmp_path))}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=CASES, env=env)
     assert done.returncode in (0, 1), f"mypy failed to run:\n{done.stdout}\n{done.stderr}"
     reported = {int(m["line"]): m["message"] for m in map(ERROR.match, done.stdout.splitlines()) if m}
     lines = MISTAKES.read_text().splitlines()

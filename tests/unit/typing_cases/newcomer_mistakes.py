@@ -29,5 +29,5 @@ def mistakes() -> None:
     rows: str = handle.progress[-1].rows  # mistake: rows is an int
     handle.progress[-1].lines()  # mistake: the summary is line()
     DRPCClient("127.0.0.1", "3772")  # mistake: the port is an int
-    handle.stop(timeout=5)  # mistake: stop() takes no timeout; awaitTermination(5) waits
+    SqliteState.opaque(path=123)  # mistake: the path is a string
     print(rows)
