@@ -139,8 +139,7 @@ def main(args: argparse.Namespace) -> int:
             console.print(f"the same from the command line: trident-spark query '{state.redacted_url}' "
                           "nation people")
         else:
-            console.print("to keep the state and query it from the command line afterwards: "
-                          "trident-spark demo --workdir DIR")
+            console.print("to query the state afterwards: trident-spark demo --workdir DIR")
         wrong = [w for w, c in zip(words, stored, strict=True) if c != expected[w]]
         if rows != len(sentences) or wrong:
             console.print(f"[red]expected {len(sentences)} sentences and exact counts; read {rows}, "
