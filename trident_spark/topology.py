@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, overload
 
 from trident_spark import checkpoint_files
 from trident_spark.errors import TopologyError, check_int
@@ -40,6 +40,25 @@ JOIN_TYPES = {"inner": (_INNER, _INNER), "outer": (_OUTER, _OUTER), "full": (_OU
               "left": (_INNER, _OUTER), "right": (_OUTER, _INNER)}
 
 
+class EngineSpout(Protocol):
+    """A spout the engine reads as it is (``KafkaSpout``, ``FeederBatchSpout``, ``FixedBatchSpout``,
+    any ``trident_spark.spout.Spout``): it declares its output fields."""
+
+    @property
+    def fields(self) -> Sequence[str]: ...
+
+
+class TridentSpout(Protocol):
+    """A spout in Trident's shapes (``IBatchSpout``, ``IPartitionedTridentSpout``,
+    ``IOpaquePartitionedTridentSpout``): it turns itself into an engine spout for a stream."""
+
+    def __trident_spout__(self, stream: str) -> Any: ...
+
+
+#: What ``newStream`` accepts: a type checker flags anything else (``newStream("s", 42)``).
+SpoutLike: TypeAlias = EngineSpout | TridentSpout
+
+
 class TridentTopology:
     """A set of streams to run together.
 
@@ -60,7 +79,7 @@ class TridentTopology:
         self._drpc: dict[str, SpoutNode] = {}
 
     # --- building ----------------------------------------------------------------------
-    def newStream(self, name: str, spout: Any) -> Stream:
+    def newStream(self, name: str, spout: SpoutLike) -> Stream:
         """A stream of the batches ``spout`` emits; ``name`` names its Spark query and checkpoint."""
         if not _STREAM_NAME.match(name or ""):
             raise TopologyError(f"newStream({name!r}): use letters, digits, '_', '-' or '.' in stream names")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -343,7 +345,28 @@ def batch_timestamp_ms(checkpoint: Path | str | None, batch_id: int) -> int | No
 
 def _finish(output: Output, result: DataFrame, batch_id: int, stream: str = "") -> None:
     """Run one output's Spark job: gather it into its sinks, or run it for its side effects."""
-    name_jobs(result, stream, batch_id, output.node.label)
+    with job_call_site(result, name_jobs(result, stream, batch_id, output.node.label)):
+        _finish_named(output, result, batch_id)
+
+
+@contextlib.contextmanager
+def job_call_site(result: DataFrame, name: str) -> Iterator[None]:
+    """Spark's UI names a job after its call site: within the block, ``name``.
+
+    A PySpark action takes the first Python frame outside pyspark as its call site; inside
+    ``foreachBatch``, called back from the JVM, that frame is py4j's (``call at
+    .../py4j/clientserver.py:644``) for every job. PySpark's own actions leave the call site to
+    the outermost one (``SCCallSiteSync``): this block is that one, and sets ours.
+    """
+    from pyspark.traceback_utils import SCCallSiteSync
+
+    sc = result.sparkSession.sparkContext
+    with SCCallSiteSync(sc):  # type: ignore[no-untyped-call]
+        sc._jsc.setCallSite(name)  # type: ignore[union-attr]
+        yield
+
+
+def _finish_named(output: Output, result: DataFrame, batch_id: int) -> None:
     if not output.sinks:
         result.write.format("noop").mode("overwrite").save()
         return
@@ -400,7 +423,7 @@ def _finish_described(output: Output, result: DataFrame, batch_id: int, descript
     _finish(output, result, batch_id, stream)
 
 
-def name_jobs(result: DataFrame, stream: str, batch_id: int, operator: str) -> None:
+def name_jobs(result: DataFrame, stream: str, batch_id: int, operator: str) -> str:
     """Name the Spark jobs and stages this thread runs next after the stream, the batch and the
     output's operator: the description ``stream: batch N: operator`` (Spark's UI shows it for
     each job and stage; :func:`~trident_spark.runtime.metrics.batch_spark_metrics` finds a
@@ -411,3 +434,4 @@ def name_jobs(result: DataFrame, stream: str, batch_id: int, operator: str) -> N
     sc.setJobDescription(name)  # per thread
     sc.setLocalProperty("callSite.short", name)
     sc.setLocalProperty("callSite.long", name)
+    return name

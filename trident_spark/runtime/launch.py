@@ -37,6 +37,17 @@ log = logging.getLogger(__name__)
 ONCE_TRIGGERS = ("available_now", "availableNow", "once")
 
 
+def check_not_running(queries: list[QueryPlan], spark: SparkSession) -> None:
+    """A second ``run()`` of a topology whose streams still run (a notebook cell run again) is
+    refused with what to do, before Spark's "query with that name is already active"."""
+    active = {q.name for q in spark.streams.active}
+    running = [query.name for query in queries if query.name in active]
+    if running:
+        raise TopologyError(
+            f"this topology is running: handle.stop() first (stream {', '.join(map(repr, running))} "
+            "is active in this SparkSession; each stream runs once per session)")
+
+
 def start_queries(queries: list[QueryPlan], checkpoint: Path | str, trigger: str | None,
                   spark: SparkSession | None, on_progress: ProgressCallback | None, conf: dict[str, Any],
                   max_batch_retries: int, retry_delay: float, *, outage_budget: float = 180.0,
@@ -74,6 +85,7 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path | str, trigger: str
     spark = spark or local_session(kafka_connector=needs_kafka_connector(
         node.spout for query in queries for node in query.spouts))
     require_classic(spark)
+    check_not_running(queries, spark)
     add_py_files(spark, files)
     if str(spark.sparkContext.master).startswith("local"):
         ship_by_value(queries)  # a test module, a notebook, a script: run with no step by the user
