@@ -11,7 +11,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
 PYTEST_ARGS ?=
 
-.PHONY: setup system-deps jars demo test test-faults test-fast test-lowest-pyspark test-unit test-containers images lint typecheck bench bench-state clean
+.PHONY: setup system-deps jars demo test test-faults test-fast test-lowest-pyspark test-unit test-containers images lint typecheck docs dist bench bench-state clean
 
 setup: system-deps $(STAMP) jars
 
@@ -139,6 +139,19 @@ typecheck: setup
 	$(VENV)/bin/mypy
 	$(VENV)/bin/mypy --strict --ignore-missing-imports state
 
+# The docs site into site/, warnings as errors (mkdocs.yml: strict); the API reference is
+# generated from the docstrings.
+docs: setup
+	$(PY) -m pip install --quiet -e '.[docs]'
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+# The sdist and wheel into dist/, and twine's check of their metadata (what an index would show).
+dist: setup
+	$(PY) -m pip install --quiet -e '.[release]'
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+	$(VENV)/bin/twine check --strict dist/*
+
 bench: setup
 	$(PY) bench/spout.py
 
@@ -147,4 +160,4 @@ bench-state: setup
 	$(PY) bench/state.py
 
 clean:
-	rm -rf $(VENV) .venv-pyspark-* build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-pyspark-* build dist site *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -56,7 +56,7 @@ from .errors import (
 from .factory import StoreStateFactory
 from .keys import GLOBAL_KEY, decode_key, encode_key
 from .map import MapState, NonTransactionalMap, OpaqueMap, TransactionalMap, combiner_updater
-from .memory import MemoryState
+from .memory import MemoryMapState, MemoryState
 from .postgres import PostgresState
 from .redis import RedisState
 from .serializers import (
@@ -66,7 +66,7 @@ from .serializers import (
     Serializer,
 )
 from .sqlite import SqliteState
-from .state_api import State, StateFactory
+from .state_api import MetricsContext, State, StateFactory
 from .stats import StateStats
 from .url import Scheme, open_state, parse_state_url, register_scheme
 from .values import OpaqueValue, StateType, TransactionalValue
@@ -83,7 +83,9 @@ __all__ = [
     "JSONOpaqueSerializer",
     "JSONTransactionalSerializer",
     "MapState",
+    "MemoryMapState",
     "MemoryState",
+    "MetricsContext",
     "NonTransactionalMap",
     "OpaqueMap",
     "OpaqueValue",

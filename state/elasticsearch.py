@@ -60,7 +60,11 @@ from .serializers import Serializer, deserialize_stored, serialize_stored
 from .url import Scheme, redact, register_scheme
 
 if TYPE_CHECKING:
+    from typing import Self, Unpack
+
     from elastic_transport import Transport
+
+    from .factory import StoreSettings
 
 DEFAULT_HOST = "http://127.0.0.1:9200"
 DEFAULT_INDEX = "trident_state"
@@ -524,6 +528,29 @@ class ElasticsearchState(StoreStateFactory):
     >>> ElasticsearchState.transactional(hosts=["https://elastic:s3cret@es1:9200"], index="wc")
     ElasticsearchState(state_type='transactional', hosts=('https://elastic:***@es1:9200',), index='wc', ...)
     """
+
+    if TYPE_CHECKING:  # the kinds' keywords for type checkers; at run time, StoreStateFactory's
+        @classmethod
+        def opaque(cls, *, hosts: Sequence[str] = ..., index: str = ...,  # type: ignore[override]
+                   username: str | None = ..., password: str | None = ...,
+                   api_key: str | None = ..., ca_certs: str | None = ...,
+                   verify_certs: bool = ..., fields: Sequence[str] | None = ...,
+                   request_timeout: float = ..., connect_timeout: float = ...,
+                   **settings: Unpack[StoreSettings]) -> Self: ...
+        @classmethod
+        def transactional(cls, *, hosts: Sequence[str] = ..., index: str = ...,  # type: ignore[override]
+                          username: str | None = ..., password: str | None = ...,
+                          api_key: str | None = ..., ca_certs: str | None = ...,
+                          verify_certs: bool = ..., fields: Sequence[str] | None = ...,
+                          request_timeout: float = ..., connect_timeout: float = ...,
+                          **settings: Unpack[StoreSettings]) -> Self: ...
+        @classmethod
+        def nonTransactional(cls, *, hosts: Sequence[str] = ..., index: str = ...,  # type: ignore[override]
+                             username: str | None = ..., password: str | None = ...,
+                             api_key: str | None = ..., ca_certs: str | None = ...,
+                             verify_certs: bool = ..., fields: Sequence[str] | None = ...,
+                             request_timeout: float = ..., connect_timeout: float = ...,
+                             **settings: Unpack[StoreSettings]) -> Self: ...
 
     hosts: Sequence[str] = (DEFAULT_HOST,)
     index: str = DEFAULT_INDEX

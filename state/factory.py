@@ -17,7 +17,7 @@ import dataclasses
 import urllib.parse
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any, Self, TypedDict
 
 from .base import VersionedBackingMap
 from .batching import BatchingMap, check_batch_size
@@ -38,6 +38,24 @@ from .values import StateType
 #: keys written in order misses every key). About 30 MB for 100,000 small keys.
 DEFAULT_CACHE_SIZE = 100_000
 DEFAULT_BATCH_SIZE = 1000
+
+
+class StoreSettings(TypedDict, total=False):
+    """The settings every backend has (:class:`StoreStateFactory`'s), as keywords: what a type
+    checker knows of ``**settings`` in a backend's ``opaque()``, ``transactional()`` and
+    ``nonTransactional()``.
+
+    Examples
+    --------
+    >>> settings: StoreSettings = {"cache_size": 0}
+    """
+
+    cache_size: int
+    max_multi_get_batch_size: int | None
+    max_multi_put_batch_size: int | None
+    txid_offset: int
+    max_conflict_retries: int
+    serializer: Serializer | None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -230,11 +248,12 @@ class StoreStateFactory(StateFactory, ABC):
             log.close()
         return {} if record is None else record.starting_offsets()
 
-    def makeState(self, conf: dict[str, Any] | None = None, partition_index: int = 0,
-                  num_partitions: int = 1) -> MapState:
+    def makeState(self, conf: dict[str, Any] | None = None, *args: Any, **kwargs: Any) -> MapState:
         """Trident's ``StateFactory.makeState``: the same as :meth:`open`.
 
-        The partition is accepted and unused: a map state is the same for every partition.
+        Takes Storm's arguments ``(conf, metrics, partitionIndex, numPartitions)`` or ours
+        ``(conf, partition_index, num_partitions)``, accepted and unused: a map state is the same
+        for every partition.
         """
         return self.open()
 

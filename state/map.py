@@ -34,9 +34,9 @@ from __future__ import annotations
 import copy
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Protocol, Self, cast, overload
 
 from .base import BackingMap, Key, Versioned, VersionedBackingMap, as_versioned
 from .checks import check_int, is_int
@@ -71,6 +71,59 @@ def _fresh(value: Any) -> Any:
     return copy.deepcopy(value) if isinstance(value, list | dict | set | bytearray) else value
 
 
+class ValueUpdater(Protocol):
+    """Storm's ``ValueUpdater``: an object whose ``update(stored)`` returns the new value.
+
+    ``multiUpdate`` and ``update`` take these as well as plain callables.
+
+    Examples
+    --------
+    >>> class AddOne:
+    ...     def update(self, stored): return (stored or 0) + 1
+    >>> as_updater(AddOne())(4)
+    5
+    """
+
+    def update(self, stored: Any, /) -> Any:
+        """The new value from the stored one (None for a new key)."""
+        ...
+
+
+def as_updater(updater: Updater | ValueUpdater) -> Updater:
+    """A plain callable, or a ``ValueUpdater``'s bound ``update``.
+
+    Examples
+    --------
+    >>> as_updater(lambda old: 1)(None)
+    1
+    """
+    if callable(updater):
+        return updater
+    update = getattr(updater, "update", None)
+    if callable(update):
+        return cast(Updater, update)
+    raise StateError(f"an updater must be a callable old -> new or a ValueUpdater with update(stored), "
+                     f"got {type(updater).__name__}")
+
+
+_MISSING: Any = object()
+
+
+@dataclass
+class _CurrentBatch:
+    """The batch :meth:`MapState.beginCommit` set, and the keys written through the state in it."""
+
+    txid: int
+    written: set[str] = field(default_factory=set)
+
+
+def _encoded(key: Key) -> str | None:
+    try:
+        return encode_key(check_key(key))
+    except Exception:  # an invalid key: the call that uses it names what is wrong
+        return None
+
+
 @dataclass(frozen=True)
 class _Decision:
     """What one key's rule decided: write ``stored`` (or skip) and answer ``result``."""
@@ -89,10 +142,21 @@ class MapState(ABC):
     Built by a state factory's ``open()`` (``MemoryState.opaque(name="wc").open()``).
     One task uses one opened state at a time.
 
+    Java's shapes are accepted as written: ``NonTransactionalMap(backing)`` (and a subclass's
+    ``super().__init__(backing)``) over a plain ``IBackingMap``; ``multiPut(keys, values)``,
+    ``multiUpdate(keys, updaters)``, ``multiGet(keys)``, ``update(updater)``, ``set(value)`` with
+    no txid, as batch ``txid`` once :meth:`beginCommit` was called (the engine calls it for a
+    state a ``StateFactory.makeState`` made); Storm's ``ValueUpdater`` objects (``update(old)``)
+    as well as plain callables. Outside a batch (no ``beginCommit``), a txid-less write works on
+    a non-transactional map (it stores no txid) and is refused by the transactional and opaque
+    kinds, which store one: pass it, ``multiPut(txid, keys, values)``, or call
+    ``beginCommit(txid)`` first.
+
     Parameters
     ----------
-    backing : VersionedBackingMap
-        The store, usually behind a cache and a batching layer.
+    backing : BackingMap
+        The store, usually behind a cache and a batching layer; a plain ``IBackingMap``
+        (``multiGet``/``multiPut``) is written unconditionally, as in Trident.
     txid_offset : int, default 0
         Added to every txid before it is stored or compared; the safe way to
         adopt a state that is ahead of a reset checkpoint (see the module doc).
@@ -113,14 +177,17 @@ class MapState(ABC):
 
     state_type: ClassVar[StateType]
 
-    def __init__(self, backing: VersionedBackingMap, *, txid_offset: int = 0,
+    def __init__(self, backing: BackingMap, *, txid_offset: int = 0,
                  max_conflict_retries: int = 10, stats: StateStats | None = None) -> None:
         check_int(txid_offset, "txid_offset", minimum=0, error=StateConfigError)
         check_int(max_conflict_retries, "max_conflict_retries", minimum=0, error=StateConfigError)
-        self.backing = backing
+        # Java's ``new NonTransactionalMap(backing)`` / ``super(backing)``: a plain IBackingMap is
+        # read and written through the versioned interface the rules use (unconditional writes).
+        self.backing = as_versioned(backing)
         self.txid_offset = txid_offset
         self.max_conflict_retries = max_conflict_retries
         self.stats = stats if stats is not None else StateStats()
+        self._batch: _CurrentBatch | None = None
 
     @classmethod
     def build(cls, backing: BackingMap, *, cache_size: int = 0, max_multi_get_batch_size: int | None = None,
@@ -174,12 +241,92 @@ class MapState(ABC):
         check_int(cache_size, "cache_size", minimum=0, error=StateConfigError)
         if cache_size > 0:
             layered = CachedMap(layered, cache_size, stats=stats)
+        if cls not in MAP_KINDS.values() and txid_offset == 0 and max_conflict_retries == 10:
+            # A program's subclass, ``MyMap.build(backing)``: its __init__ may take the backing
+            # map alone (Java's ``super(backing)``); its counters are its own.
+            return cls(layered)
         return cls(layered, txid_offset=txid_offset, max_conflict_retries=max_conflict_retries, stats=stats)
 
     @property
     def address(self) -> str:
         """The state's address (a URL such as ``memory://wc``), as named in errors."""
         return self.backing.address
+
+    # -- the batch a program's state is in (Trident's beginCommit / commit) --------------------
+
+    def beginCommit(self, txid: int) -> None:
+        """Trident's ``State.beginCommit``: batch ``txid``'s updates begin; txid-less calls use it.
+
+        The engine calls it (and :meth:`commit`) around the updater for a map state a
+        ``StateFactory.makeState`` made, so a program's subclass may call ``self.multiPut(keys,
+        values)`` as its Java did. Within the batch a key written through this state reads back
+        what was written (Trident's ``CachedBatchReadsMap``); other keys read as the batch sees
+        them (an opaque key the batch wrote before, in an earlier attempt, reads ``prev``).
+
+        Examples
+        --------
+        >>> from trident_spark.state import MemoryState
+        >>> counts = MemoryState.opaque(name="doc-begin-commit").open()
+        >>> counts.beginCommit(0)
+        >>> counts.multiPut([["cat"]], [3])                 # no txid: batch 0's
+        >>> counts.multiUpdate([["cat"]], [lambda old: old + 1])
+        [4]
+        >>> counts.commit(0)
+        >>> counts.multiGet([["cat"]])
+        [4]
+        """
+        self._stored_txid(txid)  # an int >= 0, or a clear error
+        self._batch = _CurrentBatch(txid)
+
+    def commit(self, txid: int) -> None:
+        """Trident's ``State.commit``: the batch's writes are already made; txid-less calls end."""
+        self._batch = None
+
+    @property
+    def current_txid(self) -> int | None:
+        """The txid :meth:`beginCommit` set (None outside a batch)."""
+        return None if self._batch is None else self._batch.txid
+
+    def _txid_for(self, method: str) -> int:
+        """The txid of a call made without one: the current batch's, else (outside a batch) 0 for
+        a non-transactional map, which stores none; the other kinds store it: a clear error."""
+        if self._batch is not None:
+            return self._batch.txid
+        if self.state_type is StateType.NON_TRANSACTIONAL:
+            return 0
+        kind = self.state_type.value.replace("_", "-")
+        raise StateError(
+            f"{self.address}: {method} without a txid outside a batch; a {kind} "
+            f"state stores the txid of each write. Pass it ({method}(txid, ...)), or call "
+            f"beginCommit(txid) first (inside a topology the engine does, as Trident does)")
+
+    def _split(self, method: str, names: tuple[str, ...], args: tuple[Any, ...],
+               kwargs: dict[str, Any]) -> tuple[int, list[Any]]:
+        """``(txid, [the named arguments])`` of a call made as Trident's ``MapState`` does (no txid)
+        or with the txid first."""
+        kwargs = dict(kwargs)
+        if "vals" in kwargs and "values" in names:  # Java's parameter name
+            kwargs["values"] = kwargs.pop("vals")
+        txid: Any = kwargs.pop("txid", _MISSING)
+        if txid is _MISSING and len(args) + len(kwargs) == len(names) + 1:
+            txid, args = args[0], args[1:]
+        rest = list(args) + [kwargs.pop(name) for name in names[len(args):] if name in kwargs]
+        if len(rest) != len(names) or kwargs:
+            shown = ", ".join(names)
+            raise TypeError(f"{type(self).__name__}.{method}() takes ({shown}) as Trident's MapState does "
+                            f"(the txid set by beginCommit), or (txid, {shown}); got {len(args)} positional "
+                            f"argument(s) and {sorted(kwargs) or 'no'} keywords")
+        return (self._txid_for(method) if txid is _MISSING else txid), rest
+
+    def _written_in_batch(self, txid: int, keys: Sequence[Key]) -> set[int]:
+        """Positions of keys this state already wrote in batch ``txid`` (since beginCommit)."""
+        if self._batch is None or self._batch.txid != txid or not self._batch.written:
+            return set()
+        return {i for i, key in enumerate(keys) if _encoded(key) in self._batch.written}
+
+    def _wrote(self, txid: int, keys: Sequence[Key]) -> None:
+        if self._batch is not None and self._batch.txid == txid:
+            self._batch.written.update(e for e in (_encoded(key) for key in keys) if e is not None)
 
     # -- the public operations ------------------------------------------------------------
 
@@ -194,13 +341,27 @@ class MapState(ABC):
             The batch reading (a ``stateQuery`` inside a batch). An opaque
             state then answers ``prev`` for keys that batch already wrote, so a
             replayed batch sees the values from before itself (Trident's
-            ``OpaqueMap.multiGet``). Omit outside Spark.
+            ``OpaqueMap.multiGet``). Omitted: the batch :meth:`beginCommit` set
+            (keys it wrote read back what it wrote), else the current values.
         """
+        if txid is None and self._batch is not None:
+            return self._batch_get(list(keys), self._batch)
+        return self._get(keys, txid)
+
+    def _get(self, keys: Sequence[Key], txid: int | None) -> list[Any]:
         keys = [check_key(key) for key in keys]
         stored = self.backing.multiGetVersioned(keys)
         batch_txid = None if txid is None else self._stored_txid(txid)
         return [None if s is None else self._read(key, s.value, batch_txid)
                 for key, s in zip(keys, stored, strict=True)]
+
+    def _batch_get(self, keys: list[Key], batch: _CurrentBatch) -> list[Any]:
+        values = self._get(keys, batch.txid)
+        mine = [i for i, key in enumerate(keys) if _encoded(key) in batch.written]
+        if mine:
+            for i, value in zip(mine, self._get([keys[i] for i in mine], None), strict=True):
+                values[i] = value
+        return values
 
     def getTuples(self, txid: int | None = None) -> Iterator[list[Any]]:
         """Every stored key with its current value: Trident's ``ITupleCollection.getTuples``.
@@ -222,7 +383,8 @@ class MapState(ABC):
         txid : int, optional
             The batch reading, as for :meth:`multiGet`: an opaque state then
             answers ``prev`` for keys that batch already wrote, and leaves out
-            keys the batch created (they did not exist before it). Omit outside Spark.
+            keys the batch created (they did not exist before it). Omitted: the
+            batch :meth:`beginCommit` set, if any.
 
         Raises
         ------
@@ -244,6 +406,8 @@ class MapState(ABC):
         >>> sorted(counts.getTuples(), key=len)[0]
         [42]
         """
+        if txid is None and self._batch is not None:
+            txid = self._batch.txid
         batch_txid = None if txid is None else self._stored_txid(txid)
         return self._tuples(self.backing.scanVersioned(), batch_txid)
 
@@ -255,18 +419,27 @@ class MapState(ABC):
                 continue
             yield [*key, value]
 
-    def multiUpdate(self, txid: int, keys: Sequence[Key], updaters: Sequence[Updater]) -> list[Any]:
+    @overload
+    def multiUpdate(self, keys: Sequence[Key], updaters: Sequence[Updater | ValueUpdater],
+                    /) -> list[Any]: ...
+    @overload
+    def multiUpdate(self, txid: int, keys: Sequence[Key], updaters: Sequence[Updater | ValueUpdater],
+                    /) -> list[Any]: ...
+    def multiUpdate(self, *args: Any, **kwargs: Any) -> list[Any]:
         """Apply batch ``txid``'s update of each key by the state kind's rule; return the new values.
+
+        Called as Trident's ``MapState.multiUpdate(keys, updaters)`` (the txid :meth:`beginCommit`
+        set) or with the txid first: ``multiUpdate(txid, keys, updaters)``.
 
         Parameters
         ----------
-        txid : int
+        txid : int, optional
             The batch's txid (Spark's ``batchId``).
         keys : sequence of Key
             Distinct keys.
-        updaters : sequence of callables
-            ``updaters[i](old)`` gives key ``i``'s new value from its old one
-            (None for a new key); may run more than once, so must be pure.
+        updaters : sequence of callables or ValueUpdater
+            ``updaters[i](old)`` (or Storm's ``updaters[i].update(old)``) gives key ``i``'s new
+            value from its old one (None for a new key); may run more than once, so must be pure.
 
         Returns
         -------
@@ -282,16 +455,32 @@ class MapState(ABC):
             writer moved the key ahead meanwhile), the keys that already won stay.
         StateConflictError
             A key kept losing its conditional write.
+        StateError
+            No txid, outside a batch, on a transactional or opaque state.
         """
+        txid, (keys, updaters) = self._split("multiUpdate", ("keys", "updaters"), args, kwargs)
+        keys, updaters = list(keys), [as_updater(u) for u in updaters]
         if len(updaters) != len(keys):
             raise StateError(f"{self.address}: multiUpdate got {len(keys)} keys but {len(updaters)} updaters")
-        return self._apply(txid, keys, lambda key, stored, t, i: self._update(key, stored, t, updaters[i]))
+        again = self._written_in_batch(txid, keys)
+        results = self._apply(txid, keys, lambda key, stored, t, i: (
+            self._update_again if i in again else self._update)(key, stored, t, updaters[i]))
+        self._wrote(txid, keys)
+        return results
 
-    def multiPut(self, txid: int, keys: Sequence[Key], values: Sequence[Any]) -> None:
-        """Set keys to ``values`` as batch ``txid`` (Trident's ``MapState.multiPut``)."""
+    @overload
+    def multiPut(self, keys: Sequence[Key], values: Sequence[Any], /) -> None: ...
+    @overload
+    def multiPut(self, txid: int, keys: Sequence[Key], values: Sequence[Any], /) -> None: ...
+    def multiPut(self, *args: Any, **kwargs: Any) -> None:
+        """Set keys to ``values`` (Trident's ``MapState.multiPut(keys, vals)``, the txid
+        :meth:`beginCommit` set), or as batch ``txid``: ``multiPut(txid, keys, values)``."""
+        txid, (keys, values) = self._split("multiPut", ("keys", "values"), args, kwargs)
+        keys, values = list(keys), list(values)
         if len(values) != len(keys):
             raise StateError(f"{self.address}: multiPut got {len(keys)} keys but {len(values)} values")
         self._apply(txid, keys, lambda key, stored, t, i: self._set(key, stored, t, values[i]))
+        self._wrote(txid, keys)
 
     def get(self, txid: int | None = None) -> Any:
         """The value under the global key (ungrouped state, Trident's ``Snapshottable.get``).
@@ -307,12 +496,24 @@ class MapState(ABC):
         """
         return self.multiGet([GLOBAL_KEY], txid)[0]
 
-    def update(self, txid: int, updater: Updater) -> Any:
-        """Update the global key's value as batch ``txid``; returns the new value."""
+    @overload
+    def update(self, updater: Updater | ValueUpdater, /) -> Any: ...
+    @overload
+    def update(self, txid: int, updater: Updater | ValueUpdater, /) -> Any: ...
+    def update(self, *args: Any, **kwargs: Any) -> Any:
+        """Update the global key's value (Trident's ``Snapshottable.update(updater)``, or as batch
+        ``txid``: ``update(txid, updater)``); returns the new value."""
+        txid, (updater,) = self._split("update", ("updater",), args, kwargs)
         return self.multiUpdate(txid, [GLOBAL_KEY], [updater])[0]
 
-    def set(self, txid: int, value: Any) -> None:
-        """Set the global key's value as batch ``txid``."""
+    @overload
+    def set(self, value: Any, /) -> None: ...
+    @overload
+    def set(self, txid: int, value: Any, /) -> None: ...
+    def set(self, *args: Any, **kwargs: Any) -> None:
+        """Set the global key's value (Trident's ``Snapshottable.set(value)``, or as batch ``txid``:
+        ``set(txid, value)``)."""
+        txid, (value,) = self._split("set", ("value",), args, kwargs)
         self.multiPut(txid, [GLOBAL_KEY], [value])
 
     def close(self) -> None:
@@ -346,6 +547,11 @@ class MapState(ABC):
     @abstractmethod
     def _set(self, key: Key, stored: Versioned | None, txid: int, value: Any) -> _Decision:
         """The rule of ``multiPut`` for one key."""
+
+    def _update_again(self, key: Key, stored: Versioned | None, txid: int, updater: Updater) -> _Decision:
+        """``multiUpdate`` of a key this state already wrote in the batch: on top of what it wrote
+        (Trident's maps read it from their ``CachedBatchReadsMap``)."""
+        return self._update(key, stored, txid, updater)
 
     # -- shared machinery -------------------------------------------------------------------
 
@@ -456,6 +662,12 @@ class TransactionalMap(MapState):
         new = TransactionalValue(txid, updater(_fresh(old.val)))
         return _Decision(True, new, new.val)
 
+    def _update_again(self, key: Key, stored: Versioned | None, txid: int, updater: Updater) -> _Decision:
+        if stored is None or stored.value.txid != txid:
+            return self._update(key, stored, txid, updater)
+        new = TransactionalValue(txid, updater(_fresh(stored.value.val)))
+        return _Decision(True, new, new.val)
+
     def _set(self, key: Key, stored: Versioned | None, txid: int, value: Any) -> _Decision:
         if stored is not None:
             self._expect(key, stored.value, TransactionalValue)
@@ -499,6 +711,13 @@ class OpaqueMap(MapState):
         new = OpaqueValue(txid, updater(_fresh(base)), base)
         return _Decision(True, new, new.curr)
 
+    def _update_again(self, key: Key, stored: Versioned | None, txid: int, updater: Updater) -> _Decision:
+        if stored is None or stored.value.txid != txid:
+            return self._update(key, stored, txid, updater)
+        old = stored.value
+        new = OpaqueValue(txid, updater(_fresh(old.curr)), old.prev)
+        return _Decision(True, new, new.curr)
+
     def _set(self, key: Key, stored: Versioned | None, txid: int, value: Any) -> _Decision:
         # Trident's OpaqueMap.multiPut is a multiUpdate whose updaters return the value.
         return self._update(key, stored, txid, lambda _old: value)
@@ -517,5 +736,7 @@ __all__ = [
     "OpaqueMap",
     "TransactionalMap",
     "Updater",
+    "ValueUpdater",
+    "as_updater",
     "combiner_updater",
 ]

@@ -19,16 +19,30 @@ import itertools
 import os
 import threading
 import urllib.parse
+import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from .base import Key, Version, Versioned, VersionedBackingMap, check_scan_batch_size
 from .errors import StateConfigError, StateError
 from .factory import StoreStateFactory
 from .keys import decode_scanned_key, encode_key, is_reserved
+from .map import OpaqueMap
 from .memory_server import Address, MemoryServer, RemoteStore
 from .serializers import Serializer, deserialize_stored, serialize_stored
+
+
+def fresh_id() -> str:
+    """A store name no other factory uses: ``memory-`` and a random UUID (Storm's
+    ``MemoryMapState.Factory`` takes ``UUID.randomUUID()``).
+
+    Examples
+    --------
+    >>> fresh_id().startswith("memory-"), fresh_id() != fresh_id()
+    (True, True)
+    """
+    return f"memory-{uuid.uuid4()}"
 
 
 class MemoryStore:
@@ -210,8 +224,10 @@ class MemoryState(StoreStateFactory):
 
     Parameters
     ----------
-    name : str
-        The store's name; states opened with the same name share data.
+    name : str, optional
+        The store's name; states opened with the same name share data. Omitted: a fresh id
+        (``memory-<uuid>``), as Storm's ``new MemoryMapState.Factory()`` makes one: a state
+        no other factory shares (copies and pickles of this factory keep the id).
     **settings
         ``cache_size``, ``max_multi_get_batch_size``, ``max_multi_put_batch_size``,
         ``txid_offset``, ``max_conflict_retries``, ``serializer``: see
@@ -227,9 +243,11 @@ class MemoryState(StoreStateFactory):
     [1]
     >>> spec.open().multiGet([["cat"], ["dog"]])      # a second opening sees the same data
     [1, None]
+    >>> MemoryState.opaque().name != MemoryState.opaque().name    # no name: a fresh id each
+    True
     """
 
-    name: str
+    name: str = field(default_factory=fresh_id)
     #: Its values live in one Python process: served to Spark's local workers by ``serve()``;
     #: a topology on a cluster refuses it.
     process_local: ClassVar[bool] = True
@@ -291,6 +309,50 @@ class MemoryState(StoreStateFactory):
             _STORES.pop(name, None)
 
 
+class MemoryMapState(OpaqueMap):
+    """Storm's ``MemoryMapState``: an opaque map state in memory, by id (``new MemoryMapState<T>(id)``).
+
+    The store is :class:`MemoryState`'s named store ``id``: states made with the same id share
+    its data in this process (and, in Spark's local mode, are served to the workers as a
+    MemoryState's are). Storm's ``new MemoryMapState.Factory()`` is :meth:`Factory`: a state
+    factory with a fresh id, for ``persistentAggregate``.
+
+    Parameters
+    ----------
+    id : str
+        The store's name.
+
+    Examples
+    --------
+    >>> counts = MemoryMapState("doc-memory-map")
+    >>> counts.beginCommit(1)
+    >>> counts.multiPut([["cat"]], [3])
+    >>> counts.commit(1)
+    >>> MemoryMapState("doc-memory-map").multiGet([["cat"]])
+    [3]
+    """
+
+    def __init__(self, id: str) -> None:
+        factory = MemoryState.opaque(name=id, cache_size=0)
+        super().__init__(factory.open_backing_map())
+        self.id = id
+
+    @staticmethod
+    def Factory() -> MemoryState:
+        """Storm's ``new MemoryMapState.Factory()``: an opaque in-memory state with a fresh id.
+
+        Storm's factory makes one store per partition (``id + partitionIndex``); this one is a
+        :class:`MemoryState`, one store that every partition shares, keyed by group.
+
+        Examples
+        --------
+        >>> factory = MemoryMapState.Factory()
+        >>> factory.state_type.value, factory.name.startswith("memory-")
+        ('opaque', True)
+        """
+        return MemoryState.opaque()
+
+
 _SERVER: MemoryServer | None = None
 #: In a process that unpickled a served MemoryState: store name -> the serving address (so a
 #: copy made here with ``dataclasses.replace`` still opens the served store).
@@ -308,4 +370,4 @@ def _restore(cls: type[MemoryState], state: dict[str, Any]) -> MemoryState:
     return restored
 
 
-__all__ = ["MemoryBackingMap", "MemoryState", "MemoryStore"]
+__all__ = ["MemoryBackingMap", "MemoryMapState", "MemoryState", "MemoryStore", "fresh_id"]

@@ -60,7 +60,11 @@ from .serializers import Serializer, deserialize_stored, serialize_stored
 from .url import Scheme, parse_error, redact, register_scheme
 
 if TYPE_CHECKING:
+    from typing import Self, Unpack
+
     import psycopg
+
+    from .factory import StoreSettings
 
 DEFAULT_TABLE = "trident_state"
 DEFAULT_CONNECT_TIMEOUT = 5.0
@@ -407,6 +411,20 @@ class PostgresState(StoreStateFactory):
     >>> PostgresState.transactional(dsn="postgresql://app:s3cret@db/wc", table="counts")
     PostgresState(state_type='transactional', dsn='postgresql://app:***@db/wc', table='counts', ...)
     """
+
+    if TYPE_CHECKING:  # the kinds' keywords for type checkers; at run time, StoreStateFactory's
+        @classmethod
+        def opaque(cls, *, dsn: str, table: str = ..., connect_timeout: float = ...,  # type: ignore[override]
+                   statement_timeout: float | None = ...,
+                   **settings: Unpack[StoreSettings]) -> Self: ...
+        @classmethod
+        def transactional(cls, *, dsn: str, table: str = ..., connect_timeout: float = ...,  # type: ignore[override]
+                          statement_timeout: float | None = ...,
+                          **settings: Unpack[StoreSettings]) -> Self: ...
+        @classmethod
+        def nonTransactional(cls, *, dsn: str, table: str = ..., connect_timeout: float = ...,  # type: ignore[override]
+                             statement_timeout: float | None = ...,
+                             **settings: Unpack[StoreSettings]) -> Self: ...
 
     dsn: str
     table: str = DEFAULT_TABLE

@@ -79,7 +79,11 @@ from .serializers import Serializer, deserialize_stored, serialize_stored
 from .url import Scheme, redact, register_scheme
 
 if TYPE_CHECKING:
+    from typing import Self, Unpack
+
     import redis as redis_py
+
+    from .factory import StoreSettings
 
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_PREFIX = "trident"
@@ -470,6 +474,25 @@ class RedisState(StoreStateFactory):
     >>> RedisState.transactional(url="redis://:s3cret@cache:6379/1", key_prefix="wc")
     RedisState(state_type='transactional', redis_url='redis://:***@cache:6379/1', key_prefix='wc', ...)
     """
+
+    if TYPE_CHECKING:  # the kinds' keywords for type checkers; at run time, StoreStateFactory's
+        @classmethod
+        def opaque(cls, *, redis_url: str = ..., key_prefix: str = ...,  # type: ignore[override]
+                   expiry_s: float | None = ..., connect_timeout: float = ...,
+                   socket_timeout: float | None = ..., ca_certs: str | None = ...,
+                   verify_certs: bool = ..., **settings: Unpack[StoreSettings]) -> Self: ...
+        @classmethod
+        def transactional(cls, *, redis_url: str = ..., key_prefix: str = ...,  # type: ignore[override]
+                          expiry_s: float | None = ..., connect_timeout: float = ...,
+                          socket_timeout: float | None = ..., ca_certs: str | None = ...,
+                          verify_certs: bool = ...,
+                          **settings: Unpack[StoreSettings]) -> Self: ...
+        @classmethod
+        def nonTransactional(cls, *, redis_url: str = ..., key_prefix: str = ...,  # type: ignore[override]
+                             expiry_s: float | None = ..., connect_timeout: float = ...,
+                             socket_timeout: float | None = ...,
+                             ca_certs: str | None = ..., verify_certs: bool = ...,
+                             **settings: Unpack[StoreSettings]) -> Self: ...
 
     redis_url: str = DEFAULT_URL
     key_prefix: str = DEFAULT_PREFIX

@@ -27,12 +27,17 @@ import time
 import urllib.parse
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .base import Key, Version, Versioned, VersionedBackingMap, check_scan_batch_size
 from .checks import is_int
 from .errors import StateConfigError, StateError, StateUnavailableError
 from .factory import CREATED_BY, StoreStateFactory
+
+if TYPE_CHECKING:
+    from typing import Self, Unpack
+
+    from .factory import StoreSettings
 from .keys import decode_scanned_key, encode_key, is_reserved
 from .serializers import Serializer, deserialize_stored, serialize_stored
 
@@ -347,6 +352,18 @@ class SqliteState(StoreStateFactory):
     ...     counts.multiUpdate(0, [["cat"]], [lambda old: (old or 0) + 1])
     [1]
     """
+
+    if TYPE_CHECKING:  # the kinds' keywords for type checkers; at run time, StoreStateFactory's
+        @classmethod
+        def opaque(cls, *, path: str, table: str = ..., busy_timeout: float = ...,  # type: ignore[override]
+                   synchronous: str = ..., **settings: Unpack[StoreSettings]) -> Self: ...
+        @classmethod
+        def transactional(cls, *, path: str, table: str = ..., busy_timeout: float = ...,  # type: ignore[override]
+                          synchronous: str = ..., **settings: Unpack[StoreSettings]) -> Self: ...
+        @classmethod
+        def nonTransactional(cls, *, path: str, table: str = ...,  # type: ignore[override]
+                             busy_timeout: float = ..., synchronous: str = ...,
+                             **settings: Unpack[StoreSettings]) -> Self: ...
 
     path: str
     table: str = DEFAULT_TABLE

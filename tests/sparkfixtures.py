@@ -46,12 +46,12 @@ def kafka_connector(spark: Any) -> None:
 
 @pytest.fixture
 def new_topic(kafka_bootstrap: str) -> Callable[..., str]:
-    """Create a fresh topic: ``new_topic(partitions=4)`` returns its name."""
+    """Create a fresh topic: ``new_topic(partitions=4)`` returns its name; ``config=`` sets topic configs."""
     from trident_spark.local.kafka import create_topic
 
-    def make(partitions: int = 1, prefix: str = "t") -> str:
+    def make(partitions: int = 1, prefix: str = "t", config: dict[str, str] | None = None) -> str:
         name = f"{prefix}-{os.getpid()}-{int(time.time() * 1000) % 10**8}-{next(_counter)}"
-        create_topic(kafka_bootstrap, name, partitions=partitions)
+        create_topic(kafka_bootstrap, name, partitions=partitions, config=config)
         return name
 
     return make

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
-from trident_spark.errors import InvalidArgumentError
+from trident_spark.errors import InvalidArgumentError, OperatorError
 
 #: The type of a field declared without one: it carries any Python value.
 DEFAULT_TYPE = "object"  # trident_spark.object_values.OBJECT
@@ -153,6 +153,16 @@ class TridentTuple(Sequence[Any]):
     def __repr__(self) -> str:
         return repr(dict(zip(self._fields, self._values, strict=True)))
 
+    def __str__(self) -> str:
+        """Trident's ``TridentTuple.toString()``: the value list as Java's ``List.toString`` writes it.
+
+        Examples
+        --------
+        >>> str(TridentTuple(["cat", 3, None, True, [1.5, "x"]], Fields("w", "n", "a", "b", "c")))
+        '[cat, 3, null, true, [1.5, x]]'
+        """
+        return java_string(list(self._values))
+
     def getFields(self) -> Fields:
         return self._fields
 
@@ -260,3 +270,45 @@ class TridentTuple(Sequence[Any]):
         """
         names = [fields] if isinstance(fields, str) else list(fields)
         return [self.getValueByField(name) for name in names]
+
+
+def java_string(value: Any) -> str:
+    """``value`` as Java's ``toString`` writes it: lists ``[a, b]``, maps ``{k=v}``, ``null``,
+    ``true``/``false``, strings without quotes.
+
+    Examples
+    --------
+    >>> java_string(["cat", 3, None, False, {"k": (1, 2)}])
+    '[cat, 3, null, false, {k=[1, 2]}]'
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(java_string(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{java_string(k)}={java_string(v)}" for k, v in value.items()) + "}"
+    return str(value)
+
+
+def declared_values(label: str, values: Sequence[Any], fields: Sequence[str]) -> Sequence[Any]:
+    """An emitted tuple's values for the declared ``fields``: more values than fields keep the
+    first ones, the rest unaddressable and gone (Trident's tuple view indexes only the declared
+    fields: no accessor, ``toString`` or downstream operation sees the extra values); fewer is
+    an error naming the operation.
+
+    Examples
+    --------
+    >>> declared_values("stateQuery(TupleCollectionGet)", ["cat", 3], ["word"])
+    ['cat']
+    >>> declared_values("each(Split)", [], ["word"])
+    Traceback (most recent call last):
+      ...
+    trident_spark.errors.OperatorError: each(Split): emitted 0 values [] but declared 1 fields ['word']
+    """
+    if values is None or len(values) < len(fields):
+        count = 0 if values is None else len(values)
+        raise OperatorError(f"{label}: emitted {count} values {values!r:.100} but declared "
+                            f"{len(fields)} fields {list(fields)}")
+    return values if len(values) == len(fields) else list(values[:len(fields)])

@@ -22,6 +22,27 @@ from trident_spark.sink import Sink
 ProgressCallback = Callable[[Any], None]
 
 
+class BatchProgress(Protocol):
+    """One finished batch as ``RunHandle.progress`` lists it: what a type checker knows of it.
+
+    The runtime's :class:`trident_spark.runtime.progress.BatchProgress` (a dataclass with every
+    measure of the batch) meets it; the DSL names it here since it imports nothing of the runtime.
+    """
+
+    stream: str
+    txid: int
+    rows: int
+    duration_ms: int
+    bytes: int | None
+    limited_by: str | None
+    backlog: int | None
+    attempts: int
+
+    def line(self) -> str:
+        """A one-line summary for terminals and logs."""
+        ...
+
+
 class PlannedQuery(Protocol):
     """One query as the runner planned it: the spouts it reads and the nodes it runs."""
 
@@ -55,7 +76,7 @@ class RunHandle(Protocol):
         """Each stream's Spark ``StreamingQuery``, by stream name."""
 
     @property
-    def progress(self) -> list[Any]:
+    def progress(self) -> Sequence[BatchProgress]:
         """The last batches' progress, oldest first."""
 
     @property

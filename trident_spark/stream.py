@@ -164,13 +164,18 @@ class Stream:
         Forms (Trident's): ``each(input_fields, function, function_fields)``,
         ``each(function, function_fields)`` and ``each(input_fields, filter)``. With no input
         fields the function sees an empty tuple, and what it emits is still appended to the
-        whole tuple.
+        whole tuple. With no output fields (``[]``, Java's ``new Fields()``) the function is run
+        for its side effects: each ``emit`` passes the input tuple on (an emit with no values:
+        ``collector.emit([])``), and a tuple it emits nothing for is dropped, as in Trident.
+        Values emitted beyond the declared fields are kept by Trident where nothing can address
+        them (no accessor, ``toString`` or operation after sees them); here they are dropped.
 
         Examples
         --------
         >>> stream.each(["value"], Split(), ["word"])        # doctest: +SKIP
         >>> stream.each(["word"], FilterNull())              # doctest: +SKIP
         >>> stream.each(Stamp(), ["stamp"])                  # doctest: +SKIP
+        >>> stream.each(["alert"], DispatchAlert(), [])       # doctest: +SKIP
         """
         call = EACH.bind("each", args)
         operation = call["operation"]
@@ -209,11 +214,14 @@ class Stream:
             raise TopologyError(f"{label}: expected a BaseFunction or BaseFilter, got "
                                 f"{describe(operation)}; {hint}")
         inputs = self._resolve(label, input_fields)
-        out = as_fields(label, function_fields, "output field")
-        if not out:
+        # No output fields (Trident's ``new Fields()``): a Function for its side effects; each emit
+        # (of any values: they have no field) passes the input tuple on, no emit drops it.
+        if function_fields is None:
             raise TopologyError(
-                f"{label}: a Function needs output fields, e.g. each(['value'], Split(), ['word'])")
-        check_outputs(label, out, self.node.fields)
+                f"{label}: a Function needs output fields, e.g. each(['value'], Split(), ['word']), or [] "
+                "for a Function run for its side effects")
+        out = as_fields(label, function_fields, "output field")
+        check_outputs(label, out, self.node.fields, required=False)
         typed = output_fields(out, operation)
         node = EachNode(concat(self.node.fields, typed), label, [self.node], input_fields=inputs,
                         function=operation, function_fields=typed)

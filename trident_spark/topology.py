@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, overload
 
 from trident_spark import checkpoint_files
 from trident_spark.errors import TopologyError, check_int
@@ -15,6 +15,7 @@ from trident_spark.graph import JoinNode, MergeNode, MultiReduceNode, Node, Pers
 from trident_spark.joins import JoinOutFieldsMode, JoinType
 from trident_spark.operation import GroupedMultiReducer, MultiReducer
 from trident_spark.runner import PlannedQuery, ProgressCallback, RunHandle, RunSettings, installed_runner
+from trident_spark.shapes import check_shape, node_operations
 from trident_spark.signatures import JOIN_LISTS, JOIN_PAIRS, MULTI_REDUCE, JoinHow, JoinMode, StateFactoryLike
 from trident_spark.sink import DRPCResultSink, Sink
 from trident_spark.stream import Stream
@@ -39,6 +40,25 @@ JOIN_TYPES = {"inner": (_INNER, _INNER), "outer": (_OUTER, _OUTER), "full": (_OU
               "left": (_INNER, _OUTER), "right": (_OUTER, _INNER)}
 
 
+class EngineSpout(Protocol):
+    """A spout the engine reads as it is (``KafkaSpout``, ``FeederBatchSpout``, ``FixedBatchSpout``,
+    any ``trident_spark.spout.Spout``): it declares its output fields."""
+
+    @property
+    def fields(self) -> Sequence[str]: ...
+
+
+class TridentSpout(Protocol):
+    """A spout in Trident's shapes (``IBatchSpout``, ``IPartitionedTridentSpout``,
+    ``IOpaquePartitionedTridentSpout``): it turns itself into an engine spout for a stream."""
+
+    def __trident_spout__(self, stream: str) -> Any: ...
+
+
+#: What ``newStream`` accepts: a type checker flags anything else (``newStream("s", 42)``).
+SpoutLike: TypeAlias = EngineSpout | TridentSpout
+
+
 class TridentTopology:
     """A set of streams to run together.
 
@@ -59,7 +79,7 @@ class TridentTopology:
         self._drpc: dict[str, SpoutNode] = {}
 
     # --- building ----------------------------------------------------------------------
-    def newStream(self, name: str, spout: Any) -> Stream:
+    def newStream(self, name: str, spout: SpoutLike) -> Stream:
         """A stream of the batches ``spout`` emits; ``name`` names its Spark query and checkpoint."""
         if not _STREAM_NAME.match(name or ""):
             raise TopologyError(f"newStream({name!r}): use letters, digits, '_', '-' or '.' in stream names")
@@ -367,6 +387,8 @@ class TridentTopology:
         return flat
 
     def _add(self, node: Node) -> None:
+        for operation in node_operations(node):  # a wrong method shape found now, not in a Spark task
+            check_shape(node.label, operation)
         self._nodes.append(node)
 
     @contextmanager

@@ -239,6 +239,15 @@ trident_spark.state, or e.g. SqliteState.opaque(path='/tmp/wc.db')
     if isinstance(factory, type) or not (callable(getattr(factory, "open", None))
                                          or callable(getattr(factory, "makeState", None))):
         raise TopologyError(
-            f"{operator}: expected a state factory (with makeState(conf, partition_index, num_partitions), "
-            f"or a built-in store's), got {describe(factory)}; e.g. "
+            f"{operator}: expected a state factory (with Storm's makeState(conf, metrics, partitionIndex, "
+            f"numPartitions) or makeState(conf, partition_index, num_partitions), or a built-in store's), "
+            f"got {describe(factory)}; e.g. "
             "SqliteState.opaque(path='/tmp/wc.db') or parse_state_url('sqlite:///tmp/wc.db?table=wc')")
+    if not callable(getattr(factory, "open", None)):
+        from trident_spark.state import StateConfigError
+        from trident_spark.state.state_api import make_state_arity
+
+        try:
+            make_state_arity(factory)
+        except StateConfigError as exc:
+            raise TopologyError(f"{operator}: {exc}") from None

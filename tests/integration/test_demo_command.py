@@ -30,3 +30,6 @@ def test_demo_runs_end_to_end_and_prints_batches_and_top_words():
     assert re.search(r"│ unknownword +│ unknownword +│ +- │", out)
     assert "top 10 words (open_state)" in out and re.search(r"│ that +│ +1,300 │", out)
     assert "exact: all 138 words in the state match a count of the corpus (27,100 words)" in out
+    # its state was in a temporary directory, gone by now: no `trident-spark query` on it
+    assert "trident-spark query" not in out
+    assert "to query the state afterwards: trident-spark demo --workdir DIR" in " ".join(out.split())

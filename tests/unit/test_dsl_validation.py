@@ -188,7 +188,8 @@ def test_output_fields_missing():
     assert message_of(lambda t, s: s.aggregate(["n"], Count(), [])) == (
         "aggregate(Count): declare the output fields, e.g. ['word']")
     assert message_of(lambda t, s: s.each(["word"], Split())) == (
-        "each(Split): a Function needs output fields, e.g. each(['value'], Split(), ['word'])")
+        "each(Split): a Function needs output fields, e.g. each(['value'], Split(), ['word']), or [] for a "
+        "Function run for its side effects")
     assert message_of(lambda t, s: s.each(["word"], Keep(), ["k"])) == (
         "each(Keep): a Filter emits no fields; drop ['k']")
 
@@ -385,10 +386,11 @@ def test_state_query_on_a_state_of_another_topology():
          "SqliteState.opaque(path='/tmp/wc.db')",
          "partitionPersist-given-a-url"),
     case(lambda t, s: t.newStaticState(MemoryState),
-         "newStaticState: expected a state factory (with makeState(conf, partition_index, num_partitions), "
-         "or a built-in store's), got the class MemoryState (pass an "
-         "instance: MemoryState(...)); e.g. SqliteState.opaque(path='/tmp/wc.db') or "
-         "parse_state_url('sqlite:///tmp/wc.db?table=wc')", "newStaticState-given-a-class"),
+         "newStaticState: expected a state factory (with Storm's makeState(conf, metrics, partitionIndex, "
+         "numPartitions) or makeState(conf, partition_index, num_partitions), or a built-in store's), got "
+         "the class MemoryState (pass an instance: MemoryState(...)); e.g. "
+         "SqliteState.opaque(path='/tmp/wc.db') or parse_state_url('sqlite:///tmp/wc.db?table=wc')",
+         "newStaticState-given-a-class"),
     case(lambda t, s: t.newStaticState(MemoryState.opaque(name="wc").open()),
          "newStaticState: got the opened state OpaqueMap(memory://wc) (what open_state(url) returns, for "
          "reads outside Spark); a topology takes the state's settings, which it opens on the executors: "

@@ -95,13 +95,20 @@ def test_each_output_field_twice():
         s.each(["value"], Split(), ["word", "word"])
 
 
-@pytest.mark.parametrize("outputs", [None, [], Fields()])
-def test_function_without_output_fields(outputs):
+def test_function_without_output_fields():
     _, s = stream()
     with pytest.raises(TopologyError) as info:
-        s.each(["value"], Split(), outputs)
+        s.each(["value"], Split(), None)
     assert str(info.value) == (
-        "each(Split): a Function needs output fields, e.g. each(['value'], Split(), ['word'])")
+        "each(Split): a Function needs output fields, e.g. each(['value'], Split(), ['word']), or [] for a "
+        "Function run for its side effects")
+
+
+@pytest.mark.parametrize("outputs", [[], Fields()])
+def test_function_with_no_output_fields_keeps_the_stream_fields(outputs):
+    # Trident's each(inputFields, function, new Fields()): a Function for its side effects.
+    _, s = stream()
+    assert list(s.each(["value"], Split(), outputs).getOutputFields()) == list(s.getOutputFields())
 
 
 def test_filter_given_output_fields():

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 class Debug(BaseFilter):
     """Print every tuple as ``"<prefix>: <tuple>"`` and keep it: Trident's ``Debug``.
 
+    The tuple prints as Trident's does, its value list as Java's ``List.toString`` writes it
+    (``[cat, 3]``: strings unquoted, ``null``, ``true``).
+
     The print happens where the stream runs: on Spark executors, in their
     stdout (the driver's console in local mode). Python only (no SQL form).
 
@@ -35,7 +38,7 @@ class Debug(BaseFilter):
     --------
     >>> from trident_spark.fields import TridentTuple
     >>> Debug("words").isKeep(TridentTuple(["cat", 3], ["word", "count"]))
-    words: {'word': 'cat', 'count': 3}
+    words: [cat, 3]
     True
     """
 

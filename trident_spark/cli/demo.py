@@ -133,8 +133,11 @@ def main(args: argparse.Namespace) -> int:
         for word, count in sorted(zip(words, stored, strict=True), key=lambda wc: -(wc[1] or 0))[:args.top]:
             table.add_row(word, f"{count:,}")
         console.print(table)
-        console.print(f"the same from the command line: trident-spark query '{state.redacted_url}' "
-                      "nation people")
+        if args.workdir:  # a temporary directory is gone when the command ends: no command on it
+            console.print(f"the same from the command line: trident-spark query '{state.redacted_url}' "
+                          "nation people")
+        else:
+            console.print("to query the state afterwards: trident-spark demo --workdir DIR")
         wrong = [w for w, c in zip(words, stored, strict=True) if c != expected[w]]
         if rows != len(sentences) or wrong:
             console.print(f"[red]expected {len(sentences)} sentences and exact counts; read {rows}, "

@@ -21,6 +21,7 @@ error: each(Parse) raised ValueError: bad line
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from collections.abc import Callable
@@ -32,6 +33,9 @@ from trident_spark.errors import TridentSparkError
 FAILED = 1
 #: The exit status after Ctrl-C (128 + SIGINT), as shells report it.
 INTERRUPTED = 130
+#: The exit status when stdout's reader went away (``status ... | head``): 128 + SIGPIPE, what a
+#: shell reports for a command the closed pipe ended.
+CLOSED_PIPE = 141
 VERBOSE_HINT = "run again with -v for the traceback"
 
 
@@ -70,7 +74,8 @@ def report(error: BaseException, *, verbose: bool, stderr: TextIO | None = None)
 def run_handler(handler: Callable[[Any], int | None], args: Any, *, verbose: bool) -> int:
     """Call a subcommand's handler; its exit status, or :func:`report`'s if it raised.
 
-    ``SystemExit`` (argparse, ``sys.exit``) passes through unchanged.
+    ``SystemExit`` (argparse, ``sys.exit``) passes through unchanged. A closed stdout (the
+    reader of a pipe stopped reading) ends the command quietly with :data:`CLOSED_PIPE`.
 
     Examples
     --------
@@ -80,6 +85,35 @@ def run_handler(handler: Callable[[Any], int | None], args: Any, *, verbose: boo
     1
     """
     try:
-        return int(handler(args) or 0)
+        status = int(handler(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not at exit as "Exception ignored ..."
+        return status
+    except BrokenPipeError:
+        _discard_stdout()
+        return CLOSED_PIPE
+    except SystemExit as exit_:
+        # rich meets a closed pipe by pointing stdout at /dev/null and exiting with 1: the same case
+        if exit_.code == 1 and _stdout_discarded():
+            return CLOSED_PIPE
+        raise
     except (Exception, KeyboardInterrupt) as exc:
         return report(exc, verbose=verbose)
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null: Python flushes it at exit, and a closed pipe would raise again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is no file (a test's StringIO): nothing to flush at exit
+        pass
+    finally:
+        os.close(devnull)
+
+
+def _stdout_discarded() -> bool:
+    """Whether stdout now writes to /dev/null (after a closed pipe)."""
+    try:
+        return os.path.samestat(os.fstat(sys.stdout.fileno()), os.stat(os.devnull))
+    except (OSError, ValueError):
+        return False

@@ -84,7 +84,8 @@ def numbers(d: Diagnosis) -> list[tuple[str, str]]:
                                     f"{_ms(d.last['duration_ms'])}{cut}"))
     source = {"offsets": " (arrivals, from offsets)", "spark": " (Spark's read rate)"}.get(
         d.input_rate_source or "", "")
-    lines.append(("rates", f"input {_rate(d.input_rate)}{source}, processing {_rate(d.processing_rate)}"))
+    arriving = "not measured" if d.input_rate is None else f"{_rate(d.input_rate)}{source}"
+    lines.append(("rates", f"input {arriving}, processing {_rate(d.processing_rate)}"))
     if d.backlog is None:
         lines.append(("backlog", "unknown"))
     else:

@@ -7,10 +7,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from trident_spark.cli import demo, drpc, drpc_server, query, run, status, tune
+from trident_spark.cli import demo, drpc, drpc_server, query, run, services, status, tune
 from trident_spark.cli.failure import run_handler
 
-SUBCOMMANDS = (run, demo, query, status, tune, drpc_server, drpc)
+SUBCOMMANDS = (run, demo, query, status, tune, drpc_server, drpc, services)
 
 EPILOG = """examples:
   trident-spark demo                                  word count on a local broker, start to end
@@ -21,6 +21,7 @@ EPILOG = """examples:
   trident-spark status checkpoints/wordcount --follow each stream's rates, bottleneck and verdict, live
   trident-spark drpc-server                           a DRPC server on 127.0.0.1:3772
   trident-spark drpc words "cat the dog jumped"       ask a running topology's DRPC function
+  trident-spark services start kafka                  a local broker until Ctrl-C; prints its export line
   trident-spark tune app.py --sweep 16k..1m:7         batch sizes on a fixed slice: the knee, a report
   trident-spark run --help                            options of one subcommand
   trident-spark -v run app.py                         the traceback of an error, Spark's whole log

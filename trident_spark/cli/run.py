@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import re
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from trident_spark.checkpoint_files import checkpoint_location
+from trident_spark.cli.stops import StopSignals
 from trident_spark.errors import (
     BrokerUnavailableError,
     FailedException,
@@ -40,6 +42,8 @@ EPILOG = """examples:
       fails, restart it from its checkpoint (up to 5 times, 30 s apart)
 """
 DEFAULT_ATTRS = ("topology", "build_topology")
+#: How often the command looks for Ctrl-C or SIGTERM while the topology runs.
+STOP_CHECK_SECONDS = 0.5
 
 #: Failures a restart from the checkpoint can cure: a broker or store down for longer than the
 #: outage budget, a batch that kept asking to be replayed or losing conditional writes, and Spark
@@ -75,6 +79,7 @@ def register(commands: Any) -> None:
     parser.add_argument("--available-now", action="store_true",
                         help="process what is available now, in limited batches, then stop")
     parser.add_argument("--master", help="Spark master URL (default: local on all cores)")
+    add_conf_option(parser)
     parser.add_argument("--retries", type=int, default=3, metavar="N",
                         help="replays of a batch that raises FailedException before the stream fails "
                              "(default 3)")
@@ -107,6 +112,28 @@ def register(commands: Any) -> None:
     parser.add_argument("--explain", action="store_true",
                         help="print the queries and their Spark plans instead of running")
     parser.set_defaults(handler=main)
+
+
+def add_conf_option(parser: argparse.ArgumentParser) -> None:
+    """``--conf KEY=VALUE``, repeatable, as spark-submit's: a Spark setting of the command's session."""
+    parser.add_argument("--conf", action="append", type=spark_conf, default=[], metavar="KEY=VALUE",
+                        help="a Spark setting, as spark-submit's --conf (repeat it: --conf "
+                             "spark.sql.shuffle.partitions=8 --conf spark.executor.memory=2g)")
+
+
+def spark_conf(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` as a pair.
+
+    Examples
+    --------
+    >>> spark_conf("spark.sql.shuffle.partitions=8")
+    ('spark.sql.shuffle.partitions', '8')
+    """
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(
+            f"--conf {text!r}: write KEY=VALUE, e.g. spark.sql.shuffle.partitions=8")
+    return key.strip(), value
 
 
 def _seconds(text: str) -> float:
@@ -192,6 +219,12 @@ def load_topology(target: str) -> Any:
 
 
 def main(args: argparse.Namespace) -> int:
+    """Run the topology until it ends, fails, or Ctrl-C/SIGTERM stops it (then 130/143)."""
+    with StopSignals() as stops:  # from the start: a signal while Spark starts is a clean stop too
+        return _run(args, stops)
+
+
+def _run(args: argparse.Namespace, stops: StopSignals) -> int:
     from rich.console import Console
     from rich.markup import escape
 
@@ -203,7 +236,9 @@ def main(args: argparse.Namespace) -> int:
     console = Console(stderr=True, soft_wrap=not sys.stderr.isatty())  # piped: whole lines
     topology = load_topology(args.target)
     checkpoint = args.checkpoint or str(Path("checkpoints") / Path(args.target.partition(":")[0]).stem)
-    spark = local_session(master=args.master, conf=SPARK_METRICS_CONF if args.spark_metrics else None)
+    conf = {**(SPARK_METRICS_CONF if args.spark_metrics else {}), **dict(args.conf)}
+    spark = local_session(master=args.master, conf=conf or None)
+    stops.take_back()  # from the SparkContext's own SIGINT handler
     if args.explain:
         print(topology.explain(spark))
         return 0
@@ -231,6 +266,8 @@ def main(args: argparse.Namespace) -> int:
         nonlocal handle
         if handle is not None:  # a restart: the failed run's queries and listener go first
             handle.stop()
+        if stops.requested:
+            return
         handle = topology.run(checkpoint_location=checkpoint, trigger=trigger, spark=spark,
                               on_progress=on_progress, max_batch_retries=args.retries,
                               outage_budget=args.outage_budget, drpc=args.drpc,
@@ -240,23 +277,28 @@ def main(args: argparse.Namespace) -> int:
             host, _, port = address.rpartition(":")
             console.print(f"DRPC server {address}: ask it with [bold]trident-spark drpc FUNCTION ARGS "
                           f"--host {host} --port {port}[/]")
-        handle.awaitTermination()  # waits for the last batches' progress lines too
-        handle.stop()  # the run's progress listener goes with it
+        # Wait in short steps, so a signal is noticed between two py4j calls, never inside one.
+        while not stops.requested and not handle.awaitTermination(STOP_CHECK_SECONDS):
+            pass
+        if not stops.requested:
+            handle.stop()  # the run's progress listener goes with it
 
     def say(line: str) -> None:
         console.print(f"[yellow]{escape(line)}[/]")
 
     # A failure leaves the live view and the watcher first, then is the command's one `error:` line
-    # (cli/failure.py), its traceback with -v.
+    # (cli/failure.py), its traceback with -v. Ctrl-C or SIGTERM: one `stopping` line, a clean
+    # stop, and 130 or 143.
     try:
         with progress, WaitWatcher(checkpoint_location(checkpoint), console):
             run_with_restarts(run_once, args.restart_on_failure, args.restart_delay, say)
-    except KeyboardInterrupt:
-        console.print("stopping (the running batch will be replayed on restart)")
-        if handle is not None:
-            handle.stop()
+            if stops.requested:
+                name = signal.Signals(stops.exit_status - 128).name
+                console.print(f"stopping after {name} (a running batch is replayed on restart)")
+                if handle is not None:
+                    handle.stop()
     finally:
         if exporter is not None:
             exporter.stop()
-    return 0
+    return stops.exit_status
 

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from trident_spark.cli.run import add_conf_option
+
 HELP = "sweep batch sizes on a fixed slice of the topics; report the knee and the settings"
 EPILOG = """examples:
   trident-spark tune examples/wordcount.py --sweep 16k,32k,64k,128k,256k
@@ -50,6 +52,7 @@ def register(commands: Any) -> None:
                                          "(default: the one with the most records)")
     parser.add_argument("--out", help="report directory (default: ./tune-report-<date>-<time>)")
     parser.add_argument("--master", help="Spark master URL (default: local on all cores)")
+    add_conf_option(parser)
     parser.add_argument("--allow-state-writes", action="store_true",
                         help="let runs write Redis/Elasticsearch states, each under a scratch key "
                              "prefix / index in the same store")
@@ -81,7 +84,7 @@ def main(args: argparse.Namespace) -> int:
                              allow_state_writes=args.allow_state_writes, run_timeout_s=args.run_timeout,
                              warmup=not args.no_warmup)
     topology = load_topology(args.target)
-    spark = local_session(master=args.master)
+    spark = local_session(master=args.master, conf=dict(args.conf) or None)
     with _ProgressBar(console) as bar:  # an error: the command's `error:` line (cli/failure.py)
         sweep = run_sweep(topology, spark, settings, bar)
     results = summarize(sweep, target=args.target, settings={

@@ -26,7 +26,7 @@ from trident_spark.errors import FailedException, OperatorError
 from trident_spark.executor.instances import task_instances
 from trident_spark.executor.metrics import StageClock
 from trident_spark.executor.python_stage import MAX_TUPLE_CHARS, partition_index, to_arrow_column
-from trident_spark.fields import Fields, TridentTuple
+from trident_spark.fields import Fields, TridentTuple, declared_values
 from trident_spark.object_values import decode_column, hashable
 from trident_spark.operation import (
     Aggregator,
@@ -152,11 +152,10 @@ class _Running:
             self.collector.emit([self.state])
         emitted = self.collector.reset()
         width = len(self.step.function_fields)
-        for values in emitted:
-            if values is None or len(values) != width:
-                raise OperatorError(
-                    f"{self.step.label}: emitted {0 if values is None else len(values)} values "
-                    f"{values!r:.100} but declared {width} fields {list(self.step.function_fields)}")
+        if any(values is None or len(values) != width for values in emitted):
+            # fewer values than fields: an error; more: the extra values go, as in Trident
+            emitted = [list(declared_values(self.step.label, values, self.step.function_fields))
+                       for values in emitted]
         return emitted
 
 

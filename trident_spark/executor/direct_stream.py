@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from trident_spark.errors import FailedException, OperatorError
-from trident_spark.fields import Fields, TridentTuple
+from trident_spark.fields import Fields, TridentTuple, declared_values
 from trident_spark.graph import (
     AggregateNode,
     AggregationScope,
@@ -46,7 +46,9 @@ from trident_spark.operation import (
     ReportedErrors,
     TridentCollector,
 )
-from trident_spark.state import BatchState, MapState
+from trident_spark.state import BatchState
+from trident_spark.state.map import MAP_KINDS
+from trident_spark.state.state_api import make_state
 
 #: Characters of a tuple an error message shows.
 _SHOWN = 200
@@ -261,18 +263,14 @@ class DirectStream:
             for t in tuples:
                 value = _call(node, agg.reduce, t, value, t)  # type: ignore[attr-defined]
             emitted = [[value]]
-        width = len(spec.function_fields)
-        for values in emitted:
-            if values is None or len(values) != width:
-                count = 0 if values is None else len(values)
-                raise OperatorError(f"{node.label}: emitted {count} values {values!r:.100} but declared "
-                                    f"{width} fields {list(spec.function_fields)}")
-        return [list(values) for values in emitted]
+        return [list(declared_values(node.label, values, spec.function_fields)) for values in emitted]
 
     def _state_query(self, node: StateQueryNode, rows: list[Row], txid: int) -> list[Row]:
         function = self._operation(node, node.function, txid)
         state = self._state(node)
-        view = BatchState(state, txid, reads_before_batch=False) if isinstance(state, MapState) else state
+        # A program's subclass of a map state gets the state itself (its own methods), as in Trident.
+        plain = type(state) in MAP_KINDS.values()
+        view = BatchState(state, txid, reads_before_batch=False) if plain else state
         tuples = [_tuple(row, node.input_fields) for row in rows]
         results = list(_call(node, function.batchRetrieve, None, view, tuples))  # type: ignore[attr-defined]
         if len(results) != len(tuples):
@@ -297,7 +295,7 @@ class DirectStream:
                     factory = dataclasses.replace(factory, cache_size=0)  # type: ignore[type-var]
                 self._states[key] = factory.open()
             else:  # a user's Trident StateFactory
-                self._states[key] = factory.makeState(dict(self.conf), 0, 1)
+                self._states[key] = make_state(factory, dict(self.conf), 0, 1)
         return self._states[key]
 
 
@@ -316,10 +314,7 @@ def _tuple(row: Row, fields: Fields) -> TridentTuple:
 
 
 def _named(node: Node, fields: Fields, values: Sequence[Any]) -> Row:
-    if len(values) != len(fields):
-        raise OperatorError(f"{node.label}: emitted {len(values)} values {values!r:.100} but declared "
-                            f"{len(fields)} fields {list(fields)}")
-    return dict(zip(fields, values, strict=True))
+    return dict(zip(fields, declared_values(node.label, values, fields), strict=True))
 
 
 def _hashable(value: Any) -> Any:

@@ -19,7 +19,7 @@ import pyarrow as pa
 from trident_spark.errors import FailedException, OperatorError, TopologyError
 from trident_spark.executor.instances import host_partition, task_instances
 from trident_spark.executor.metrics import StageClock
-from trident_spark.fields import Fields, TridentTuple
+from trident_spark.fields import Fields, TridentTuple, declared_values
 from trident_spark.object_values import UncarriableValueError, decode_column, encode_column
 from trident_spark.operation import (
     BaseFilter,
@@ -225,10 +225,8 @@ def _apply_function(step: PythonStep, op: BaseFunction, batch: _Batch,
         counts.append(after - before)
         before = after
     width = len(step.function_fields)
-    if any(len(values) != width for values in emitted):
-        values = next(v for v in emitted if len(v) != width)
-        raise OperatorError(f"{step.label}: emitted {len(values)} values {values!r:.100} but declared "
-                            f"{width} fields {list(step.function_fields)}")
+    if any(len(values) != width for values in emitted):  # fewer: an error; more: the extra values go
+        emitted = [list(declared_values(step.label, values, step.function_fields)) for values in emitted]
     batch.keep([i for i, n in enumerate(counts) for _ in range(n)])
     if width == 1:
         batch.extra[step.function_fields[0]] = [values[0] for values in emitted]

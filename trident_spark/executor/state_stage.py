@@ -28,11 +28,13 @@ from trident_spark.errors import FailedException, OperatorError, SpoutError, Top
 from trident_spark.executor.instances import task_instances
 from trident_spark.executor.metrics import StageClock, StageName
 from trident_spark.executor.python_stage import partition_index, to_arrow_column
-from trident_spark.fields import Fields, TridentTuple
+from trident_spark.fields import Fields, TridentTuple, declared_values
 from trident_spark.object_values import decode_column
 from trident_spark.operation import Operation, OperationContext, ReportedErrors, TridentCollector
 from trident_spark.state import BatchState, MapState, StateError
 from trident_spark.state.keys import GLOBAL_KEY, encode_key
+from trident_spark.state.map import MAP_KINDS
+from trident_spark.state.state_api import make_state
 from trident_spark.worker_gc import settle_imports
 
 #: States opened in this process, by their settings: the run and store generation each was
@@ -52,8 +54,9 @@ def opened_state(factory: Any, run_id: str = "", generation: str | None = None, 
     ``generation=None`` (reads) takes the state as it is opened.
 
     A built-in store's factory opens one map state for every partition (``open()``); a user's own
-    (Trident's ``StateFactory``) makes each partition's state with ``makeState(conf, partition,
-    num_partitions)``, a map state or a plain ``State``.
+    (Trident's ``StateFactory``) makes each partition's state with ``makeState(conf, metrics,
+    partition, num_partitions)`` (Storm's) or ``makeState(conf, partition, num_partitions)``, a map
+    state or a plain ``State``.
 
     Examples
     --------
@@ -76,8 +79,8 @@ def opened_state(factory: Any, run_id: str = "", generation: str | None = None, 
     if found is not None:
         with contextlib.suppress(Exception):  # best effort: another run's or generation's connections
             found[2].close()
-    state = factory.open() if opens_one_state(factory) else factory.makeState(dict(conf or {}), partition,
-                                                                               num_partitions)
+    state = factory.open() if opens_one_state(factory) else make_state(factory, dict(conf or {}), partition,
+                                                                        num_partitions)
     _OPENED[key] = (run_id, generation, state)
     return state
 
@@ -93,6 +96,19 @@ def opens_one_state(factory: Any) -> bool:
     True
     """
     return callable(getattr(factory, "open", None))
+
+
+def is_plain_map(state: Any) -> bool:
+    """Whether ``state`` is a map state of one of the three kinds itself, not a program's subclass
+    of one (which its updaters and query functions get as it is, its own methods included).
+
+    Examples
+    --------
+    >>> from trident_spark.state import MemoryState, MemoryMapState
+    >>> is_plain_map(MemoryState.opaque(name="doc-plain").open()), is_plain_map(MemoryMapState("doc-plain"))
+    (True, False)
+    """
+    return isinstance(state, MapState) and type(state) in MAP_KINDS.values()
 
 
 def forget_opened_states() -> None:
@@ -177,8 +193,10 @@ def _partition_state(step: StateStep, txid: int, conf: dict[str, Any], num_parti
     this task (or the partition's kept instance, in an instance host); on the way out a task's
     own instance is cleaned up, and what the state did and the errors reported are counted.
 
-    The view of a map state is a :class:`BatchState` (the batch's txid bound); a user's plain
-    ``State`` is handed over as it is."""
+    The view of a map state of one of the three kinds is a :class:`BatchState` (the batch's txid
+    bound); a user's plain ``State`` or subclass of a map state (Java's ``extends
+    NonTransactionalMap``, with methods of its own) is handed over as it is, as Trident hands it:
+    a persist brackets the updater with its ``beginCommit`` and ``commit``."""
     index = partition_index()
     state = opened_state(step.factory, step.run_id, step.generation, conf=conf, partition=index,
                          num_partitions=num_partitions)
@@ -188,7 +206,7 @@ def _partition_state(step: StateStep, txid: int, conf: dict[str, Any], num_parti
                                   OperationContext(index, num_partitions, txid, step.label))
     try:
         view = (BatchState(state, txid, reads_before_batch=step.reads_before_batch)
-                if isinstance(state, MapState) else state)
+                if is_plain_map(state) else state)
         yield view, operation
     finally:
         instances.release()
@@ -224,7 +242,7 @@ def persist(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: in
     with _partition_state(step, txid, conf, num_partitions, errors, store_stages=True) as (view, updater):
         if isinstance(view, BatchState):
             _user_call(step, "updateState", updater.updateState, view, tuples, collector)
-        else:  # a user's plain State: the batch's updates between beginCommit and commit (Trident's order)
+        else:  # a user's own state: the batch's updates between beginCommit and commit (Trident's order)
             _user_call(step, f"{type(view).__name__}.beginCommit({txid})", view.beginCommit, txid)
             _user_call(step, "updateState", updater.updateState, view, tuples, collector)
             _user_call(step, f"{type(view).__name__}.commit({txid})", view.commit, txid)
@@ -233,11 +251,7 @@ def persist(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: in
 
 
 def _emitted(step: StateStep, emitted: list[list[Any]]) -> pa.RecordBatch:
-    width = len(step.output_fields)
-    bad = next((values for values in emitted if len(values) != width), None)
-    if bad is not None:
-        raise OperatorError(f"{step.label}: emitted {len(bad)} values {bad!r:.100} but declared {width} "
-                            f"fields {step.output_fields}")
+    emitted = [list(declared_values(step.label, values, step.output_fields)) for values in emitted]
     arrays = [to_arrow_column(name, [values[j] for values in emitted], step.new_types[name],
                               untyped=name in step.untyped_out, operator=step.label)
               for j, name in enumerate(step.output_fields)]
@@ -304,10 +318,9 @@ def query(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: int,
     if not rows:
         return
     new = [name for name in step.output_fields if name in step.new_types]
-    bad = next((values for values in emitted if len(values) != len(new)), None)
-    if bad is not None:
-        raise OperatorError(f"{step.label}: emitted {len(bad)} values {bad!r:.100} but declared "
-                            f"{len(new)} fields {new}")
+    # Fewer values than declared fields: an error; more (TupleCollectionGet's key values and value
+    # under fewer fields): the extra values go, as Trident's tuple view never shows them.
+    emitted = [list(declared_values(step.label, values, new)) for values in emitted]
     take = pa.array(rows, pa.int64())
     arrays = []
     for name in step.output_fields:
@@ -320,5 +333,5 @@ def query(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: int,
     yield pa.RecordBatch.from_arrays(arrays, names=step.output_fields)
 
 
-__all__ = ["StateStep", "check_not_ahead", "forget_opened_states", "opened_state", "opens_one_state",
-           "persist", "query", "with_metrics"]
+__all__ = ["StateStep", "check_not_ahead", "forget_opened_states", "is_plain_map", "opened_state",
+           "opens_one_state", "persist", "query", "with_metrics"]

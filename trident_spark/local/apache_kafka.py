@@ -130,7 +130,7 @@ def _jvm(java: str, jars: Sequence[Path], config_dir: Path) -> list[str]:
 
 def _format(jvm: list[str], config: Path, log: Path, timeout: float) -> None:
     """Format the node's log directory (once: a formatted directory is left as it is)."""
-    command = [*jvm, "kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(config),
+    command = [*jvm, "kafka.tools.StorageTool", "format", f"--cluster-id={_cluster_id()}", "-c", str(config),
                "--standalone", "--ignore-formatted"]  # fmt: skip
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)

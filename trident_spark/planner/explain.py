@@ -8,9 +8,14 @@ from trident_spark.errors import TopologyError
 from trident_spark.executor.sources import query_source, split_sources
 from trident_spark.planner.compile import BatchFrames, describe_node
 from trident_spark.planner.query import QueryPlan
+from trident_spark.spout.base import SpoutRun
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+#: explain() has no run: a DRPC stream that names no server is planned against the address run()
+#: starts its server on by default (reading plans no request: nothing is contacted).
+EXPLAIN_RUN = SpoutRun(None, drpc="127.0.0.1:3772")
 
 
 def spark_plan(df: DataFrame, mode: str) -> str:
@@ -29,7 +34,7 @@ def explain(queries: list[QueryPlan], spark: SparkSession, mode: str) -> str:
             inputs = ", ".join(str(query.nodes.index(i)) for i in node.inputs)
             lines.append(f"  [{query.nodes.index(node)}] {describe_node(node)}"
                          + (f"  <- [{inputs}]" if inputs else ""))
-        empty = spark.createDataFrame([], query_source(spark, query.spouts).schema)
+        empty = spark.createDataFrame([], query_source(spark, query.spouts, EXPLAIN_RUN).schema)
         frames = BatchFrames(query, split_sources(empty, query.spouts), txid=0)
         for output in query.outputs:
             sink = " (collected)" if output.sinks else ""

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import uuid
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +34,7 @@ from trident_spark.runtime.state_commits import (
     check_adopted_offsets,
     first_offsets,
 )
+from trident_spark.runtime.stop_quiet import BatchStoppedError, quiet_py4j
 from trident_spark.sink import CollectSink, DataFrameSink
 
 if TYPE_CHECKING:
@@ -114,6 +117,20 @@ class BatchRunner:
         self.commits = StateCommits(written, self.query.name, self.checkpoint, self.accept_state_loss)
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
+        try:
+            self._call(df, batch_id)
+        except TridentSparkError:  # our own errors (an outage's cause, ...) go up as they are
+            raise
+        except Exception as exc:
+            if not self._stopped():
+                raise
+            # stop() interrupted the batch (its jobs were cancelled): not an error. Say so in one
+            # short exception that py4j's logger drops; the batch has no commit and is replayed.
+            log.debug("stream %s: batch %d interrupted by stop(): %s", self.query.name, batch_id, exc)
+            quiet_py4j()
+            raise BatchStoppedError(self.query.name, batch_id) from None
+
+    def _call(self, df: DataFrame, batch_id: int) -> None:
         if self.drpc is None:
             self._run_batch(df, batch_id)
             return
@@ -328,7 +345,28 @@ def batch_timestamp_ms(checkpoint: Path | str | None, batch_id: int) -> int | No
 
 def _finish(output: Output, result: DataFrame, batch_id: int, stream: str = "") -> None:
     """Run one output's Spark job: gather it into its sinks, or run it for its side effects."""
-    name_jobs(result, stream, batch_id, output.node.label)
+    with job_call_site(result, name_jobs(result, stream, batch_id, output.node.label)):
+        _finish_named(output, result, batch_id)
+
+
+@contextlib.contextmanager
+def job_call_site(result: DataFrame, name: str) -> Iterator[None]:
+    """Spark's UI names a job after its call site: within the block, ``name``.
+
+    A PySpark action takes the first Python frame outside pyspark as its call site; inside
+    ``foreachBatch``, called back from the JVM, that frame is py4j's (``call at
+    .../py4j/clientserver.py:644``) for every job. PySpark's own actions leave the call site to
+    the outermost one (``SCCallSiteSync``): this block is that one, and sets ours.
+    """
+    from pyspark.traceback_utils import SCCallSiteSync
+
+    sc = result.sparkSession.sparkContext
+    with SCCallSiteSync(sc):  # type: ignore[no-untyped-call]
+        sc._jsc.setCallSite(name)  # type: ignore[union-attr]
+        yield
+
+
+def _finish_named(output: Output, result: DataFrame, batch_id: int) -> None:
     if not output.sinks:
         result.write.format("noop").mode("overwrite").save()
         return
@@ -385,7 +423,7 @@ def _finish_described(output: Output, result: DataFrame, batch_id: int, descript
     _finish(output, result, batch_id, stream)
 
 
-def name_jobs(result: DataFrame, stream: str, batch_id: int, operator: str) -> None:
+def name_jobs(result: DataFrame, stream: str, batch_id: int, operator: str) -> str:
     """Name the Spark jobs and stages this thread runs next after the stream, the batch and the
     output's operator: the description ``stream: batch N: operator`` (Spark's UI shows it for
     each job and stage; :func:`~trident_spark.runtime.metrics.batch_spark_metrics` finds a
@@ -396,3 +434,4 @@ def name_jobs(result: DataFrame, stream: str, batch_id: int, operator: str) -> N
     sc.setJobDescription(name)  # per thread
     sc.setLocalProperty("callSite.short", name)
     sc.setLocalProperty("callSite.long", name)
+    return name

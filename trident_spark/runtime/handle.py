@@ -275,6 +275,43 @@ class TopologyHandle:
         except Exception as exc:
             log.debug("removing progress listener: %s", exc)
 
+    def __repr__(self) -> str:
+        streams = [*self._queries, *self.drpc_direct]
+        with self._lock:
+            batches = len(self._progress)
+        plural = "" if batches == 1 else "es"
+        return (f"TopologyHandle(streams={streams!r}, {self._status()}, {batches} batch{plural}, "
+                f"checkpoint={str(self.checkpoint)!r})")
+
+    def _status(self) -> str:
+        try:
+            return "running" if self.isActive else "stopped"
+        except Exception:  # the session is gone
+            return "stopped"
+
+    def _repr_html_(self) -> str:
+        """One row per stream in Jupyter: running or not, its last batch, rows, time, input rate."""
+        from html import escape
+
+        with self._lock:
+            last: dict[str, BatchProgress] = {p.stream: p for p in self._progress}
+        head = "".join(f"<th>{h}</th>" for h in ("stream", "status", "last batch", "rows", "duration",
+                                                  "input rows/s"))
+        rows = []
+        for stream in [*self._queries, *self.drpc_direct]:
+            query = self._queries.get(stream)
+            try:
+                status = "running" if (query.isActive if query else self.isActive) else "stopped"
+            except Exception:  # the session is gone
+                status = "stopped"
+            batch = last.get(stream)
+            cells = [stream, status, "-", "-", "-", "-"] if batch is None else [
+                stream, status, str(batch.txid), f"{batch.rows:,}", f"{batch.duration_ms:,} ms",
+                "-" if batch.input_rows_per_second is None else f"{batch.input_rows_per_second:,.0f}"]
+            rows.append("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>")
+        caption = f"<caption>checkpoint {escape(str(self.checkpoint))}</caption>"
+        return f"<table>{caption}<tr>{head}</tr>{''.join(rows)}</table>"
+
     def __enter__(self) -> TopologyHandle:
         return self
 

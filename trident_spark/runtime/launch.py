@@ -37,6 +37,17 @@ log = logging.getLogger(__name__)
 ONCE_TRIGGERS = ("available_now", "availableNow", "once")
 
 
+def check_not_running(queries: list[QueryPlan], spark: SparkSession) -> None:
+    """A second ``run()`` of a topology whose streams still run (a notebook cell run again) is
+    refused with what to do, before Spark's "query with that name is already active"."""
+    active = {q.name for q in spark.streams.active}
+    running = [query.name for query in queries if query.name in active]
+    if running:
+        raise TopologyError(
+            f"this topology is running: handle.stop() first (stream {', '.join(map(repr, running))} "
+            "is active in this SparkSession; each stream runs once per session)")
+
+
 def start_queries(queries: list[QueryPlan], checkpoint: Path | str, trigger: str | None,
                   spark: SparkSession | None, on_progress: ProgressCallback | None, conf: dict[str, Any],
                   max_batch_retries: int, retry_delay: float, *, outage_budget: float = 180.0,
@@ -62,6 +73,8 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path | str, trigger: str
                 raise TopologyError(
                     f"newStream({spout_node.stream_name!r}): {spout_node.spout!r} is not a Spout; a spout "
                     "implements trident_spark.spout.Spout (fields, to_dataframe(spark); see spout/base.py)")
+    for query in queries:
+        check_drpc_path(query, drpc_path)  # a refusal of the topology's shape comes before its state
     files = check_py_files(py_files)
     outage_budget = check_outage_budget(outage_budget)
     states = []
@@ -74,6 +87,7 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path | str, trigger: str
     spark = spark or local_session(kafka_connector=needs_kafka_connector(
         node.spout for query in queries for node in query.spouts))
     require_classic(spark)
+    check_not_running(queries, spark)
     add_py_files(spark, files)
     if str(spark.sparkContext.master).startswith("local"):
         ship_by_value(queries)  # a test module, a notebook, a script: run with no step by the user
@@ -138,12 +152,10 @@ def checkpoint_at(location: Path | str, spark: SparkSession) -> Path | str:
         raise TopologyError(f"run(): {exc}") from None
 
 
-def _answered_in_driver(query: QueryPlan, run: SpoutRun, drpc_path: str, conf: dict[str, Any],
-                        max_batch_retries: int, retry_delay: float) -> DirectDRPC | None:
-    """The driver's answerer of a DRPC query's requests (``run(drpc_path="driver"|"auto")``), or
-    None: the query runs on Spark. ``"driver"`` for a stream that needs Spark is an error."""
-    drpc_spouts = [node for node in query.spouts if isinstance(node.spout, DRPCSpout)]
-    if drpc_path == "spark" or not drpc_spouts:
+def check_drpc_path(query: QueryPlan, drpc_path: str) -> str | None:
+    """Why a DRPC query's requests cannot be answered in the driver (None: they can, or it is no
+    DRPC query); ``drpc_path="driver"`` for such a query is refused here, before anything starts."""
+    if drpc_path == "spark" or not any(isinstance(node.spout, DRPCSpout) for node in query.spouts):
         return None
     outputs = [output for output in query.outputs if output.sinks]
     why = why_not_direct(query.nodes)
@@ -152,12 +164,24 @@ def _answered_in_driver(query: QueryPlan, run: SpoutRun, drpc_path: str, conf: d
     if why is None and (len(query.outputs) != 1 or len(outputs) != 1
                         or not all(isinstance(sink, DRPCResultSink) for sink in outputs[0].sinks)):
         why = "it has outputs besides its answer (collect(), a sink, another branch)"
+    if why is not None and drpc_path == "driver":
+        raise TopologyError(f"run(drpc_path='driver'): stream {query.name!r} cannot be answered in the "
+                            f"driver: {why}; use drpc_path='spark' or 'auto'")
+    return why
+
+
+def _answered_in_driver(query: QueryPlan, run: SpoutRun, drpc_path: str, conf: dict[str, Any],
+                        max_batch_retries: int, retry_delay: float) -> DirectDRPC | None:
+    """The driver's answerer of a DRPC query's requests (``run(drpc_path="driver"|"auto")``), or
+    None: the query runs on Spark. ``"driver"`` for a stream that needs Spark is an error."""
+    drpc_spouts = [node for node in query.spouts if isinstance(node.spout, DRPCSpout)]
+    if drpc_path == "spark" or not drpc_spouts:
+        return None
+    why = check_drpc_path(query, drpc_path)
     if why is not None:
-        if drpc_path == "driver":
-            raise TopologyError(f"run(drpc_path='driver'): stream {query.name!r} cannot be answered in the "
-                                f"driver: {why}; use drpc_path='spark' or 'auto'")
         log.info("stream %s: DRPC requests run as Spark batches: %s", query.name, why)
         return None
+    outputs = [output for output in query.outputs if output.sinks]
     client = drpc_spouts[0].spout.for_run(run).client()
     requests = topology_side(client.address, client.consumer, client.token)  # no HTTP in-process
     return DirectDRPC(drpc_spouts[0].spout.function, query.nodes, outputs[0].node, requests, conf,

@@ -89,6 +89,11 @@ class StageProgress(Mapping[str, Any]):
         return [cls.from_json(stage) for stage in stages]
 
 
+#: Below this task time, a batch whose slowest stage is Spark's own work (scheduling, moving rows
+#: to and from Python) is small: ``line()`` names no slowest stage, it would say "spark" for all.
+SPARK_FIXED_COST_MS = 1000.0
+
+
 @dataclass
 class BatchProgress:
     """One finished batch of one stream.
@@ -235,15 +240,42 @@ class BatchProgress:
 
     def line(self) -> str:
         """A one-line summary for terminals and logs."""
-        size = f"{self.bytes:,} B" if self.bytes is not None else "? B"
+        size = f", {self.bytes:,} B" if self.bytes is not None else ""  # spouts other than Kafka: unsized
         extra = f", limited by {self.limited_by}" if self.limited_by not in (None, "available") else ""
         bad = f", {self.malformed_records} malformed skipped" if self.malformed_records else ""
         bad += f", {self.attempts} attempts" if self.attempts > 1 else ""
         # Stage names are operator labels, which may show a user's object: no secret gets through.
-        line: str = redact_text(f"[{self.stream}] batch {self.txid}: {self.rows:,} rows, {size}, "
+        line: str = redact_text(f"[{self.stream}] batch {self.txid}: {self.rows:,} rows{size}, "
                                 f"{self.duration_ms} ms{extra}{bad}{self._state_line()}"
                                 f"{self._slowest_line()}{self._errors_line()}")
         return line
+
+    def __repr__(self) -> str:
+        # The dataclass repr showed every offset and stage: 1,500 characters on one line.
+        return (f"BatchProgress(stream={self.stream!r}, txid={self.txid}, rows={self.rows}, "
+                f"duration_ms={self.duration_ms})")
+
+    def _repr_html_(self) -> str:
+        """The batch as a small table in Jupyter: its summary, then where its task time went."""
+        from html import escape
+
+        rows = [("stream", self.stream), ("batch (txid)", str(self.txid)), ("rows", f"{self.rows:,}"),
+                ("duration", f"{self.duration_ms:,} ms")]
+        if self.bytes is not None:
+            rows.append(("bytes", f"{self.bytes:,}"))
+        if self.limited_by not in (None, "available"):
+            rows.append(("limited by", str(self.limited_by)))
+        if self.backlog is not None:
+            rows.append(("backlog", f"{self.backlog:,} records"))
+        if self.attempts > 1:
+            rows.append(("attempts", str(self.attempts)))
+        total = sum(s.ms or 0.0 for s in self.stages)
+        for stage in self.stages:
+            share = f" ({stage.ms / total:.0%})" if total else ""
+            rows.append((f"stage {stage.name}", f"{stage.ms:,.0f} ms{share}"))
+        body = "".join(f"<tr><th style='text-align:left'>{escape(redact_text(k))}</th>"
+                       f"<td>{escape(redact_text(v))}</td></tr>" for k, v in rows)
+        return f"<table>{body}</table>"
 
     def _errors_line(self) -> str:
         """``; 3 errors reported by each(Parse), 1 by each(Geo)``: what ``reportError`` counted."""
@@ -259,6 +291,8 @@ class BatchProgress:
         total = sum(s.ms or 0.0 for s in self.stages)
         if slowest is None or not total:
             return ""
+        if slowest.kind == "spark" and slowest.ms < SPARK_FIXED_COST_MS:
+            return ""  # a small batch: Spark's fixed cost per task, nothing to tune in the topology
         return f"; slowest stage: {slowest.name} ({slowest.ms / total:.0%} of task time)"
 
     def _state_line(self) -> str:

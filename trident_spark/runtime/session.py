@@ -107,6 +107,7 @@ def local_session(app_name: str = "trident-spark", master: str | None = None,
     master = master or os.environ.get("SPARK_MASTER", f"local[{os.cpu_count() or 2}]")
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # one machine: no interface lookup, no warning
+    quiet_driver_logging(conf)
     builder = SparkSession.builder.appName(app_name).master(master)
     builder = builder.config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
     for key, value in {**LOCAL_DEFAULTS, **(conf or {})}.items():
@@ -114,6 +115,47 @@ def local_session(app_name: str = "trident-spark", master: str | None = None,
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(os.environ.get("TRIDENT_SPARK_LOG_LEVEL", "WARN"))
     return spark
+
+
+#: Spark's log4j2 configuration without the lines that repeat one task failure (the package's).
+LOG4J_FILE = "log4j2-cli.properties"
+
+
+def quiet_driver_logging(conf: dict[str, str] | None = None,
+                         environ: dict[str, str] | os._Environ[str] | None = None) -> bool:
+    """Start the driver JVM a session builds with the package's log4j2 configuration, as the
+    ``trident-spark`` command does: a failing task then reaches the console as its one error
+    (raised by ``processAllAvailable``/``awaitTermination``), not as Spark's task-failure dump
+    repeated per retry. False, changing nothing, when a JVM runs already, the user configured
+    log4j (``SPARK_SUBMIT_OPTS``, ``spark.driver.extraJavaOptions``, a ``log4j2.properties`` in
+    ``SPARK_CONF_DIR``), or ``TRIDENT_SPARK_SPARK_LOGS=full`` asks for Spark's own logging.
+
+    Examples
+    --------
+    >>> env = {}
+    >>> quiet_driver_logging({}, env), "log4j2-cli.properties" in env["SPARK_SUBMIT_OPTS"]
+    (True, True)
+    >>> quiet_driver_logging({}, {"TRIDENT_SPARK_SPARK_LOGS": "full"})
+    False
+    """
+    import importlib.resources
+
+    from pyspark import SparkContext
+
+    env = os.environ if environ is None else environ
+    if SparkContext._active_spark_context is not None or env.get("TRIDENT_SPARK_SPARK_LOGS") == "full":
+        return False
+    if "log4j2.configurationFile" in env.get("SPARK_SUBMIT_OPTS", "") + (conf or {}).get(
+            "spark.driver.extraJavaOptions", ""):
+        return False
+    conf_dir = env.get("SPARK_CONF_DIR") or (f"{env['SPARK_HOME']}/conf" if env.get("SPARK_HOME") else "")
+    if conf_dir and os.path.isfile(os.path.join(conf_dir, "log4j2.properties")):
+        return False
+    from pathlib import Path
+
+    uri = Path(str(importlib.resources.files("trident_spark").joinpath("data", LOG4J_FILE))).as_uri()
+    env["SPARK_SUBMIT_OPTS"] = f"-Dlog4j2.configurationFile={uri} {env.get('SPARK_SUBMIT_OPTS', '')}".strip()
+    return True
 
 
 def default_filesystem(spark: Any) -> str | None:

@@ -3,8 +3,9 @@
 The data source (:mod:`trident_spark.spout.user_source`) asks a :class:`BatchMaker` for the
 next batch when Spark plans one (``latestOffset``), for a logged batch again after a restart
 (``partitions`` with no batch kept in memory) and tells it when a batch is done (``commit``).
-A batch's end offset is ``{"batch": txid + 1}`` for an :class:`IBatchSpout`, and
-``{"batch": txid + 1, "partitions": {partition id: metadata}}`` for the partitioned kinds:
+A batch's end offset is ``{"batch": txid + 1}`` for an :class:`IBatchSpout`,
+``{"batch": txid + 1, "partitions": {partition id: metadata}}`` for the partitioned kinds and
+``{"batch": txid + 1, "meta": coordinator metadata}`` for an ITridentSpout:
 Spark logs it before the batch runs, so it is what a replay is made from. Counting batches
 in the offset makes the txid the spout sees Spark's batch id, the txid the states see.
 """
@@ -22,8 +23,9 @@ from trident_spark.errors import SpoutError
 from trident_spark.spout.collector import SpoutCollector
 from trident_spark.spout.transaction import SpoutContext, TransactionAttempt
 
-#: The kinds of spout of your own: IBatchSpout, IPartitionedTridentSpout, IOpaquePartitionedTridentSpout.
-KINDS = ("batch", "transactional", "opaque")
+#: The kinds of spout of your own: IBatchSpout, IPartitionedTridentSpout, IOpaquePartitionedTridentSpout,
+#: ITridentSpout, and an IRichSpout wrapped in a RichSpoutBatchExecutor (an ITridentSpout).
+KINDS = ("batch", "transactional", "opaque", "trident", "rich")
 
 #: The id of an IBatchSpout's single partition in :class:`PartitionBatch`.
 BATCH_PARTITION = "batch"
@@ -57,7 +59,8 @@ class Batch:
 
 def spout_label(spout: object, stream: str) -> str:
     """How errors name a spout: ``spout DbPolling (stream 'orders')``."""
-    return f"spout {type(spout).__name__} (stream {stream!r})"
+    name = getattr(spout, "spout_name", None)  # a wrapper names the spout it wraps
+    return f"spout {name if isinstance(name, str) else type(spout).__name__} (stream {stream!r})"
 
 
 def calling(where: str, method: str, function: Callable[..., _T], *args: Any) -> _T:
@@ -429,6 +432,98 @@ class OpaqueMaker(PartitionedMaker):
         self.replayed.forget_before(txid_of(end) - 1)
 
 
+class TridentSpoutMaker(BatchMaker):
+    """ITridentSpout (and an IRichSpout in its RichSpoutBatchExecutor): the coordinator's metadata of
+    each batch in its end offset; the emitter on the driver, for new batches and replays alike.
+
+    A replay is initialized again with its logged metadata as ``currMetadata`` and emitted from
+    what ``initializeTransaction`` returns; should that differ from the log (Spark's offset log
+    is written once), it is remembered as the metadata the next batch goes on from (as
+    Trident's coordinator overrides its stored state).
+    """
+
+    def __init__(self, spout: Any, stream: str, fields: Sequence[str], replayed: ReplayedMetadata) -> None:
+        super().__init__(spout, stream, fields)
+        self.replayed = replayed
+        self._coordinator: Any = None
+        self._emitter: Any = None
+        self._last_empty = False
+
+    def initial_offset(self) -> dict[str, Any]:
+        return {"batch": 0, "meta": None}
+
+    def _open(self) -> None:
+        if self._coordinator is None:
+            context = SpoutContext(self.stream)
+            self._coordinator = calling(self.label, "getCoordinator", self.spout.getCoordinator,
+                                        self.stream, self.conf, context)
+            self._emitter = calling(self.label, "getEmitter", self.spout.getEmitter, self.stream, self.conf,
+                                    context)
+
+    def _previous(self, start: dict[str, Any]) -> Any:
+        """The metadata of the batch before ``start``: its replay's, if it differed, else the log's."""
+        remembered = self.replayed.get(txid_of(start) - 1)
+        return remembered["meta"] if remembered is not None else start.get("meta")
+
+    def _initialize(self, txid: int, previous: Any, current: Any) -> Any:
+        where = f"{self.label}, batch {txid}"
+        meta = calling(where, "initializeTransaction", self._coordinator.initializeTransaction, txid,
+                       previous, current)
+        return checked_meta(meta, where, "initializeTransaction")
+
+    def _emit(self, txid: int, meta: Any, end: dict[str, Any], attempt: int) -> Batch:
+        where = f"{self.label}, batch {txid}"
+        collector = self._collector(where)
+        calling(where, "emitBatch", self._emitter.emitBatch, TransactionAttempt(txid, attempt), meta,
+                collector)
+        return Batch(txid, end, [PartitionBatch(BATCH_PARTITION, collector.tuples)])
+
+    def next_batch(self, start: dict[str, Any]) -> Batch | None:
+        """Every ready txid is a batch, an empty one too; an ``available_now`` run ends after an empty one."""
+        if self.available_now and self._last_empty:
+            return None
+        txid = txid_of(start)
+        self._open()
+        if not calling(f"{self.label}, batch {txid}", "isReady", self._coordinator.isReady, txid):
+            return None
+        meta = self._initialize(txid, self._previous(start), None)
+        batch = self._emit(txid, meta, {"batch": txid + 1, "meta": meta}, 0)
+        self._last_empty = batch.empty
+        return batch
+
+    def replay(self, start: dict[str, Any], end: dict[str, Any]) -> Batch:
+        """The logged batch again: initialized with its logged metadata, emitted from the result."""
+        txid = self._one_batch(start, end)
+        self._open()
+        logged = end.get("meta")
+        meta = self._initialize(txid, self._previous(start), logged)
+        if meta != logged:
+            self.replayed.put(txid, {"meta": meta})
+        else:
+            self.replayed.drop(txid)
+        return self._emit(txid, meta, end, 1)
+
+    def committed(self, end: dict[str, Any]) -> None:
+        """The emitter's ``success(tx)``, then the coordinator's ``success(txid)``."""
+        txid = txid_of(end) - 1
+        if txid < 0:
+            return
+        self._open()
+        where = f"{self.label}, batch {txid}"
+        calling(where, "Emitter.success", self._emitter.success, TransactionAttempt(txid))
+        calling(where, "BatchCoordinator.success", self._coordinator.success, txid)
+        self.replayed.forget_before(txid)
+
+    def close(self) -> None:
+        """Close the emitter and the coordinator."""
+        emitter, coordinator = self._emitter, self._coordinator
+        self._emitter = self._coordinator = None
+        if emitter is not None:
+            calling(self.label, "Emitter.close", emitter.close)
+        if coordinator is not None:
+            calling(self.label, "BatchCoordinator.close", coordinator.close)
+
+
 def batch_maker(kind: str, spout: Any, stream: str, fields: Sequence[str],
                 replayed: ReplayedMetadata) -> BatchMaker:
     """The :class:`BatchMaker` of a spout of ``kind`` (one of :data:`KINDS`).
@@ -446,8 +541,10 @@ def batch_maker(kind: str, spout: Any, stream: str, fields: Sequence[str],
         return TransactionalMaker(spout, stream, fields)
     if kind == "opaque":
         return OpaqueMaker(spout, stream, fields, replayed)
+    if kind in ("trident", "rich"):
+        return TridentSpoutMaker(spout, stream, fields, replayed)
     raise SpoutError(f"{spout_label(spout, stream)}: unknown spout kind {kind!r}; one of {list(KINDS)}")
 
 
 __all__ = ["BATCH_PARTITION", "KINDS", "Batch", "BatchMaker", "PartitionBatch", "ReplayedMetadata",
-           "batch_maker", "checked_meta", "emit_again", "spout_label"]
+           "TridentSpoutMaker", "batch_maker", "checked_meta", "emit_again", "spout_label"]

@@ -1,5 +1,5 @@
-"""A spout of your own (IBatchSpout, IPartitionedTridentSpout, IOpaquePartitionedTridentSpout)
-behind the :class:`Spout` interface.
+"""A spout of your own (IBatchSpout, IPartitionedTridentSpout, IOpaquePartitionedTridentSpout,
+ITridentSpout, IRichSpout) behind the :class:`Spout` interface.
 
 ``topology.newStream(name, spout)`` calls the interfaces' ``__trident_spout__(name)``, which
 wraps the user's instance in a :class:`UserSpout`; the runtime then uses it as any spout.
@@ -14,6 +14,7 @@ from trident_spark import checkpoint_files as files
 from trident_spark.errors import SpoutError, TopologyError
 from trident_spark.fields import Fields
 from trident_spark.object_values import OBJECT_METADATA
+from trident_spark.shapes import MethodShape, check_methods
 from trident_spark.spout.base import Spout, SpoutRun
 from trident_spark.spout.tuple_rows import TupleRows
 from trident_spark.spout.user_batches import KINDS, spout_label
@@ -22,7 +23,41 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 _KIND_NAMES = {"batch": "IBatchSpout", "transactional": "IPartitionedTridentSpout",
-               "opaque": "IOpaquePartitionedTridentSpout"}
+               "opaque": "IOpaquePartitionedTridentSpout", "trident": "ITridentSpout", "rich": "IRichSpout"}
+
+
+_CONF = "Map conf, TopologyContext context"
+_PARTITIONED: tuple[MethodShape, ...] = (
+    ("getCoordinator", f"getCoordinator({_CONF})", ("conf", "context")),
+    ("getEmitter", f"getEmitter({_CONF})", ("conf", "context")),
+    ("getOutputFields", "getOutputFields()", ()),
+    ("getComponentConfiguration", "getComponentConfiguration()", ()))
+
+#: Per kind: the interface's name and its methods as Storm declares them (checked at newStream).
+SPOUT_SHAPES: dict[str, tuple[str, tuple[MethodShape, ...]]] = {
+    "batch": ("IBatchSpout", (
+        ("open", f"open({_CONF})", ("conf", "context")),
+        ("emitBatch", "emitBatch(long batchId, TridentCollector collector)", ("batch_id", "collector")),
+        ("ack", "ack(long batchId)", ("batch_id",)),
+        ("close", "close()", ()),
+        ("getOutputFields", "getOutputFields()", ()),
+        ("getComponentConfiguration", "getComponentConfiguration()", ()))),
+    "transactional": ("IPartitionedTridentSpout", _PARTITIONED),
+    "opaque": ("IOpaquePartitionedTridentSpout", _PARTITIONED),
+    "trident": ("ITridentSpout", (
+        ("getCoordinator", f"getCoordinator(String txStateId, {_CONF})", ("txStateId", "conf", "context")),
+        ("getEmitter", f"getEmitter(String txStateId, {_CONF})", ("txStateId", "conf", "context")),
+        ("getOutputFields", "getOutputFields()", ()),
+        ("getComponentConfiguration", "getComponentConfiguration()", ()))),
+    "rich": ("IRichSpout", (
+        ("open", f"open({_CONF}, SpoutOutputCollector collector)", ("conf", "context", "collector")),
+        ("nextTuple", "nextTuple()", ()),
+        ("ack", "ack(Object msgId)", ("msgId",)),
+        ("fail", "fail(Object msgId)", ("msgId",)),
+        ("close", "close()", ()),
+        ("declareOutputFields", "declareOutputFields(OutputFieldsDeclarer declarer)", ("declarer",)),
+        ("getComponentConfiguration", "getComponentConfiguration()", ()))),
+}
 
 
 class UserSpout(Spout):
@@ -33,7 +68,8 @@ class UserSpout(Spout):
     spout : object
         The user's IBatchSpout, IPartitionedTridentSpout or IOpaquePartitionedTridentSpout.
     kind : str
-        ``"batch"``, ``"transactional"`` or ``"opaque"``.
+        ``"batch"``, ``"transactional"``, ``"opaque"``, ``"trident"`` (an ITridentSpout) or ``"rich"``
+        (an IRichSpout in its RichSpoutBatchExecutor).
     stream : str
         The stream's name.
     metadata_dir : str, optional
@@ -58,8 +94,13 @@ class UserSpout(Spout):
         self.kind = kind
         self.stream = stream
         self.metadata_dir = metadata_dir
+        interface, shapes = SPOUT_SHAPES[kind]
+        checked = spout.spout if kind == "rich" else spout  # a RichSpoutBatchExecutor: the rich spout
+        check_methods(f"newStream({stream!r})", checked, interface, shapes)
         try:
             declared = spout.getOutputFields()
+        except TopologyError:
+            raise
         except Exception as exc:
             raise TopologyError(f"newStream({stream!r}): {type(spout).__name__}.getOutputFields() raised "
                                 f"{type(exc).__name__}: {exc}") from exc
@@ -80,7 +121,8 @@ class UserSpout(Spout):
         return self._fields
 
     def __repr__(self) -> str:
-        return f"{type(self.spout).__name__} ({_KIND_NAMES[self.kind]}, stream {self.stream!r})"
+        name = getattr(self.spout, "spout_name", None) or type(self.spout).__name__
+        return f"{name} ({_KIND_NAMES[self.kind]}, stream {self.stream!r})"
 
     def for_run(self, run: SpoutRun) -> UserSpout:
         """The spout told where its metadata of replays lives: ``<checkpoint>/user-spout-<stream>``."""
@@ -116,7 +158,7 @@ class UserSpout(Spout):
         specs = [f"{n}:{self._rows.declared[n].ddl}" if n in self._rows.declared else n for n in self._fields]
         df = (spark.readStream.format(FORMAT_NAME)
               .option("spout_file", write_spout(self._pickled(), self.metadata_dir))
-              .option("spout_class", type(self.spout).__name__)
+              .option("spout_class", getattr(self.spout, "spout_name", None) or type(self.spout).__name__)
               .option("kind", self.kind)
               .option("stream", self.stream)
               .option("fields", json.dumps(specs))

@@ -304,7 +304,10 @@ def _input_rate(recent: Sequence[Any]) -> tuple[float | None, str | None]:
             seen.append((when, newest))
     if len(seen) >= 2 and seen[-1][0] > seen[0][0]:
         return (seen[-1][1] - seen[0][1]) / (seen[-1][0] - seen[0][0]), "offsets"
-    spark = [float(r) for b in recent if (r := value_of(b, "input_rows_per_second")) is not None]
+    # Spark says 0 rows/s for a batch that read rows when it has no earlier trigger to divide by
+    # (a run's first batch, an available-now run): no rate, not a stream with no input.
+    spark = [float(r) for b in recent if (r := value_of(b, "input_rows_per_second")) is not None
+             and (r > 0 or not value_of(b, "rows"))]
     return (sum(spark) / len(spark), "spark") if spark else (None, None)
 
 

@@ -91,7 +91,10 @@ def test_a_task_that_fails_after_writing_is_retried_and_the_state_stays_exact(ka
         "states": {name: factory.url for name, factory in states.items()}}))
     try:
         done = subprocess.run([sys.executable, str(DRIVER), str(config)], cwd=REPO, capture_output=True,
-                              text=True, timeout=400, env={**os.environ, "PYTHONPATH": str(REPO)})
+                              text=True, timeout=400,
+                              # Spark's whole log on stderr (run()'s session keeps task-failure dumps out
+                              # of the console by default): the failed attempts are checked in it below.
+                              env={**os.environ, "PYTHONPATH": str(REPO), "TRIDENT_SPARK_SPARK_LOGS": "full"})
         assert done.returncode == 0, done.stderr[-5000:]
 
         # Each failing operation failed once, in its first attempt, and the retry (attempt 1) ran it again.

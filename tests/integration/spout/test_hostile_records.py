@@ -83,7 +83,9 @@ def test_the_20_byte_avro_record_is_one_malformed_record_or_a_clear_failure(spar
 @pytest.mark.timeout(400)
 def test_json_100000_deep_and_a_1_5_mb_record_reach_the_dead_letter_topic_and_the_stream_goes_on(
         spark, kafka_bootstrap, new_topic, tmp_path):
-    topic, dlq = new_topic(), new_topic(prefix="dlq")
+    # The source topic takes records up to 4 MB; the dead-letter topic keeps the broker's default
+    # (about 1 MB), so the 1.5 MB letter is refused by the broker if it is sent whole.
+    topic, dlq = new_topic(config={"max.message.bytes": "4000000"}), new_topic(prefix="dlq")
     deep = b"[" * 100_000 + b"]" * 100_000
     big = b"{" + b"x" * 1_500_000  # malformed, and over the dead-letter producer's 1,000,000 bytes
     good = [json.dumps({"user": u}).encode() for u in ("ann", "bob", "ann")]

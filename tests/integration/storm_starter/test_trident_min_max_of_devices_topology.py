@@ -61,44 +61,44 @@ def vehicles(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
 def test_the_devices_debug_prints_the_spouts_numbers(devices: dict[str, DebugOutput]) -> None:
     spout = RandomNumberGeneratorSpout(Fields("device-id", "count"), 10, 1000, seed=SEED)
     assert devices["##### devices"].lines() == {
-        k: [f"##### devices: {{'device-id': {i}, 'count': {n}}}" for i, n in spout.batch(k)] for k in (0, 1)}
+        k: [f"##### devices: [{i}, {n}]" for i, n in spout.batch(k)] for k in (0, 1)}
 
 
 def test_min_by_device_id_ties_go_to_the_later_device(devices: dict[str, DebugOutput]) -> None:
     assert devices["#### device with min id"].lines() == {
-        0: ["#### device with min id: {'device-id': 190, 'count': 903}"],
-        1: ["#### device with min id: {'device-id': 46, 'count': 50}"]}
+        0: ["#### device with min id: [190, 903]"],
+        1: ["#### device with min id: [46, 50]"]}
 
 
 def test_max_by_count_ties_go_to_the_later_device(devices: dict[str, DebugOutput]) -> None:
     assert devices["#### device with max count"].lines() == {
-        0: ["#### device with max count: {'device-id': 334, 'count': 983}"],
-        1: ["#### device with max count: {'device-id': 248, 'count': 747}"]}
+        0: ["#### device with max count: [334, 983]"],
+        1: ["#### device with max count: [248, 747]"]}
 
 
 def test_the_vehicles_topology_of_the_same_file(vehicles: dict[str, DebugOutput]) -> None:
     generated = Vehicle.generateVehicles(20)
     assert vehicles["##### vehicles"].lines() == {
-        k: [f"##### vehicles: {{'vehicle': {vehicle!r}, 'driver': {driver!r}}}"
+        k: [f"##### vehicles: [{vehicle}, {driver}]"
             for vehicle, driver in generated[10 * k:10 * k + 10]] for k in (0, 1)}
     assert vehicles["#### slowest vehicle"].lines() == {
-        0: ["#### slowest vehicle: {'vehicle': Vehicle{name='Vehicle-6', maxSpeed=4, "
-            "efficiency=4.310071360113423}}"],
-        1: ["#### slowest vehicle: {'vehicle': Vehicle{name='Vehicle-12', maxSpeed=13, "
-            "efficiency=2.7921302700189945}}"]}
+        0: ["#### slowest vehicle: [Vehicle{name='Vehicle-6', maxSpeed=4, "
+            "efficiency=4.310071360113423}]"],
+        1: ["#### slowest vehicle: [Vehicle{name='Vehicle-12', maxSpeed=13, "
+            "efficiency=2.7921302700189945}]"]}
     assert vehicles["##### slowest driver"].lines() == {
-        0: ["##### slowest driver: {'driver': Driver{name='Driver-6', id=6}}"],
-        1: ["##### slowest driver: {'driver': Driver{name='Driver-12', id=12}}"]}
+        0: ["##### slowest driver: [Driver{name='Driver-6', id=6}]"],
+        1: ["##### slowest driver: [Driver{name='Driver-12', id=12}]"]}
     assert vehicles["#### fastest vehicle"].lines() == {
-        0: ["#### fastest vehicle: {'vehicle': Vehicle{name='Vehicle-7', maxSpeed=95, "
-            "efficiency=3.2029024251618683}}"],
-        1: ["#### fastest vehicle: {'vehicle': Vehicle{name='Vehicle-17', maxSpeed=94, "
-            "efficiency=2.5539808315337083}}"]}
+        0: ["#### fastest vehicle: [Vehicle{name='Vehicle-7', maxSpeed=95, "
+            "efficiency=3.2029024251618683}]"],
+        1: ["#### fastest vehicle: [Vehicle{name='Vehicle-17', maxSpeed=94, "
+            "efficiency=2.5539808315337083}]"]}
     assert vehicles["##### fastest driver"].lines() == {
-        0: ["##### fastest driver: {'driver': Driver{name='Driver-7', id=7}}"],
-        1: ["##### fastest driver: {'driver': Driver{name='Driver-17', id=17}}"]}
+        0: ["##### fastest driver: [Driver{name='Driver-7', id=7}]"],
+        1: ["##### fastest driver: [Driver{name='Driver-17', id=17}]"]}
     assert vehicles["#### efficient vehicle"].lines() == {
-        0: ["#### efficient vehicle: {'vehicle': Vehicle{name='Vehicle-1', maxSpeed=57, "
-            "efficiency=4.947691911421597}}"],
-        1: ["#### efficient vehicle: {'vehicle': Vehicle{name='Vehicle-11', maxSpeed=46, "
-            "efficiency=3.703897471912009}}"]}
+        0: ["#### efficient vehicle: [Vehicle{name='Vehicle-1', maxSpeed=57, "
+            "efficiency=4.947691911421597}]"],
+        1: ["#### efficient vehicle: [Vehicle{name='Vehicle-11', maxSpeed=46, "
+            "efficiency=3.703897471912009}]"]}

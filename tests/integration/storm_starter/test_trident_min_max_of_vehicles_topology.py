@@ -39,7 +39,7 @@ V9 = "Vehicle{name='Vehicle-9', maxSpeed=11, efficiency=3.678273058234403}"
 
 def per_batch(prefix: str, field: str, first: str, second: str) -> dict[int, list[str]]:
     """The line printed in each of the 4 batches: ``first`` in batches 0 and 2, ``second`` in 1 and 3."""
-    return {txid: [f"{prefix}: {{'{field}': {shown}}}"] for txid, shown in enumerate([first, second] * 2)}
+    return {txid: [f"{prefix}: [{shown}]"] for txid, shown in enumerate([first, second] * 2)}
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +59,7 @@ def test_the_vehicles_debug_prints_the_spouts_tuples(run: dict[str, DebugOutput]
     vehicles = Vehicle.generateVehicles(20)
     batches = [vehicles[:10], vehicles[10:]] * 2
     assert run["##### vehicles"].lines() == {
-        txid: [f"##### vehicles: {{'vehicle': {vehicle!r}, 'driver': {driver!r}}}"
+        txid: [f"##### vehicles: [{vehicle}, {driver}]"
                for vehicle, driver in batch]
         for txid, batch in enumerate(batches)}
 

@@ -21,8 +21,8 @@ def test_debug_prints_each_tuple_and_keeps_it(capsys):
     assert Debug().isKeep(t("cat", 3, fields=["word", "count"])) is True
     assert Debug("counts").isKeep(t("dog", None, fields=["word", "count"])) is True
     assert capsys.readouterr().out.splitlines() == [
-        "DEBUG: {'word': 'cat', 'count': 3}",
-        "counts: {'word': 'dog', 'count': None}",
+        "DEBUG: [cat, 3]",
+        "counts: [dog, null]",
     ]
 
 

@@ -181,9 +181,11 @@ def test_an_operation_s_error_names_the_operation_and_the_tuple() -> None:
         answer(requests().each(["args"], Boom(), ["n"]), "cat")
 
 
-def test_an_emit_of_the_wrong_width_is_an_error() -> None:
-    with pytest.raises(OperatorError, match="emitted 2 values"):
-        answer(requests().map(lambda t: [1, 2], ["one"]), "cat")
+def test_an_emit_of_too_few_values_is_an_error_and_extra_values_are_dropped() -> None:
+    with pytest.raises(OperatorError, match="emitted 1 values"):
+        answer(requests().map(lambda t: [1], ["one", "two"]), "cat")
+    assert answer(requests().map(lambda t: [1, 2], ["one"]), "cat") == answer(
+        requests().map(lambda t: [1], ["one"]), "cat")
 
 
 class DictBacking(IBackingMap):

@@ -116,14 +116,14 @@ def test_line():
 )
 def test_line_limits(limited_by, suffix):
     p = BatchProgress("s", txid=0, rows=5, duration_ms=12, bytes=None, limited_by=limited_by)
-    assert p.line() == f"[s] batch 0: 5 rows, ? B, 12 ms{suffix}"
+    assert p.line() == f"[s] batch 0: 5 rows, 12 ms{suffix}"
 
 
 def test_line_tells_what_the_state_did():
     p = BatchProgress("wc", txid=4, rows=5, duration_ms=12, bytes=None,
                       state={"keys_written": 1200, "store_reads": 1, "store_writes": 2, "cache_hits": 1140,
                              "cache_misses": 60})
-    assert p.line() == ("[wc] batch 4: 5 rows, ? B, 12 ms; state: 1,200 keys written, 1 reads, 2 writes, "
+    assert p.line() == ("[wc] batch 4: 5 rows, 12 ms; state: 1,200 keys written, 1 reads, 2 writes, "
                         "cache hits 95%")
 
 
@@ -195,7 +195,7 @@ def test_line_names_the_slowest_stage():
 
 def test_a_replayed_batch_shows_its_attempts():
     p = BatchProgress("s", txid=7, rows=3999, duration_ms=900, attempts=3)
-    assert p.line() == "[s] batch 7: 3,999 rows, ? B, 900 ms, 3 attempts"
+    assert p.line() == "[s] batch 7: 3,999 rows, 900 ms, 3 attempts"
     assert BatchProgress.from_json(p.to_json()).attempts == 3
 
 
@@ -211,3 +211,25 @@ def test_to_json_writes_every_field_as_asdict_would():
     p = BatchProgress.from_spark("wordcount", spark_progress())
     p.add_task_metrics({"store_reads": 2, ("stage", "python", "f", "ms"): 1.5}, {"executor_run_ms": 9.0})
     assert json.loads(p.to_json()) == asdict(p)
+
+
+def test_line_names_no_spark_stage_on_a_small_batch():
+    # Spark's fixed cost per task dominates every small batch: "slowest stage: spark (95%)" said nothing
+    p = BatchProgress("wc", txid=2, rows=10, duration_ms=50, bytes=100,
+                      stages=[{"name": "split", "kind": "python", "ms": 3.0},
+                              {"name": "spark", "kind": "spark", "ms": 57.0}])
+    assert p.line() == "[wc] batch 2: 10 rows, 100 B, 50 ms"
+    p.stages[1].ms = 5000.0  # a large batch's shuffle: worth naming
+    assert p.line() == "[wc] batch 2: 10 rows, 100 B, 50 ms; slowest stage: spark (100% of task time)"
+
+
+def test_a_batch_of_a_spout_without_sizes_shows_no_bytes():
+    assert BatchProgress("s", txid=0, rows=5, duration_ms=12).line() == "[s] batch 0: 5 rows, 12 ms"
+
+
+def test_repr_is_short_and_html_is_a_table():
+    p = BatchProgress.from_spark("wordcount", spark_progress())
+    assert repr(p) == "BatchProgress(stream='wordcount', txid=3, rows=2380, duration_ms=1234)"
+    html = p._repr_html_()
+    assert html.startswith("<table>") and "<th style='text-align:left'>rows</th><td>2,380</td>" in html
+    assert "<th style='text-align:left'>limited by</th><td>max_fetch_bytes</td>" in html

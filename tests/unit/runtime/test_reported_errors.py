@@ -37,7 +37,7 @@ def test_progress_carries_them_and_the_line_shows_them():
     batch.add_task_metrics(counters, {})
     assert batch.errors_reported == {"each(Parse)": 3, "each(Geo)": 1}
     assert batch.last_errors == {"each(Parse)": "ValueError: token=***", "each(Geo)": "ValueError: no city"}
-    assert batch.line() == ("[words] batch 2: 10 rows, ? B, 5 ms; 3 errors reported by each(Parse), "
+    assert batch.line() == ("[words] batch 2: 10 rows, 5 ms; 3 errors reported by each(Parse), "
                             "1 by each(Geo)")
     line = batch.to_json()
     assert json.loads(line)["errors_reported"] == {"each(Parse)": 3, "each(Geo)": 1}
@@ -47,7 +47,7 @@ def test_progress_carries_them_and_the_line_shows_them():
 def test_a_batch_without_reported_errors_says_nothing_of_them():
     batch = BatchProgress("words", txid=0, rows=1, duration_ms=1)
     batch.add_task_metrics({}, {})
-    assert (batch.errors_reported, batch.line()) == ({}, "[words] batch 0: 1 rows, ? B, 1 ms")
+    assert (batch.errors_reported, batch.line()) == ({}, "[words] batch 0: 1 rows, 1 ms")
     assert BatchProgress.from_json(json.dumps({"stream": "w", "txid": 0, "rows": 0, "duration_ms": 0})) \
         .errors_reported == {}
 

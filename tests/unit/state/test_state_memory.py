@@ -77,9 +77,11 @@ def test_bad_settings_are_named(settings, message):
     assert str(caught.value) == message
 
 
-def test_a_name_is_required():
-    with pytest.raises(TypeError, match="name"):
-        MemoryState.opaque()
+def test_an_empty_name_is_refused_and_no_name_is_a_fresh_id():
+    # Issue 29: a factory without a name gets a fresh id, as Storm's MemoryMapState.Factory() does.
+    with pytest.raises(StateConfigError, match="non-empty name"):
+        MemoryState.opaque(name="")
+    assert MemoryState.opaque().name != MemoryState.opaque().name
 
 
 def test_threads_incrementing_one_key_through_their_own_caches_end_exact(name):

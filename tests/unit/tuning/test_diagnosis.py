@@ -265,3 +265,14 @@ def test_a_run_s_warm_up_batch_is_left_out_of_durations_and_stages():
     assert d.totals.batches == 5 and d.totals.rows == 5000
     only_warmup = diagnose(batches[:1], trigger_ms=1000)
     assert only_warmup.duration_last == 30_000  # nothing else to judge by
+
+
+def test_spark_saying_zero_rows_per_second_for_a_batch_that_read_rows_is_no_input_rate():
+    # a finished available-now run's only batch: Spark had no earlier trigger to divide by
+    d = diagnose([batch(0, backlog=None, input_rows_per_second=0.0)])
+    assert (d.input_rate, d.input_rate_source) == (None, None)
+    from trident_spark.cli.live import numbers
+
+    assert dict(numbers(d))["rates"].startswith("input not measured, processing ")
+    # an idle stream's empty batch does say 0
+    assert diagnose([batch(0, rows=0, backlog=None, input_rows_per_second=0.0)]).input_rate == 0.0
