@@ -66,6 +66,16 @@ class _Host:
             def verify_request(self, request: Any, client_address: Any) -> bool:
                 return _admitted(request, path)
 
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                # A task that Spark cancels (a stopped query, a killed job) closes its connection
+                # mid-request: normal, and not the console's business. Anything else is logged
+                # once, through logging, instead of socketserver's traceback on stderr.
+                error = sys.exc_info()[1]
+                if isinstance(error, (ConnectionError, EOFError)):
+                    log.debug("instance host %s: a task left mid-request (%s)", path.name, error)
+                else:
+                    log.error("instance host %s: a request failed", path.name, exc_info=error)
+
         self.server = Server(str(path), Handler)
 
     def serve(self, rfile: Any, wfile: Any) -> None:

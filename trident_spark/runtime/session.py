@@ -107,12 +107,22 @@ def local_session(app_name: str = "trident-spark", master: str | None = None,
     master = master or os.environ.get("SPARK_MASTER", f"local[{os.cpu_count() or 2}]")
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # one machine: no interface lookup, no warning
-    quiet_driver_logging(conf)
     builder = SparkSession.builder.appName(app_name).master(master)
     builder = builder.config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
     for key, value in {**LOCAL_DEFAULTS, **(conf or {})}.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    # The quiet log4j configuration reaches the driver JVM through SPARK_SUBMIT_OPTS, read when
+    # the JVM starts: set for that moment only, so the processes this one starts later (a
+    # subprocess asking for Spark's whole log, say) do not inherit it.
+    submit_opts = os.environ.get("SPARK_SUBMIT_OPTS")
+    quiet_driver_logging(conf)
+    try:
+        spark = builder.getOrCreate()
+    finally:
+        if submit_opts is None:
+            os.environ.pop("SPARK_SUBMIT_OPTS", None)
+        else:
+            os.environ["SPARK_SUBMIT_OPTS"] = submit_opts
     spark.sparkContext.setLogLevel(os.environ.get("TRIDENT_SPARK_LOG_LEVEL", "WARN"))
     return spark
 
