@@ -17,10 +17,12 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import random
 import shutil
 import socket
 import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 from trident_spark.local.service_handle import ServiceHandle, ServiceName
@@ -33,6 +35,7 @@ __all__ = [
     "REDIS_IMAGE",
     "container_image",
     "docker_available",
+    "host_ports",
     "start_container",
     "testcontainers_installed",
 ]
@@ -100,6 +103,55 @@ _READY_TIMEOUT_S = 180.0
 """Seconds a local image's service has to answer (a JVM's first start in a container, on 2 busy cores)."""
 
 
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_LOWEST_HOST_PORT = 20000
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(_EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default range is 32768-60999
+
+
+def host_ports(count: int) -> list[int]:
+    """``count`` distinct TCP ports of 127.0.0.1, free a moment ago, below the kernel's ephemeral range.
+
+    A container on the host network binds its ports seconds after they are chosen (a JVM starts
+    first). A port of the ephemeral range (what binding port 0 gives) may meanwhile become the local
+    end of any outgoing connection on the machine, or the port 0 of another process, and the service
+    then exits with "Address already in use". Below that range only a process that names the port
+    itself can take it. Ephemeral ports where that range starts at 20000 or lower.
+
+    Examples
+    --------
+    >>> ports = host_ports(3)
+    >>> len(set(ports)) == 3 and all(1024 <= port < 65536 for port in ports)
+    True
+    """
+    from trident_spark.local.process import free_port
+
+    low = _ephemeral_low()
+    if low <= _LOWEST_HOST_PORT:
+        chosen: set[int] = set()
+        while len(chosen) < count:
+            chosen.add(free_port())
+        return list(chosen)
+    ports: list[int] = []
+    candidates = random.sample(range(_LOWEST_HOST_PORT, low), min(low - _LOWEST_HOST_PORT, 50 * count))
+    for port in candidates:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        ports.append(port)
+        if len(ports) == count:
+            return ports
+    raise OSError(f"no {count} free ports of 127.0.0.1 in {_LOWEST_HOST_PORT}-{low - 1}: "
+                  "stop some services, or widen the range below /proc/sys/net/ipv4/ip_local_port_range")
+
+
 def _host_network_command(name: ServiceName, port: int, second_port: int) -> list[str]:
     """The container's command: Kafka's client and controller ports, OpenSearch's HTTP and transport
     ports (the images' entrypoints take them), or redis-server's command line."""
@@ -144,20 +196,9 @@ def _testcontainers(module: str, name: str) -> Any:
     return getattr(require_extra(f"testcontainers.{module}", "a service in a Docker container"), name)
 
 
-def _start_on_host_network(name: ServiceName, image: str) -> ServiceHandle:
-    DockerContainer = _testcontainers("core.container", "DockerContainer")  # noqa: N806
-
-    from trident_spark.local.process import ServiceStartError, free_port
-
-    port, second_port = free_port(), free_port()
-    container = DockerContainer(image).with_command(_host_network_command(name, port, second_port))
-    container.with_kwargs(network_mode="host")
-    container.start()
-    address = {
-        "kafka": f"127.0.0.1:{port}",
-        "redis": f"redis://127.0.0.1:{port}/0",
-        "elasticsearch": f"http://127.0.0.1:{port}",
-    }[name]
+def _wait_answering(name: ServiceName, container: Any, address: str) -> str | None:
+    """None once the service in ``container`` answers at ``address``; else why not, with its last
+    log lines (the container is stopped then)."""
     deadline = time.monotonic() + _READY_TIMEOUT_S
     while not _answers(name, address):
         exited = _container_exited(container)
@@ -165,11 +206,36 @@ def _start_on_host_network(name: ServiceName, image: str) -> ServiceHandle:
             why = "exited" if exited else f"did not answer within {_READY_TIMEOUT_S:g} s"
             tail = _container_tail(container)
             container.stop()
-            raise ServiceStartError(
-                f"{name}: the container of image {image} {why} at {address}; its last log lines:\n{tail}\n"
-                f"Rebuild the image with `make images`, or name another with {IMAGE_ENV[name]}.")
+            return f"{why} at {address}; its last log lines:\n{tail}"
         time.sleep(0.5)
-    return ServiceHandle(name, address, "testcontainers", None, _stopper=container.stop)
+    return None
+
+
+def _start_on_host_network(name: ServiceName, image: str) -> ServiceHandle:
+    DockerContainer = _testcontainers("core.container", "DockerContainer")  # noqa: N806
+
+    from trident_spark.local.launchers import _PORT_ATTEMPTS, _PORT_TAKEN
+    from trident_spark.local.process import ServiceStartError
+
+    for attempt in range(1, _PORT_ATTEMPTS + 1):
+        port, second_port = host_ports(2)
+        container = DockerContainer(image).with_command(_host_network_command(name, port, second_port))
+        container.with_kwargs(network_mode="host")
+        container.start()
+        address = {
+            "kafka": f"127.0.0.1:{port}",
+            "redis": f"redis://127.0.0.1:{port}/0",
+            "elasticsearch": f"http://127.0.0.1:{port}",
+        }[name]
+        failure = _wait_answering(name, container, address)
+        if failure is None:
+            return ServiceHandle(name, address, "testcontainers", None, _stopper=container.stop)
+        port_taken = failure.startswith("exited") and any(word in failure.lower() for word in _PORT_TAKEN)
+        if not (port_taken and attempt < _PORT_ATTEMPTS):  # else another process took a port: new ones
+            raise ServiceStartError(
+                f"{name}: the container of image {image} {failure}\n"
+                f"Rebuild the image with `make images`, or name another with {IMAGE_ENV[name]}.")
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 def _ping_unix_socket(path: str, timeout: float) -> bool:

@@ -20,9 +20,8 @@ from typing import Any
 
 import pytest
 
-from trident_spark.local.containers import docker_available
+from trident_spark.local.containers import docker_available, host_ports
 from trident_spark.local.probes import kafka_answers, redis_answers, tcp_answers
-from trident_spark.local.process import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
 COMPOSE_FILE = ROOT / "docker" / "docker-compose.host.yml"
@@ -74,10 +73,13 @@ class ComposeCluster:
     def __init__(self, shared: Path, env: dict[str, str] | None = None) -> None:
         self.project = f"tridentct{os.getpid()}x{int(time.time() * 1000) % 100000}"
         self.shared = shared
-        self.ports = {name: free_port() for name in (
-            "KAFKA_PORT", "KAFKA_CONTROLLER_PORT", "REDIS_PORT", "ELASTICSEARCH_PORT",
-            "ELASTICSEARCH_TRANSPORT_PORT", "SPARK_MASTER_PORT", "SPARK_MASTER_WEBUI_PORT",
-            "SPARK_WORKER_1_WEBUI_PORT", "SPARK_WORKER_2_WEBUI_PORT", "SPARK_UI_PORT")}
+        # Below the ephemeral range: the JVMs bind them seconds after this, and meanwhile a port of
+        # that range can become the local end of any connection on the machine (Kafka then exits
+        # with "Address already in use", and Spark moves its master to the next port).
+        names = ("KAFKA_PORT", "KAFKA_CONTROLLER_PORT", "REDIS_PORT", "ELASTICSEARCH_PORT",
+                 "ELASTICSEARCH_TRANSPORT_PORT", "SPARK_MASTER_PORT", "SPARK_MASTER_WEBUI_PORT",
+                 "SPARK_WORKER_1_WEBUI_PORT", "SPARK_WORKER_2_WEBUI_PORT", "SPARK_UI_PORT")
+        self.ports = dict(zip(names, host_ports(len(names)), strict=True))
         self.env = {**os.environ, **{k: str(v) for k, v in self.ports.items()},
                     "TRIDENT_SHARED_DIR": str(shared), "COMPOSE_PROJECT_NAME": self.project, **(env or {})}
 
@@ -119,12 +121,26 @@ class ComposeCluster:
             loaded: dict[str, Any] = json.load(response)
         return loaded
 
-    def wait(self, what: str, ready: Any, timeout: float = 120) -> None:
+    def state(self, container: str) -> str:
+        """``running``, ``exited (status N)`` and so on: the state of a container (by id)."""
+        if not container:
+            return "no container"
+        done = self.docker("inspect", "-f", "{{.State.Status}} {{.State.ExitCode}}", container)
+        status, _, code = done.stdout.strip().partition(" ")
+        return f"{status} (status {code})" if status in ("exited", "dead") else status or done.stderr.strip()
+
+    def wait(self, what: str, ready: Any, timeout: float = 120, service: str | None = None) -> None:
+        """Wait until ``ready()``; fail with ``service``'s own logs (or all of them) when its container
+        exits or ``timeout`` seconds pass."""
         deadline = time.monotonic() + timeout
+        container = self.container(service) if service else ""
         while not ready():
-            if time.monotonic() > deadline:
-                logs = self.compose("logs", "--tail", "40", check=False).stdout
-                raise AssertionError(f"{what} not ready within {timeout:.0f} s; logs:\n{logs[-6000:]}")
+            state = self.state(container) if service else "running"
+            if state != "running" or time.monotonic() > deadline:
+                why = f"its container is {state}" if state != "running" else f"not ready in {timeout:.0f} s"
+                logs = self.compose("logs", "--no-color", "--tail", "80", *([service] if service else []),
+                                    check=False).stdout
+                raise AssertionError(f"{what}: {why}; logs:\n{logs[-8000:]}")
             time.sleep(0.5)
 
     def alive_workers(self) -> int:
@@ -136,8 +152,8 @@ class ComposeCluster:
     def up(self) -> None:
         """Start the broker, Redis, the master and both workers, and wait until all answer."""
         self.compose("up", "-d", "kafka", "redis", *SPARK_SERVICES, timeout=300)
-        self.wait("kafka", lambda: kafka_answers(self.kafka))
-        self.wait("redis", lambda: redis_answers(self.redis))
+        self.wait("kafka", lambda: kafka_answers(self.kafka), service="kafka")
+        self.wait("redis", lambda: redis_answers(self.redis), service="redis")
         self.wait("spark master", lambda: tcp_answers("127.0.0.1", self.ports["SPARK_MASTER_PORT"]))
         self.wait("two spark workers", lambda: self.alive_workers() == 2)
 
@@ -175,9 +191,17 @@ def compose_cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[
     """
     shared = tmp_path / "shared"
     shared.mkdir()
-    cluster = ComposeCluster(shared, getattr(request, "param", None))
+    for attempt in (1, 2):
+        cluster = ComposeCluster(shared, getattr(request, "param", None))
+        try:
+            cluster.up()
+            break
+        except BaseException as error:
+            cluster.down()
+            # Another process named one of the ports first: once more, on new ones.
+            if attempt == 2 or "address already in use" not in str(error).lower():
+                raise
     try:
-        cluster.up()
         yield cluster
     finally:
         cluster.down()
