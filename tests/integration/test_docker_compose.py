@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from trident_spark.local.maven import KAFKA_VERSION, OPENSEARCH_VERSION
 from trident_spark.local.services import ELASTICSEARCH_ENV, ENV_VARS, KAFKA_ENV, REDIS_ENV
 
 pytestmark = pytest.mark.integration
@@ -143,11 +144,16 @@ def test_kafka_advertises_the_address_the_app_uses(compose_config: dict[str, Any
     assert kafka_env["KAFKA_PROCESS_ROLES"] == "broker,controller"  # KRaft, no ZooKeeper
 
 
-def test_elasticsearch_runs_single_node_without_security(compose_config: dict[str, Any]) -> None:
+def test_elasticsearch_is_opensearch_single_node_without_security(compose_config: dict[str, Any]) -> None:
     es = compose_config["services"]["elasticsearch"]
-    assert es["image"].rsplit(":", 1)[1].startswith("8.")
+    # The versions of the jar sets the local node and the images of `make images` are built from.
+    assert es["image"] == f"opensearchproject/opensearch:{OPENSEARCH_VERSION}"
     assert _environment(es)["discovery.type"] == "single-node"
-    assert _environment(es)["xpack.security.enabled"] == "false"
+    assert _environment(es)["DISABLE_SECURITY_PLUGIN"] == "true"
+
+
+def test_kafka_is_apache_kafka_of_the_jar_cache_version(compose_config: dict[str, Any]) -> None:
+    assert compose_config["services"]["kafka"]["image"] == f"apache/kafka:{KAFKA_VERSION}"
 
 
 def test_spark_images_are_the_app_image(compose_config: dict[str, Any]) -> None:
