@@ -7,9 +7,9 @@ imported inside :func:`start_container`.
 The images are the official ones unless ``TRIDENT_KAFKA_IMAGE``, ``TRIDENT_REDIS_IMAGE`` or
 ``TRIDENT_ELASTICSEARCH_IMAGE`` name others. The local images of ``make images`` (``trident-*``:
 Apache Kafka and OpenSearch from the jar cache, Debian's redis-server) run on the host network, on
-127.0.0.1 and free ports: they are for engines without a bridge network (docker/dockerd.sh), where
-published ports do not exist. Their handles are returned once the service answers (Kafka's metadata,
-OpenSearch's cluster health, Redis' PING).
+127.0.0.1 and free ports below the ephemeral range (:func:`host_ports`): they are for engines without a
+bridge network (docker/dockerd.sh), where published ports do not exist. Their handles are returned
+once the service answers (Kafka's metadata, OpenSearch's cluster health, Redis' PING).
 """
 
 from __future__ import annotations
@@ -284,7 +284,7 @@ def start_container(name: ServiceName) -> ServiceHandle:
     """Start service ``name`` in a container and return its handle.
 
     ``stop()`` on the handle stops and removes the container. A local image (``trident-*``, see the
-    module doc) runs on the host network, on a free port of 127.0.0.1; set
+    module doc) runs on the host network, on a port of :func:`host_ports`; set
     ``TESTCONTAINERS_RYUK_DISABLED=true`` where testcontainers' reaper image cannot be pulled.
 
     Examples

@@ -2,22 +2,24 @@
 
 Each is started by the fixtures' testcontainers provider (:func:`start_container`, host network,
 free ports of 127.0.0.1), which returns once the service answers; the images hold exactly the jar
-sets the local services start from.
+sets the local services start from; a restarted Kafka container keeps its topics and records.
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
+import time
 import urllib.request
 from typing import Any
 
 import pytest
 
 from tests.integration.containers.conftest import DOCKER
-from trident_spark.local.containers import start_container
+from trident_spark.local.containers import host_ports, start_container
 from trident_spark.local.kafka import consume, create_topic, produce
 from trident_spark.local.maven import KAFKA_BROKER, OPENSEARCH_NODE, OPENSEARCH_VERSION, resolve_jars
+from trident_spark.local.probes import kafka_answers
 
 pytestmark = [pytest.mark.integration, pytest.mark.containers]
 
@@ -52,7 +54,7 @@ def test_kafka_container_round_trips_records(monkeypatch: pytest.MonkeyPatch) ->
         create_topic(kafka.address, "roundtrip", partitions=3)
         records = [(None, f"v{i}".encode(), i % 3) for i in range(300)]
         assert produce(kafka.address, "roundtrip", records) == 300
-        values = sorted(record.value for record in consume(kafka.address, "roundtrip", count=300))
+        values = sorted(record.value or b"" for record in consume(kafka.address, "roundtrip", count=300))
     assert values == sorted(f"v{i}".encode() for i in range(300))
 
 
@@ -72,3 +74,37 @@ def test_opensearch_container_is_opensearch_without_security_as_its_own_user(
         assert [plugin["component"] for plugin in plugins] == ["org.opensearch.transport.Netty4Plugin"]
         _http("PUT", f"{es.address}/words/_doc/apple?refresh=true", {"count": 3})
         assert _http("GET", f"{es.address}/words/_doc/apple")["_source"] == {"count": 3}
+
+
+def _run_detached(image: str, *command: str) -> str:
+    done = subprocess.run([DOCKER, "run", "-d", "--network", "host", image, *command],
+                          capture_output=True, text=True, timeout=120, check=True)
+    return done.stdout.strip()
+
+
+def _wait_until(what: str, ready: Any, container: str, timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if time.monotonic() > deadline:
+            logs = subprocess.run([DOCKER, "logs", "--tail", "40", container], capture_output=True, text=True,
+                                  check=False)
+            raise AssertionError(f"{what} within {timeout:g} s; its log:\n{logs.stdout}{logs.stderr}")
+        time.sleep(0.5)
+
+
+def test_kafka_container_restarted_keeps_its_topics_and_records() -> None:
+    port, controller = host_ports(2)
+    address = f"127.0.0.1:{port}"
+    container = _run_detached("trident-kafka:local", str(port), str(controller))
+    try:
+        _wait_until("the broker did not answer", lambda: kafka_answers(address), container)
+        create_topic(address, "kept", partitions=2)
+        assert produce(address, "kept", [(None, f"v{i}".encode(), i % 2) for i in range(100)]) == 100
+        # The same container again: its log directory (formatted at the first start) is kept.
+        subprocess.run([DOCKER, "restart", "-t", "30", container], capture_output=True, timeout=120,
+                       check=True)
+        _wait_until("the restarted broker did not answer", lambda: kafka_answers(address), container)
+        values = sorted(record.value or b"" for record in consume(address, "kept", count=100))
+        assert values == sorted(f"v{i}".encode() for i in range(100))
+    finally:
+        subprocess.run([DOCKER, "rm", "-f", container], capture_output=True, timeout=120, check=False)
