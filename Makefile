@@ -83,7 +83,8 @@ test: setup
 
 # The fault scenarios: a driver SIGKILLed mid-batch and restarted from its checkpoint (every
 # state kind and store, user spouts, the Kafka output, windows, dead letters, DRPC callers), a
-# broker down for 60 s; each checks exact final values. A driver start is 10-20 s of CPU, so
+# broker down for 60 s, tasks failed after writing, SIGINT/SIGTERM on `trident-spark run`, an
+# impostor account at the instance hosts' sockets; each checks exact final values or output. A driver start is 10-20 s of CPU, so
 # they run here rather than in `make test` (which stays under 15 minutes); .ci/run runs both.
 test-faults: setup
 	@$(PY) -m pytest -m "faults and not containers" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS); rc=$$?; \
