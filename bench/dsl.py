@@ -181,8 +181,8 @@ CPU_PARTS = ("jvm", "python_workers", "driver", "broker_other")
 
 
 def _kind(command: bytes) -> str:
-    if b"java" in command.split(b"\0")[0]:
-        return "jvm"
+    if b"java" in command.split(b"\0")[0]:  # Spark's JVM, or the local Kafka broker's
+        return "broker_other" if b"\0kafka.Kafka\0" in command else "jvm"
     return "python_workers" if b"pyspark" in command else "broker_other"
 
 
@@ -191,7 +191,7 @@ def tree_cpu() -> dict[str, float]:
 
     ``jvm`` is Spark's JVM; ``python_workers`` its Python processes (task workers, the
     data source's driver-side runner); ``driver`` this process (``foreachBatch`` and
-    the planner run here); ``broker_other`` the rest (the local broker).
+    the planner run here); ``broker_other`` the rest (the local broker: Apache Kafka's JVM).
     """
     return tree_cpu_of(CPU_PARTS, _kind)
 

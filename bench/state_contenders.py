@@ -11,7 +11,7 @@ from typing import Any
 
 BACKENDS = ("sqlite", "redis", "es", "postgres")
 LABELS = {"native": "Spark native (RocksDB)", "sqlite": "SqliteState", "redis": "RedisState",
-          "es": "ElasticsearchState (osmem)", "postgres": "PostgresState"}
+          "es": "ElasticsearchState (OpenSearch)", "postgres": "PostgresState"}
 TARGETS = {"sqlite": 0.8, "redis": 0.8, "es": 0.5}
 #: State settings a contender may carry (``redis[cache_size=10000]``), with their parsers.
 SETTINGS: dict[str, Callable[[str], Any]] = {

@@ -29,8 +29,10 @@ CPU_PARTS = ("jvm", "python_workers", "driver", "broker", "store")
 
 def _kind(command: bytes) -> str:
     program = command.split(b"\0")[0]
-    if b"java" in program:
-        return "jvm"
+    if b"java" in program:  # Spark's JVM, or the local Kafka broker's, or an OpenSearch node's
+        if b"\0kafka.Kafka\0" in command:
+            return "broker"
+        return "store" if b"TridentOpenSearchNode" in command else "jvm"
     if b"pyspark" in command:
         return "python_workers"
     return "store" if any(name in program for name in (b"redis-server", b"osmem", b"postgres")) else "broker"
@@ -38,7 +40,8 @@ def _kind(command: bytes) -> str:
 
 def tree_cpu() -> dict[str, float]:
     """CPU seconds so far of this process and its descendants, by kind (see bench/dsl.py):
-    ``store`` is redis-server, osmem-server and PostgreSQL's processes, ``broker`` Tansu."""
+    ``store`` is redis-server, the OpenSearch node (or osmem-server) and PostgreSQL's processes,
+    ``broker`` the local Kafka broker (Apache Kafka's JVM, or Tansu)."""
     return tree_cpu_of(CPU_PARTS, _kind)
 
 

@@ -82,6 +82,7 @@ def _assert_clean_stop(stderr: str, signal_name: str) -> None:
         assert noise not in stderr, f"{noise!r} in stderr:\n{stderr[-4000:]}"
 
 
+@pytest.mark.faults
 def test_ctrl_c_stops_the_run_cleanly_and_exits_130(tmp_path):
     proc, lines = _run_until_first_batch(tmp_path)
     os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the whole process group
@@ -90,6 +91,7 @@ def test_ctrl_c_stops_the_run_cleanly_and_exits_130(tmp_path):
     _assert_clean_stop(stderr, "SIGINT")
 
 
+@pytest.mark.faults
 def test_sigterm_stops_the_run_cleanly_and_exits_143_and_status_survives_a_closed_pipe(tmp_path):
     proc, lines = _run_until_first_batch(tmp_path)
     proc.send_signal(signal.SIGTERM)  # Kubernetes and `kill` signal the command alone

@@ -318,10 +318,11 @@ class TopologyHandle:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _wait_for_progress_events(self, idle_timeout: float = 5.0) -> None:
+    def _wait_for_progress_events(self, idle_timeout: float = 20.0) -> None:
         # Progress events reach the listener asynchronously, and on a busy driver it can lag
         # several batches behind: wait for the last batch's, for as long as events keep coming
-        # (each one seen gives another ``idle_timeout`` seconds).
+        # (each one seen gives another ``idle_timeout`` seconds). On a loaded 2-core machine one
+        # event took over 5 s: `--available-now` then ended before printing its last batch.
         for stream, query in self._queries.items():
             last = query.lastProgress
             if not last or "addBatch" not in (last.get("durationMs") or {}):

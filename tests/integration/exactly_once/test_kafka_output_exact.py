@@ -222,6 +222,7 @@ def test_a_driver_killed_inside_an_open_transaction_leaves_each_record_once_for_
         + left_open
 
 
+@pytest.mark.faults
 def test_task_retries_after_and_before_the_transaction_leave_the_output_exact(kafka_bootstrap, tmp_path):
     driver = Driver(tmp_path, kafka_bootstrap, master="local[2,3]")
     plans = [{"mode": "fail-after-commit", "batch": 1, "partition": 0},

@@ -74,6 +74,7 @@ def _factories(tag: str, workdir: Path, redis_url: str, postgres_dsn: str, prefi
 FAIL_BATCH = 1
 
 
+@pytest.mark.faults
 def test_a_task_that_fails_after_writing_is_retried_and_the_state_stays_exact(kafka_bootstrap, redis_url,
                                                                               postgres_dsn, tmp_path):
     tag = unique_tag()

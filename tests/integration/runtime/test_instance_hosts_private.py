@@ -97,6 +97,7 @@ def run_word_count(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared: Path
     return dict(json.loads((out / "result.json").read_text()))
 
 
+@pytest.mark.faults
 def test_a_hosts_directory_made_by_another_account_is_refused_and_it_receives_nothing(
         tmp_path, monkeypatch, shared_tmp):
     with impostor(shared_tmp) as received:
@@ -114,6 +115,7 @@ def test_a_hosts_directory_made_by_another_account_is_refused_and_it_receives_no
     assert (squatted.stat().st_uid, squatted.stat().st_mode & 0o777) == (NOBODY, 0o777)
 
 
+@pytest.mark.faults
 def test_with_a_private_runtime_directory_the_run_ends_exact_and_the_impostor_receives_nothing(
         tmp_path, monkeypatch, shared_tmp, request):
     # As /run/user/<uid> is: 0700, and short (a Unix socket's path has at most 107 bytes).
