@@ -14,7 +14,8 @@ counted, in alternating rounds in one SparkSession, by:
   ``topology.run(trigger="available_now")``: Spark aggregates the batch, then one task
   per shuffle partition folds its words into the store (multiGet -> opaque rule ->
   conditional multiPut, through the per-worker LRU cache). ``es`` is a local OpenSearch 2.19
-  node (default index settings: one primary shard, data on disk, translog durable per request); ``postgres`` a local PostgreSQL with its
+  node (default index settings: one primary shard, data on disk, translog durable per
+  request); ``postgres`` a local PostgreSQL with its
   default durability (fsync and synchronous commit on: a store that survives a power loss,
   like SQLite's synchronous=FULL).
 
