@@ -480,7 +480,7 @@ class TridentTopology:
             Spark checkpoints to (``file://``, ``hdfs://``, ``s3a://``, ``gs://``, ``abfs://``):
             trident-spark keeps its own files beside Spark's there (docs/deployment.md).
             Omitted: ``spark.trident.checkpointLocation`` of the session's conf (required then).
-        trigger : str or None
+        trigger : str or None, default "1 second"
             ``"1 second"`` (a processing-time interval, Trident's batch emit interval),
             ``None`` (next batch as soon as the last ends), ``"available_now"`` (read what
             is there now, in limited batches, then stop) or ``"once"``.
@@ -490,7 +490,7 @@ class TridentTopology:
             Called with a :class:`~trident_spark.runtime.progress.BatchProgress` after each batch.
         conf : dict, optional
             The topology configuration every operation's ``prepare(conf, context)`` receives.
-        max_batch_retries, retry_delay : int, float
+        max_batch_retries, retry_delay : int, float, default 3, 0.5
             A batch whose operation raises ``FailedException`` is replayed up to this many
             times (``retry_delay`` seconds apart, doubling), then the query fails.
         outage_budget : float, default 180
