@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from trident_spark import checkpoint_files
 from trident_spark.durations import parse_seconds
-from trident_spark.errors import TopologyError
+from trident_spark.errors import InvalidArgumentError, TopologyError
 from trident_spark.runner import RunSettings, is_default, plain
 
 #: Triggers given by name rather than as an interval.
@@ -36,7 +36,7 @@ class SparkConf(Protocol):
         """The value of ``key``, or ``default`` when it is not set."""
 
 
-class _UnreadableError(ValueError):
+class _UnreadableError(InvalidArgumentError):
     """A conf value its key does not accept (turned into the error naming the key)."""
 
 
