@@ -22,7 +22,7 @@ import urllib.parse
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from .base import Key, Version, Versioned, VersionedBackingMap, check_scan_batch_size
 from .errors import StateConfigError, StateError
@@ -31,6 +31,11 @@ from .keys import decode_scanned_key, encode_key, is_reserved
 from .map import OpaqueMap
 from .memory_server import Address, MemoryServer, RemoteStore
 from .serializers import Serializer, deserialize_stored, serialize_stored
+
+if TYPE_CHECKING:
+    from typing import Self, Unpack
+
+    from .factory import StoreSettings
 
 
 def fresh_id() -> str:
@@ -246,6 +251,17 @@ class MemoryState(StoreStateFactory):
     >>> MemoryState.opaque().name != MemoryState.opaque().name    # no name: a fresh id each
     True
     """
+
+    if TYPE_CHECKING:  # the kinds' keywords for type checkers; at run time, StoreStateFactory's
+        @classmethod
+        def opaque(cls, *, name: str = ...,  # type: ignore[override]
+                   **settings: Unpack[StoreSettings]) -> Self: ...
+        @classmethod
+        def transactional(cls, *, name: str = ...,  # type: ignore[override]
+                          **settings: Unpack[StoreSettings]) -> Self: ...
+        @classmethod
+        def nonTransactional(cls, *, name: str = ...,  # type: ignore[override]
+                             **settings: Unpack[StoreSettings]) -> Self: ...
 
     name: str = field(default_factory=fresh_id)
     #: Its values live in one Python process: served to Spark's local workers by ``serve()``;

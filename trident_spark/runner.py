@@ -109,9 +109,67 @@ class RunHandle(Protocol):
         """Stop every query."""
 
 
+class _Default:
+    """A default of ``run()`` that says so: equal to its value and printed as it, but told apart
+    from the same value given explicitly (:func:`is_default`), so a ``spark.trident.*`` setting of
+    the session can take its place (``trident_spark.runtime.run_conf``)."""
+
+    __slots__ = ()
+
+
+class _DefaultStr(_Default, str):
+    __slots__ = ()
+
+
+class _DefaultInt(_Default, int):
+    __slots__ = ()
+
+
+class _DefaultFloat(_Default, float):
+    __slots__ = ()
+
+
+def is_default(value: object) -> bool:
+    """Whether ``value`` is one of ``run()``'s defaults rather than a value the caller gave.
+
+    Examples
+    --------
+    >>> is_default(DEFAULT_TRIGGER), is_default("1 second"), DEFAULT_TRIGGER == "1 second"
+    (True, False, True)
+    """
+    return isinstance(value, _Default)
+
+
+def plain(value: Any) -> Any:
+    """``value`` as its plain type (a default's ``str``, ``int`` or ``float``), for Spark and JSON.
+
+    Examples
+    --------
+    >>> type(plain(DEFAULT_MAX_BATCH_RETRIES)), plain(DEFAULT_MAX_BATCH_RETRIES)
+    (<class 'int'>, 3)
+    """
+    for kind in (str, int, float):
+        if isinstance(value, _Default) and isinstance(value, kind):
+            return kind(value)
+    return value
+
+
+#: ``run()``'s defaults, each told apart from the same value given (see :func:`is_default`).
+DEFAULT_TRIGGER: str = _DefaultStr("1 second")
+DEFAULT_MAX_BATCH_RETRIES: int = _DefaultInt(3)
+DEFAULT_RETRY_DELAY: float = _DefaultFloat(0.5)
+DEFAULT_OUTAGE_BUDGET: float = _DefaultFloat(180.0)
+DEFAULT_PROGRESS_HISTORY: int = _DefaultInt(100)
+DEFAULT_DRPC_PATH: str = _DefaultStr("auto")
+
+
 @dataclass(frozen=True)
 class RunSettings:
     """What ``TridentTopology.run()`` was asked, as the runner receives it (see ``run()``).
+
+    A setting left at its default (:func:`is_default`; ``None`` for ``checkpoint`` and ``drpc``)
+    may be taken from the session's ``spark.trident.*`` conf when the run starts
+    (``trident_spark.runtime.run_conf``); a value given to ``run()`` always wins.
 
     Examples
     --------
@@ -119,19 +177,19 @@ class RunSettings:
     '1 second'
     """
 
-    checkpoint: Path | str  # a Path for a plain path, the URI string for a URI (never Path(uri))
-    trigger: str | None = "1 second"
+    checkpoint: Path | str | None  # a Path for a plain path, the URI string for a URI (never Path(uri))
+    trigger: str | None = DEFAULT_TRIGGER
     spark: Any = None  # a SparkSession, or None: a local one
     on_progress: ProgressCallback | None = None
     conf: dict[str, Any] | None = None
-    max_batch_retries: int = 3
-    retry_delay: float = 0.5
-    outage_budget: float = 180.0
-    progress_history: int = 100
+    max_batch_retries: int = DEFAULT_MAX_BATCH_RETRIES
+    retry_delay: float = DEFAULT_RETRY_DELAY
+    outage_budget: float = DEFAULT_OUTAGE_BUDGET
+    progress_history: int = DEFAULT_PROGRESS_HISTORY
     accept_state_loss: bool = False
     py_files: Sequence[str | Path] | None = None
     drpc: Any = None  # the DRPC server of DRPC streams given none ("host:port", a LocalDRPC)
-    drpc_path: str = "auto"  # DRPC requests answered in the driver ("driver"), by Spark, or "auto"
+    drpc_path: str = DEFAULT_DRPC_PATH  # DRPC requests answered in the driver ("driver"), by Spark, or "auto"
     drpc_token: str | None = field(default=None, repr=False)  # the DRPC server's token (a secret)
 
 
@@ -173,5 +231,7 @@ def installed_runner() -> Runner:
     return _installed[0]
 
 
-__all__ = ["PlannedQuery", "ProgressCallback", "RunHandle", "RunSettings", "Runner", "install_runner",
-           "installed_runner"]
+__all__ = ["DEFAULT_DRPC_PATH", "DEFAULT_MAX_BATCH_RETRIES", "DEFAULT_OUTAGE_BUDGET",
+           "DEFAULT_PROGRESS_HISTORY", "DEFAULT_RETRY_DELAY", "DEFAULT_TRIGGER", "PlannedQuery",
+           "ProgressCallback", "RunHandle", "RunSettings", "Runner", "install_runner", "installed_runner",
+           "is_default", "plain"]

@@ -14,7 +14,19 @@ from trident_spark.fields import Fields
 from trident_spark.graph import JoinNode, MergeNode, MultiReduceNode, Node, PersistNode, SpoutNode, spouts_of
 from trident_spark.joins import JoinOutFieldsMode, JoinType
 from trident_spark.operation import GroupedMultiReducer, MultiReducer
-from trident_spark.runner import PlannedQuery, ProgressCallback, RunHandle, RunSettings, installed_runner
+from trident_spark.runner import (
+    DEFAULT_DRPC_PATH,
+    DEFAULT_MAX_BATCH_RETRIES,
+    DEFAULT_OUTAGE_BUDGET,
+    DEFAULT_PROGRESS_HISTORY,
+    DEFAULT_RETRY_DELAY,
+    DEFAULT_TRIGGER,
+    PlannedQuery,
+    ProgressCallback,
+    RunHandle,
+    RunSettings,
+    installed_runner,
+)
 from trident_spark.shapes import check_shape, node_operations
 from trident_spark.signatures import JOIN_LISTS, JOIN_PAIRS, MULTI_REDUCE, JoinHow, JoinMode, StateFactoryLike
 from trident_spark.sink import DRPCResultSink, Sink
@@ -445,13 +457,19 @@ class TridentTopology:
         return sinks
 
     # --- running -----------------------------------------------------------------------
-    def run(self, checkpoint_location: str | Path, trigger: str | None = "1 second",
+    def run(self, checkpoint_location: str | Path | None = None, trigger: str | None = DEFAULT_TRIGGER,
             spark: Any = None, on_progress: ProgressCallback | None = None,
-            conf: dict[str, Any] | None = None, max_batch_retries: int = 3,
-            retry_delay: float = 0.5, outage_budget: float = 180.0, progress_history: int = 100,
+            conf: dict[str, Any] | None = None, max_batch_retries: int = DEFAULT_MAX_BATCH_RETRIES,
+            retry_delay: float = DEFAULT_RETRY_DELAY, outage_budget: float = DEFAULT_OUTAGE_BUDGET,
+            progress_history: int = DEFAULT_PROGRESS_HISTORY,
             accept_state_loss: bool = False, py_files: Sequence[str | Path] | None = None,
-            drpc: Any = None, drpc_path: str = "auto", drpc_token: str | None = None) -> RunHandle:
+            drpc: Any = None, drpc_path: str = DEFAULT_DRPC_PATH, drpc_token: str | None = None) -> RunHandle:
         """Start every query on Spark; returns at once with a handle.
+
+        A setting not given here is read from the session's Spark conf where it has a
+        ``spark.trident.*`` key (``--conf spark.trident.trigger=5s``, ``spark-defaults.conf``,
+        ``SparkSession.builder.config``), else it takes the default below: see
+        docs/reference/configuration.md.
 
         Parameters
         ----------
@@ -461,7 +479,8 @@ class TridentTopology:
             resumes, replaying an unfinished batch. A plain path, or a URI of any filesystem
             Spark checkpoints to (``file://``, ``hdfs://``, ``s3a://``, ``gs://``, ``abfs://``):
             trident-spark keeps its own files beside Spark's there (docs/deployment.md).
-        trigger : str or None
+            Omitted: ``spark.trident.checkpointLocation`` of the session's conf (required then).
+        trigger : str or None, default "1 second"
             ``"1 second"`` (a processing-time interval, Trident's batch emit interval),
             ``None`` (next batch as soon as the last ends), ``"available_now"`` (read what
             is there now, in limited batches, then stop) or ``"once"``.
@@ -471,7 +490,7 @@ class TridentTopology:
             Called with a :class:`~trident_spark.runtime.progress.BatchProgress` after each batch.
         conf : dict, optional
             The topology configuration every operation's ``prepare(conf, context)`` receives.
-        max_batch_retries, retry_delay : int, float
+        max_batch_retries, retry_delay : int, float, default 3, 0.5
             A batch whose operation raises ``FailedException`` is replayed up to this many
             times (``retry_delay`` seconds apart, doubling), then the query fails.
         outage_budget : float, default 180
@@ -511,7 +530,8 @@ class TridentTopology:
         if drpc_path not in DRPC_PATHS:
             raise TopologyError(f"run(drpc_path={drpc_path!r}): give one of {', '.join(DRPC_PATHS)}")
         # A URI stays a string: Path("s3a://bucket/ck") would make it s3a:/bucket/ck.
-        location = checkpoint_files.checkpoint_location(checkpoint_location)
+        location = None if checkpoint_location is None else checkpoint_files.checkpoint_location(
+            checkpoint_location)
         settings = RunSettings(location, trigger, spark, on_progress, conf,
                                max_batch_retries, retry_delay, outage_budget, progress_history,
                                accept_state_loss, py_files, drpc, drpc_path, drpc_token)

@@ -1,7 +1,7 @@
 """The mistakes a newcomer makes with the README's example are type errors an IDE shows:
-`mypy --strict` reports an error on each of the ten lines of typing_cases/newcomer_mistakes.py
+`mypy --strict` reports an error on each of the eleven lines of typing_cases/newcomer_mistakes.py
 marked `# mistake:` (a non-spout given to newStream, a path that is no string in a state
-factory's opaque(), a RunHandle.progress item misused, ...) and
+factory's opaque(), a cache size that is no int in MemoryState's, a RunHandle.progress item misused, ...) and
 on no other line."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def test_each_planted_mistake_is_a_mypy_error_on_its_line(tmp_path: Path) -> Non
     reported = {int(m["line"]): m["message"] for m in map(ERROR.match, done.stdout.splitlines()) if m}
     lines = MISTAKES.read_text().splitlines()
     marked = {i for i, text in enumerate(lines, 1) if "  # mistake:" in text}
-    assert len(marked) == 10
+    assert len(marked) == 11
     assert sorted(marked - set(reported)) == [], f"mistakes mypy accepted:\n{done.stdout}"
     assert {n: reported[n] for n in sorted(set(reported) - marked)} == {}, "errors on lines not marked"
     assert "expected \"EngineSpout | TridentSpout\"" in reported[min(marked)]  # newStream("numbers", 42)

@@ -21,6 +21,13 @@ from trident_spark.errors import (
     StateUnavailableError,
     TridentSparkError,
 )
+from trident_spark.runner import (
+    DEFAULT_DRPC_PATH,
+    DEFAULT_MAX_BATCH_RETRIES,
+    DEFAULT_OUTAGE_BUDGET,
+    DEFAULT_TRIGGER,
+    RunSettings,
+)
 from trident_spark.runtime.failures import StreamFailedError
 
 HELP = "run a topology defined in a Python file"
@@ -74,16 +81,20 @@ def register(commands: Any) -> None:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("target", metavar="FILE[:ATTR]",
                         help="Python file, and the TridentTopology (or function returning one) in it")
-    parser.add_argument("--checkpoint", help="checkpoint directory (default: ./checkpoints/<file name>)")
-    parser.add_argument("--trigger", default="1 second", help="batch interval (default: '1 second')")
+    parser.add_argument("--checkpoint",
+                        help="checkpoint directory (default: the Spark conf's "
+                             "spark.trident.checkpointLocation, else ./checkpoints/<file name>)")
+    parser.add_argument("--trigger", default=DEFAULT_TRIGGER,
+                        help="batch interval (default: the Spark conf's spark.trident.trigger, else "
+                             "'1 second')")
     parser.add_argument("--available-now", action="store_true",
                         help="process what is available now, in limited batches, then stop")
     parser.add_argument("--master", help="Spark master URL (default: local on all cores)")
     add_conf_option(parser)
-    parser.add_argument("--retries", type=int, default=3, metavar="N",
+    parser.add_argument("--retries", type=int, default=DEFAULT_MAX_BATCH_RETRIES, metavar="N",
                         help="replays of a batch that raises FailedException before the stream fails "
                              "(default 3)")
-    parser.add_argument("--outage-budget", type=_seconds, default=180.0, metavar="DURATION",
+    parser.add_argument("--outage-budget", type=_seconds, default=DEFAULT_OUTAGE_BUDGET, metavar="DURATION",
                         help="how long a stream waits for a broker or store that does not answer, "
                              "retrying with backoff, before it fails (e.g. 90s, 10m; default 3m)")
     parser.add_argument("--restart-on-failure", type=_count, default=0, metavar="N",
@@ -105,7 +116,7 @@ def register(commands: Any) -> None:
                         help="DRPC server of the topology's DRPC streams (default: one started with the "
                              "run on 127.0.0.1:3772, or on a free port if that is taken; its token: "
                              "$TRIDENT_SPARK_DRPC_TOKEN)")
-    parser.add_argument("--drpc-path", choices=("auto", "spark", "driver"), default="auto",
+    parser.add_argument("--drpc-path", choices=("auto", "spark", "driver"), default=DEFAULT_DRPC_PATH,
                         help="how DRPC requests are answered: in the driver without a Spark job "
                              "(milliseconds; streams of Python operations, aggregations and state reads), "
                              "as Spark batches, or auto (the driver when the stream allows it)")
@@ -231,18 +242,23 @@ def _run(args: argparse.Namespace, stops: StopSignals) -> int:
     from trident_spark.cli.live import LiveProgress
     from trident_spark.cli.waits import WaitWatcher
     from trident_spark.durations import trigger_millis
+    from trident_spark.runtime.run_conf import resolve
     from trident_spark.runtime.session import local_session
 
     console = Console(stderr=True, soft_wrap=not sys.stderr.isatty())  # piped: whole lines
     topology = load_topology(args.target)
-    checkpoint = args.checkpoint or str(Path("checkpoints") / Path(args.target.partition(":")[0]).stem)
     conf = {**(SPARK_METRICS_CONF if args.spark_metrics else {}), **dict(args.conf)}
     spark = local_session(master=args.master, conf=conf or None)
     stops.take_back()  # from the SparkContext's own SIGINT handler
     if args.explain:
         print(topology.explain(spark))
         return 0
-    trigger = "available_now" if args.available_now else args.trigger
+    # Each option not given takes the session's spark.trident.* setting, if it has one (run_conf).
+    settings = resolve(RunSettings(args.checkpoint, "available_now" if args.available_now else args.trigger,
+                                   max_batch_retries=args.retries, outage_budget=args.outage_budget,
+                                   drpc=args.drpc, drpc_path=args.drpc_path), spark.conf)
+    checkpoint = settings.checkpoint or str(Path("checkpoints") / Path(args.target.partition(":")[0]).stem)
+    trigger = settings.trigger
     console.print(f"[bold]running[/] {args.target} (checkpoint {checkpoint}, trigger {trigger})")
     # a live view on a terminal, one line per batch otherwise
     progress = LiveProgress(console, trigger_ms=trigger_millis(trigger))
@@ -269,9 +285,9 @@ def _run(args: argparse.Namespace, stops: StopSignals) -> int:
         if stops.requested:
             return
         handle = topology.run(checkpoint_location=checkpoint, trigger=trigger, spark=spark,
-                              on_progress=on_progress, max_batch_retries=args.retries,
-                              outage_budget=args.outage_budget, drpc=args.drpc,
-                              drpc_path=args.drpc_path)
+                              on_progress=on_progress, max_batch_retries=settings.max_batch_retries,
+                              outage_budget=settings.outage_budget, drpc=settings.drpc,
+                              drpc_path=settings.drpc_path)
         address = getattr(handle, "drpc_address", None)
         if address:
             host, _, port = address.rpartition(":")

@@ -18,6 +18,7 @@ from trident_spark.runtime.metrics import batch_description, batch_spark_metrics
 from trident_spark.runtime.progress import PROGRESS_FILE, RUN_FILE, BatchProgress, ProgressCallback
 from trident_spark.runtime.progress_log import PROGRESS_FILE_BYTES, PROGRESS_FILES_KEPT, ProgressLog
 from trident_spark.runtime.replays import SparkReads, count_once, spark_reads_so_far, take_attempts
+from trident_spark.runtime.stop_quiet import quiet_job_group_warning
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -262,6 +263,11 @@ class TopologyHandle:
         if self._run_info is not None and self._run_info["stopped"] is None:
             self._run_info["stopped"] = _now()
             self._save_run_info()
+        if self._queries:
+            try:  # stopping a query warns of a job group with no job: not a problem (stop_quiet)
+                quiet_job_group_warning(self.spark)
+            except Exception as exc:  # the session is gone: nothing will log
+                log.debug("job group warning not quieted: %s", exc)
         for query in self._queries.values():
             try:
                 query.stop()

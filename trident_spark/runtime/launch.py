@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import logging
-import os
 import uuid
-from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,13 +20,13 @@ from trident_spark.runtime.batch import BatchRunner
 from trident_spark.runtime.drpc_direct import DirectDRPC
 from trident_spark.runtime.drpc_results import DRPCResults
 from trident_spark.runtime.offsets_log import check_offsets_log
-from trident_spark.runtime.progress import ProgressCallback
 from trident_spark.sink import DRPCResultSink
 from trident_spark.spout.base import Spout, SpoutRun
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from trident_spark.runner import RunSettings
     from trident_spark.runtime.handle import TopologyHandle
 
 log = logging.getLogger(__name__)
@@ -48,15 +46,11 @@ def check_not_running(queries: list[QueryPlan], spark: SparkSession) -> None:
             "is active in this SparkSession; each stream runs once per session)")
 
 
-def start_queries(queries: list[QueryPlan], checkpoint: Path | str, trigger: str | None,
-                  spark: SparkSession | None, on_progress: ProgressCallback | None, conf: dict[str, Any],
-                  max_batch_retries: int, retry_delay: float, *, outage_budget: float = 180.0,
-                  progress_history: int = 100, accept_state_loss: bool = False,
-                  py_files: Sequence[str | os.PathLike[str]] | None = None,
-                  drpc: Any = None, drpc_path: str = "auto", drpc_token: str | None = None
-                  ) -> TopologyHandle:
+def start_queries(queries: list[QueryPlan], settings: RunSettings) -> TopologyHandle:
     """Check the spouts, then start every query; returns the handle over them.
 
+    A setting ``run()`` was not given is taken from the session's ``spark.trident.*`` conf once
+    the session is known (``runtime.run_conf``); one that was given is checked before Spark starts.
     The operations' code reaches the executors: ``py_files`` are shipped (``addPyFile``), and in
     local mode the modules that define operations and are not installed ship by value
     (``planner.user_code``)."""
@@ -64,9 +58,11 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path | str, trigger: str
     from trident_spark.planner.state_plan import check_reachable, check_shared, state_factory
     from trident_spark.planner.user_code import add_py_files, check_py_files, ship_by_value
     from trident_spark.runtime.handle import TopologyHandle, check_progress_history
+    from trident_spark.runtime.notebook_progress import show_live_progress
+    from trident_spark.runtime.run_conf import resolve
     from trident_spark.runtime.session import local_session, needs_kafka_connector, require_classic
 
-    check_progress_history(progress_history)  # before Spark starts
+    check_progress_history(settings.progress_history)  # before Spark starts
     for query in queries:
         for spout_node in query.spouts:
             if not isinstance(spout_node.spout, Spout):  # the runtime calls the interface's methods only
@@ -74,9 +70,9 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path | str, trigger: str
                     f"newStream({spout_node.stream_name!r}): {spout_node.spout!r} is not a Spout; a spout "
                     "implements trident_spark.spout.Spout (fields, to_dataframe(spark); see spout/base.py)")
     for query in queries:
-        check_drpc_path(query, drpc_path)  # a refusal of the topology's shape comes before its state
-    files = check_py_files(py_files)
-    outage_budget = check_outage_budget(outage_budget)
+        check_drpc_path(query, settings.drpc_path)  # a refusal of the topology's shape comes before its state
+    files = check_py_files(settings.py_files)
+    check_outage_budget(settings.outage_budget)
     states = []
     for query in queries:
         for node in query.nodes:
@@ -84,9 +80,20 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path | str, trigger: str
                 check_shared(node)  # before a session starts: a MemoryState cannot work on Spark
                 states.append(state_factory(node))
     check_reachable(states)  # fail fast, naming the store's address
-    spark = spark or local_session(kafka_connector=needs_kafka_connector(
+    spark = settings.spark or local_session(kafka_connector=needs_kafka_connector(
         node.spout for query in queries for node in query.spouts))
     require_classic(spark)
+    given_path = settings.drpc_path
+    settings = resolve(settings, spark.conf)  # the spark.trident.* conf, where run() was given nothing
+    if settings.drpc_path != given_path:
+        for query in queries:
+            check_drpc_path(query, settings.drpc_path)
+    if settings.checkpoint is None:
+        raise TopologyError("run(): no checkpoint location: give run(checkpoint_location=...) or set the "
+                            "Spark conf spark.trident.checkpointLocation (--conf, spark-defaults.conf)")
+    trigger, drpc, drpc_path, conf = settings.trigger, settings.drpc, settings.drpc_path, settings.conf or {}
+    max_batch_retries, retry_delay = settings.max_batch_retries, settings.retry_delay
+    outage_budget = check_outage_budget(settings.outage_budget)
     check_not_running(queries, spark)
     add_py_files(spark, files)
     if str(spark.sparkContext.master).startswith("local"):
@@ -94,15 +101,16 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path | str, trigger: str
     for query in queries:
         for node in query.spouts:
             node.spout.check()  # fail fast on the driver: unreachable broker, unknown topic
-    checkpoint = checkpoint_at(checkpoint, spark)  # where Spark puts it: ours go beside
-    handle = TopologyHandle(spark, checkpoint, on_progress, progress_history)
+    checkpoint = checkpoint_at(settings.checkpoint, spark)  # where Spark puts it: ours go beside
+    handle = TopologyHandle(spark, checkpoint, settings.on_progress, settings.progress_history)
     handle._write_run_info(trigger, [query.name for query in queries])
     run_id = uuid.uuid4().hex  # one per run, for all its queries: their kept instances end with it
     handle._on_stop.append(partial(_stop_instances, spark, run_id))
     try:
+        show_live_progress(handle)  # in Jupyter: a progress table under the cell, updated per batch
         # A run that stops by itself serves no caller: its server, if it needs one, takes a free port.
         server = _drpc_server(queries, "127.0.0.1:0" if drpc is None and trigger in ONCE_TRIGGERS
-                              else drpc, drpc_token, handle)
+                              else drpc, settings.drpc_token, handle)
         for query in queries:
             stream_dir = join(checkpoint, query.name)  # a URI keeps its "//" (checkpoint_files)
             mkdirs(stream_dir)
@@ -110,7 +118,7 @@ def start_queries(queries: list[QueryPlan], checkpoint: Path | str, trigger: str
             runner = BatchRunner(query, conf, max_batch_retries, retry_delay,
                                  on_metrics=partial(handle._record_metrics, query.name, stage_order(query)),
                                  spark_reads=partial(handle._spark_reads, query.name),
-                                 checkpoint=stream_dir, accept_state_loss=accept_state_loss,
+                                 checkpoint=stream_dir, accept_state_loss=settings.accept_state_loss,
                                  outage_budget=outage_budget, run_id=run_id)
             run = SpoutRun(stream_dir, outage_budget, drpc=server.address if server else None,
                            run_id=run_id, drpc_token=server.token if server else None)

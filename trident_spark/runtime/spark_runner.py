@@ -39,13 +39,7 @@ class SparkRunner:
         """Start every query (see ``TridentTopology.run``)."""
         from trident_spark.runtime.launch import start_queries
 
-        return start_queries(list(queries), settings.checkpoint, settings.trigger, settings.spark,
-                             settings.on_progress, settings.conf or {}, settings.max_batch_retries,
-                             settings.retry_delay, outage_budget=settings.outage_budget,
-                             progress_history=settings.progress_history,
-                             accept_state_loss=settings.accept_state_loss, py_files=settings.py_files,
-                             drpc=settings.drpc, drpc_path=settings.drpc_path,
-                             drpc_token=settings.drpc_token)
+        return start_queries(list(queries), settings)
 
     def drpc_spout(self, function: str, drpc: Any) -> Any:
         """The DRPC spout of ``newDRPCStream(function, drpc)`` (``trident_spark.drpc.spout``)."""

@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 class FixedBatchSpout(Spout):
     """Trident's ``FixedBatchSpout(fields, maxBatchSize, *values)``, for examples and tests.
 
+    Without ``setCycle(True)`` the spout emits each tuple once: ``ceil(len(values) /
+    max_batch_size)`` batches, then nothing more (Trident's further batches are empty).
+
     Parameters
     ----------
     fields : Fields or list of str
@@ -43,9 +46,6 @@ class FixedBatchSpout(Spout):
         With ``setCycle(True)``: how many batches a ``trigger="available_now"`` run reads
         before it ends. Without it such a run ends after one cycle. With a processing-time
         trigger a cycling spout never runs out: stop the run with ``handle.stop()``.
-
-    Without ``setCycle(True)`` the spout emits each tuple once: ``ceil(len(values) /
-    max_batch_size)`` batches, then nothing more (Trident's further batches are empty).
 
     Examples
     --------

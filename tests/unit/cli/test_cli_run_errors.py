@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from trident_spark.cli import run as run_command
 from trident_spark.cli.main import main
 from trident_spark.errors import DataLossError, StateAheadError, StateTypeMismatchError
+
+#: The session the command's run gets here: no Spark, and no spark.trident.* setting in its conf.
+NO_SPARK = SimpleNamespace(conf={})
 
 
 class FailingTopology:
@@ -20,7 +25,8 @@ class FailingTopology:
 @pytest.fixture
 def run_failing(monkeypatch, capsys):
     monkeypatch.setenv("COLUMNS", "1000")  # one line per message
-    monkeypatch.setattr("trident_spark.runtime.session.local_session", lambda master=None, conf=None: None)
+    monkeypatch.setattr("trident_spark.runtime.session.local_session", lambda master=None, conf=None:
+                        NO_SPARK)
 
     def run(error):
         monkeypatch.setattr(run_command, "load_topology", lambda target: FailingTopology(error))

@@ -4,6 +4,7 @@ line per batch when piped."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 from rich.console import Console
 
@@ -13,6 +14,9 @@ from trident_spark.cli.live import LiveProgress, StreamHistory, render
 from trident_spark.cli.main import main
 from trident_spark.cli.status import StatusReader
 from trident_spark.runtime.progress import BatchProgress
+
+#: The session the command's run gets here: no Spark, and no spark.trident.* setting in its conf.
+NO_SPARK = SimpleNamespace(conf={})
 
 
 def plain_console(**options):
@@ -122,7 +126,8 @@ class TwoBatchTopology:
 
 def test_run_prints_a_line_per_batch_when_piped(monkeypatch, capsys):
     monkeypatch.setenv("COLUMNS", "1000")
-    monkeypatch.setattr("trident_spark.runtime.session.local_session", lambda master=None, conf=None: None)
+    monkeypatch.setattr("trident_spark.runtime.session.local_session", lambda master=None, conf=None:
+                        NO_SPARK)
     topology = TwoBatchTopology()
     monkeypatch.setattr(run_command, "load_topology", lambda target: topology)
     assert main(["run", "app.py", "--checkpoint", "/tmp/never-used", "--trigger", "500ms"]) == 0

@@ -10,6 +10,7 @@ import json
 import os
 import socket
 from datetime import UTC, datetime
+from types import SimpleNamespace
 
 import pytest
 
@@ -28,6 +29,9 @@ from trident_spark.errors import (
 )
 from trident_spark.outage import WAIT_FILE
 from trident_spark.runtime.failures import StreamFailedError
+
+#: The session the command's run gets here: no Spark, and no spark.trident.* setting in its conf.
+NO_SPARK = SimpleNamespace(conf={})
 
 DOWN = BrokerUnavailableError("Kafka at 127.0.0.1:9092 did not answer; the broker at 127.0.0.1:9092 did "
                               "not answer for 181 s, past outage_budget=180 s, so the stream stopped.")
@@ -124,7 +128,8 @@ class Topology:
 @pytest.fixture
 def command(monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("COLUMNS", "1000")  # one line per message
-    monkeypatch.setattr("trident_spark.runtime.session.local_session", lambda master=None, conf=None: None)
+    monkeypatch.setattr("trident_spark.runtime.session.local_session", lambda master=None, conf=None:
+                        NO_SPARK)
 
     def run(topology, *options):
         monkeypatch.setattr(run_command, "load_topology", lambda target: topology)

@@ -1,4 +1,4 @@
-"""Ten mistakes a newcomer makes with the README's example, each a mypy error on its line (marked
+"""Eleven mistakes a newcomer makes with the README's example, each a mypy error on its line (marked
 `# mistake:`) and nothing else: what an IDE shows before the topology runs. Checked, never run."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from trident_spark.builtin import Count
 from trident_spark.drpc import DRPCClient
 from trident_spark.operation import BaseFunction
 from trident_spark.spout import KafkaSpout
-from trident_spark.state import SqliteState
+from trident_spark.state import MemoryState, SqliteState
 
 
 class Split(BaseFunction):
@@ -30,4 +30,5 @@ def mistakes() -> None:
     handle.progress[-1].lines()  # mistake: the summary is line()
     DRPCClient("127.0.0.1", "3772")  # mistake: the port is an int
     SqliteState.opaque(path=123)  # mistake: the path is a string
+    MemoryState.transactional(name="counts", cache_size="1000")  # mistake: the cache size is an int
     print(rows)
