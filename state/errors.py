@@ -30,6 +30,32 @@ class TridentSparkError(Exception):
         # Every message passes the one redaction (.redaction): no password or key reaches a user.
         super().__init__(*(redact_text(arg) if isinstance(arg, str) else arg for arg in args))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Errors cross processes (an instance host's back to its task, a task's to the driver).
+        # Pickle's default calls ``cls(*self.args)``, which fails for a subclass whose __init__
+        # takes other arguments (``StateUnavailableError(address, reason)`` has one message arg):
+        # rebuild from the message and the attributes instead, without calling __init__.
+        return (_rebuild_error, (type(self), self.args, dict(self.__dict__)))
+
+
+def _rebuild_error(cls: type[BaseException], args: tuple[Any, ...],
+                   attributes: dict[str, Any]) -> BaseException:
+    """An error as :meth:`TridentSparkError.__reduce__` pickled it: its class, message and attributes.
+
+    Examples
+    --------
+    >>> import pickle
+    >>> error = pickle.loads(pickle.dumps(StateUnavailableError("http://es:9200", "timed out")))
+    >>> type(error).__name__, error.address, error.reason
+    ('StateUnavailableError', 'http://es:9200', 'timed out')
+    >>> str(error)
+    'cannot use the state store at http://es:9200: timed out'
+    """
+    error = cls.__new__(cls, *args)
+    BaseException.__init__(error, *args)
+    error.__dict__.update(attributes)
+    return error
+
 
 class InvalidArgumentError(TridentSparkError, ValueError):
     """An argument, option or setting has a value trident-spark cannot use.
