@@ -55,7 +55,7 @@ from .errors import (
 )
 from .factory import StoreStateFactory
 from .keys import GLOBAL_KEY, decode_key, encode_key
-from .map import MapState, NonTransactionalMap, OpaqueMap, TransactionalMap, combiner_updater
+from .map import MapState, NonTransactionalMap, OpaqueMap, TransactionalMap
 from .memory import MemoryMapState, MemoryState
 from .postgres import PostgresState
 from .redis import RedisState
@@ -69,6 +69,7 @@ from .sqlite import SqliteState
 from .state_api import MetricsContext, State, StateFactory
 from .stats import StateStats
 from .url import Scheme, open_state, parse_state_url, register_scheme
+from .value_updaters import combiner_updater
 from .values import OpaqueValue, StateType, TransactionalValue
 
 __all__ = [

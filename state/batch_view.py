@@ -14,8 +14,9 @@ from typing import Any
 
 from .base import Key
 from .keys import GLOBAL_KEY, check_key, encode_key
-from .map import MapState, Updater
+from .map import MapState
 from .stats import StateStats
+from .value_updaters import Updater
 from .values import StateType
 
 

@@ -36,74 +36,21 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, ClassVar, Protocol, Self, cast, overload
+from typing import Any, ClassVar, Self, overload
 
 from .base import BackingMap, Key, Versioned, VersionedBackingMap, as_versioned
 from .checks import check_int, is_int
 from .errors import StateAheadError, StateConfigError, StateConflictError, StateError, StateTypeMismatchError
 from .keys import GLOBAL_KEY, check_key, encode_key
 from .stats import StateStats
+from .value_updaters import Updater, ValueUpdater, as_updater
 from .values import OpaqueValue, StateType, TransactionalValue
-
-#: Maps a key's old value (None if the key is new) to its new value. Must be pure.
-Updater = Callable[[Any], Any]
-
-
-def combiner_updater(combine: Callable[[Any, Any], Any], partial: Any) -> Updater:
-    """The updater of a CombinerAggregator's batch result (Trident's ``CombinerValueUpdater``).
-
-    Returns ``partial`` for a new key, else ``combine(old, partial)``.
-
-    Examples
-    --------
-    >>> add_three = combiner_updater(lambda a, b: a + b, 3)
-    >>> add_three(None), add_three(10)
-    (3, 13)
-    """
-    def update(old: Any) -> Any:
-        return partial if old is None else combine(old, partial)
-    return update
 
 
 def _fresh(value: Any) -> Any:
     # An updater that mutates its argument in place would also mutate the cached
     # entry and, for opaque state, the value kept as prev'. Scalars need no copy.
     return copy.deepcopy(value) if isinstance(value, list | dict | set | bytearray) else value
-
-
-class ValueUpdater(Protocol):
-    """Storm's ``ValueUpdater``: an object whose ``update(stored)`` returns the new value.
-
-    ``multiUpdate`` and ``update`` take these as well as plain callables.
-
-    Examples
-    --------
-    >>> class AddOne:
-    ...     def update(self, stored): return (stored or 0) + 1
-    >>> as_updater(AddOne())(4)
-    5
-    """
-
-    def update(self, stored: Any, /) -> Any:
-        """The new value from the stored one (None for a new key)."""
-        ...
-
-
-def as_updater(updater: Updater | ValueUpdater) -> Updater:
-    """A plain callable, or a ``ValueUpdater``'s bound ``update``.
-
-    Examples
-    --------
-    >>> as_updater(lambda old: 1)(None)
-    1
-    """
-    if callable(updater):
-        return updater
-    update = getattr(updater, "update", None)
-    if callable(update):
-        return cast(Updater, update)
-    raise StateError(f"an updater must be a callable old -> new or a ValueUpdater with update(stored), "
-                     f"got {type(updater).__name__}")
 
 
 _MISSING: Any = object()
@@ -735,8 +682,4 @@ __all__ = [
     "NonTransactionalMap",
     "OpaqueMap",
     "TransactionalMap",
-    "Updater",
-    "ValueUpdater",
-    "as_updater",
-    "combiner_updater",
 ]

@@ -14,7 +14,7 @@ from typing import Any
 from trident_spark.fields import Fields, TridentTuple
 from trident_spark.operation import CombinerAggregator, ReducerAggregator, StateUpdater, TridentCollector
 from trident_spark.state.keys import GLOBAL_KEY
-from trident_spark.state.map import Updater, combiner_updater
+from trident_spark.state.value_updaters import Updater, combiner_updater
 
 
 def _key(t: TridentTuple, group: list[int]) -> list[Any]:
