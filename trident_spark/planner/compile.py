@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from trident_spark.errors import TopologyError
-from trident_spark.executor.instances import InstanceScope
 from trident_spark.graph import (
     AggregateNode,
     EachNode,
@@ -176,11 +175,6 @@ class BatchFrames:
             return None
         fused = FusedPartial(node)
         return combine_partials(self._python_run(source, fused), fused, self.ctx)
-
-    def scope(self, node: Node) -> InstanceScope | None:
-        """Which kept instances ``node``'s stage uses: the run's, under the node's place in the
-        query (labels may repeat); None outside a run."""
-        return self.ctx.scope(node)
 
     # --- built-ins as Spark SQL --------------------------------------------------------
     def _sql_form(self, node: Node) -> list[Column] | Column | None:
