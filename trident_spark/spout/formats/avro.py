@@ -9,7 +9,7 @@ Registry, from the latest version of the topic's subject; records written with o
 Records are read with fastavro's C reader one by one, checking that each record uses all
 its bytes, then put into Arrow in one conversion per column. Records are untrusted: a writer
 schema whose records could stall or crash fastavro (arrays of items of no bytes, recursive
-types) has each record walked first within bounds (:mod:`trident_spark.spout.avro_bounds`),
+types) has each record walked first within bounds (:mod:`trident_spark.spout.formats.avro_bounds`),
 and whatever a record makes the reader raise (RecursionError included) makes it one
 malformed record, with the reason. (Reading a whole column as one
 Avro block is twice as fast but cannot tell where a record with trailing bytes ends: it
@@ -27,9 +27,9 @@ from typing import Any
 import pyarrow as pa
 
 from trident_spark.errors import InvalidArgumentError, SchemaRegistryError, TridentSparkError
-from trident_spark.spout.avro_bounds import AvroBounds, AvroBoundsError, avro_bounds, check_record
-from trident_spark.spout.kafka_decode import DECODE_TIMEOUT_S, to_arrow, too_slow
-from trident_spark.spout.schema_registry import (
+from trident_spark.spout.formats.avro_bounds import AvroBounds, AvroBoundsError, avro_bounds, check_record
+from trident_spark.spout.formats.decode import DECODE_TIMEOUT_S, to_arrow, too_slow
+from trident_spark.spout.formats.schema_registry import (
     NotWireFormatError,
     SchemaRegistryClient,
     UnknownSchemaError,

@@ -25,7 +25,7 @@ def too_slow(took: float, timeout_s: float, part: str = "value") -> str | None:
     when it did not.
 
     Checked between records: a decoder in C holding the GIL cannot be interrupted, so this does
-    not end a long decode (the pre-checks of :mod:`trident_spark.spout.avro_bounds` prevent the
+    not end a long decode (the pre-checks of :mod:`trident_spark.spout.formats.avro_bounds` prevent the
     endless ones); it keeps a record that took that long out of the stream, as malformed.
 
     Examples

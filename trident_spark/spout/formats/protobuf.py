@@ -25,8 +25,8 @@ from typing import Any
 import pyarrow as pa
 
 from trident_spark.errors import InvalidArgumentError, SchemaRegistryError, TridentSparkError
-from trident_spark.spout.kafka_decode import DECODE_TIMEOUT_S, to_arrow, too_slow
-from trident_spark.spout.schema_registry import (
+from trident_spark.spout.formats.decode import DECODE_TIMEOUT_S, to_arrow, too_slow
+from trident_spark.spout.formats.schema_registry import (
     NotWireFormatError,
     SchemaRegistryClient,
     UnknownSchemaError,

@@ -8,8 +8,8 @@ import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from trident_spark.spout.avro_decode import AvroDecoder
-    from trident_spark.spout.protobuf_decode import ProtobufDecoder
+    from trident_spark.spout.formats.avro import AvroDecoder
+    from trident_spark.spout.formats.protobuf import ProtobufDecoder
 
 # Decoders by (schema, registry URL, part, registry timeout, outage budget, decode timeout).
 _avro_decoders: dict[tuple[str, str | None, str, float, float, float], AvroDecoder] = {}
@@ -23,7 +23,7 @@ def avro_decoder(reader_schema: str, registry_url: str | None, timeout_s: float,
     """The worker process's decoder of Avro values read as ``reader_schema`` (one per schema
     and registry, so writer schemas are fetched and parsed once per process); its registry
     client waits through an outage within ``outage_budget_s``."""
-    from trident_spark.spout.avro_decode import AvroDecoder
+    from trident_spark.spout.formats.avro import AvroDecoder
 
     key = (reader_schema, registry_url, part, timeout_s, outage_budget_s, decode_timeout_s)
     with _lock:
@@ -38,7 +38,7 @@ def protobuf_decoder(schema: str, registry_url: str | None, timeout_s: float,
                      part: str = "value", outage_budget_s: float = 0.0,
                      decode_timeout_s: float = 10.0) -> ProtobufDecoder:
     """The worker process's decoder of Protobuf values of the message type ``schema`` describes."""
-    from trident_spark.spout.protobuf_decode import ProtobufDecoder
+    from trident_spark.spout.formats.protobuf import ProtobufDecoder
 
     key = (schema, registry_url, part, timeout_s, outage_budget_s, decode_timeout_s)
     with _lock:

@@ -21,9 +21,9 @@ from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from trident_spark.errors import BrokerUnavailableError, UnknownTopicError
-from trident_spark.spout.kafka_config import KafkaSpoutConfig
-from trident_spark.spout.kafka_offsets import Offsets, PartitionSample, TopicPartition
-from trident_spark.spout.kafka_pool import LIBRDKAFKA_LOG
+from trident_spark.spout.kafka.config import KafkaSpoutConfig
+from trident_spark.spout.kafka.offsets import Offsets, PartitionSample, TopicPartition
+from trident_spark.spout.kafka.pool import LIBRDKAFKA_LOG
 
 log = logging.getLogger(__name__)
 

@@ -83,7 +83,7 @@ class KafkaSpoutConfig:
     #: on_malformed="dead_letter": where records that cannot be decoded are sent.
     dead_letter_topic: str | None = None
     #: Set by the runtime: the query's checkpoint directory, which names the stream's dead
-    #: letters (spout/dead_letters.py).
+    #: letters (spout/kafka/dead_letters.py).
     dead_letter_writer: str | None = None
     kafka_options: dict[str, Any] = field(default_factory=dict)
     size_sample_bytes: int = 256 * 1024
@@ -234,7 +234,7 @@ class KafkaSpoutConfig:
         self._check_malformed_policy()
 
     def _check_avro(self, part: str) -> None:
-        from trident_spark.spout.avro_decode import avro_spark_type
+        from trident_spark.spout.formats.avro import avro_spark_type
 
         schema = getattr(self, f"{part}_schema")
         if schema is None and self.schema_registry_url is None:
@@ -250,12 +250,12 @@ class KafkaSpoutConfig:
         if schema is not None:
             avro_spark_type(schema, part)  # fails naming the schema and the reason
         if self.schema_registry_url is not None:
-            from trident_spark.spout.schema_registry import SchemaRegistryClient
+            from trident_spark.spout.formats.schema_registry import SchemaRegistryClient
 
             SchemaRegistryClient(self.schema_registry_url)  # an http(s) URL, or a clear error
 
     def _check_protobuf(self, part: str) -> None:
-        from trident_spark.spout.protobuf_decode import protobuf_spark_type
+        from trident_spark.spout.formats.protobuf import protobuf_spark_type
 
         schema = getattr(self, f"{part}_schema")
         if schema is None:
@@ -264,7 +264,7 @@ class KafkaSpoutConfig:
                 f"(e.g. {part}_schema=clicks_pb2.Click) or its DESCRIPTOR")
         protobuf_spark_type(schema, part)
         if self.schema_registry_url is not None:
-            from trident_spark.spout.schema_registry import SchemaRegistryClient
+            from trident_spark.spout.formats.schema_registry import SchemaRegistryClient
 
             SchemaRegistryClient(self.schema_registry_url)
 
@@ -342,10 +342,10 @@ class KafkaSpoutConfig:
                 f"KafkaSpout({part}_format={kind!r}): the {part} schema was not read from the registry yet "
                 f"(the spout's DataFrame reads it); give {part}_schema=")
         if kind == "avro":
-            from trident_spark.spout.avro_decode import avro_spark_type
+            from trident_spark.spout.formats.avro import avro_spark_type
 
             return avro_spark_type(schema, part)
-        from trident_spark.spout.protobuf_decode import protobuf_spark_type
+        from trident_spark.spout.formats.protobuf import protobuf_spark_type
 
         return protobuf_spark_type(schema, part)
 

@@ -43,9 +43,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from trident_spark.errors import BrokerUnavailableError, UnknownTopicError
-from trident_spark.spout.kafka_config import KafkaSpoutConfig
-from trident_spark.spout.kafka_offsets import OffsetRange
-from trident_spark.spout.kafka_pool import LIBRDKAFKA_LOG
+from trident_spark.spout.kafka.config import KafkaSpoutConfig
+from trident_spark.spout.kafka.offsets import OffsetRange
+from trident_spark.spout.kafka.pool import LIBRDKAFKA_LOG
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from trident_spark.errors import SpoutError
-from trident_spark.spout.kafka_config import KafkaSpoutConfig
+from trident_spark.spout.kafka.config import KafkaSpoutConfig
 from trident_spark.state.redaction import redact_options
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ def jvm_options(config: KafkaSpoutConfig, *, partitions: int | None = None,
 
 def measure_topic(config: KafkaSpoutConfig) -> tuple[int, float | None]:
     """Partition count and average record bytes, sampled from the head of each partition."""
-    from trident_spark.spout.kafka_client import KafkaBrokerClient
+    from trident_spark.spout.kafka.client import KafkaBrokerClient
 
     client = KafkaBrokerClient(config)
     try:

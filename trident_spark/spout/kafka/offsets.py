@@ -2,7 +2,7 @@
 
 Pure functions over ``{(topic, partition): offset}`` maps, so the rules that decide
 what a batch contains can be tested without a broker. The driver-side reader
-(:mod:`trident_spark.spout.kafka_source`) feeds them what it measured.
+(:mod:`trident_spark.spout.kafka.source`) feeds them what it measured.
 """
 
 from __future__ import annotations

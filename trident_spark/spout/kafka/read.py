@@ -34,13 +34,13 @@ from trident_spark.errors import (
     MalformedRecordError,
     SchemaRegistryError,
 )
-from trident_spark.spout.dead_letters import DeadLetter, send_dead_letters
-from trident_spark.spout.kafka_config import READ_MS_COLUMN, KafkaSpoutConfig
-from trident_spark.spout.kafka_decode import decode_column
-from trident_spark.spout.kafka_offsets import OffsetRange
-from trident_spark.spout.kafka_pool import borrowed_consumer
-from trident_spark.spout.schema_registry import forget_misses
-from trident_spark.spout.value_decoders import avro_decoder, protobuf_decoder
+from trident_spark.spout.formats.decode import decode_column
+from trident_spark.spout.formats.schema_registry import forget_misses
+from trident_spark.spout.formats.value_decoders import avro_decoder, protobuf_decoder
+from trident_spark.spout.kafka.config import READ_MS_COLUMN, KafkaSpoutConfig
+from trident_spark.spout.kafka.dead_letters import DeadLetter, send_dead_letters
+from trident_spark.spout.kafka.offsets import OffsetRange
+from trident_spark.spout.kafka.pool import borrowed_consumer
 from trident_spark.worker_gc import gc_paused, settle_imports
 
 log = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ def _read(config: KafkaSpoutConfig, schema: pa.Schema, r: OffsetRange, consumer:
                 batch = columns.record_batch(config, schema, r, letters) if columns.rows else None
             if batch is not None:
                 yield with_read_time(batch, config, (time.perf_counter() - started) * 1000)
-        if letters:  # the range read whole: its dead letters, once (spout/dead_letters.py)
+        if letters:  # the range read whole: its dead letters, once (spout/kafka/dead_letters.py)
             consumer.unassign()
             send_dead_letters(config, r, letters, consumer)
     finally:

@@ -23,7 +23,7 @@ first run would have. With adaptive batching ``batch`` also holds
 controller's decision (``adapt``: reason, the feedback batch it used, the
 fixed-cost guard's reference point, the last batch's bytes and duration for the
 cost slope): the next batch's limit is decided from
-them and the driver's feedback file (:mod:`trident_spark.spout.kafka_adaptive`).
+them and the driver's feedback file (:mod:`trident_spark.spout.kafka.adaptive`).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from pyspark.sql.types import StructType
 from trident_spark.checkpoint_files import checkpoint_location, name_of
 from trident_spark.errors import BrokerUnavailableError, DataLossError, InvalidArgumentError
 from trident_spark.outage import Outage
-from trident_spark.spout.kafka_adaptive import (
+from trident_spark.spout.kafka.adaptive import (
     INITIAL,
     NO_FEEDBACK,
     WARM_UP,
@@ -58,9 +58,9 @@ from trident_spark.spout.kafka_adaptive import (
     Observation,
     read_feedback,
 )
-from trident_spark.spout.kafka_client import KafkaBrokerClient, ProbeResult
-from trident_spark.spout.kafka_config import KafkaSpoutConfig
-from trident_spark.spout.kafka_offsets import (
+from trident_spark.spout.kafka.client import KafkaBrokerClient, ProbeResult
+from trident_spark.spout.kafka.config import KafkaSpoutConfig
+from trident_spark.spout.kafka.offsets import (
     OffsetRange,
     Offsets,
     PartitionSample,
@@ -510,7 +510,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Runs on an executor: read one offset range as Arrow record batches."""
         from pyspark.sql.pandas.types import to_arrow_schema
 
-        from trident_spark.spout.kafka_read import read_range
+        from trident_spark.spout.kafka.read import read_range
 
         assert isinstance(partition, KafkaInputPartition)
         schema = to_arrow_schema(self.schema, timezone="UTC")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from trident_spark.errors import InvalidArgumentError
 from trident_spark.spout.base import Spout, SpoutRun
-from trident_spark.spout.kafka_config import (
+from trident_spark.spout.kafka.config import (
     KafkaSpoutConfig,
     KeyFormat,
     MalformedPolicy,
@@ -76,7 +76,7 @@ class KafkaSpout(Spout):
         and a restarted query resumes from the last limit. Use it when the per-record
         cost varies (load, record mix, a slower store) and you want steady batch
         latency without hand-tuning ``max_fetch_bytes``; the rules are in
-        :mod:`trident_spark.spout.kafka_adaptive`. Python engine only.
+        :mod:`trident_spark.spout.kafka.adaptive`. Python engine only.
     max_offsets_per_trigger : int, optional
         At most this many records per batch, split across partitions in proportion
         to their backlog (Spark's Kafka source rule).
@@ -118,7 +118,7 @@ class KafkaSpout(Spout):
         A record that cannot be decoded fails the batch naming it (default), or is
         dropped and counted in the batch metrics (``skip``), or is dropped, counted and
         sent to ``dead_letter_topic``, once per batch even when the batch is replayed
-        (``dead_letter``, see :mod:`trident_spark.spout.dead_letters`).
+        (``dead_letter``, see :mod:`trident_spark.spout.kafka.dead_letters`).
     dead_letter_topic : str, optional
         With ``on_malformed="dead_letter"``: the topic (which must exist) malformed
         records go to, key and value unchanged, with headers naming their source
@@ -240,7 +240,7 @@ class KafkaSpout(Spout):
 
     def check(self) -> None:
         """Fail fast, on the driver, if the broker is unreachable or a topic is missing."""
-        from trident_spark.spout.kafka_client import KafkaBrokerClient
+        from trident_spark.spout.kafka.client import KafkaBrokerClient
 
         client = KafkaBrokerClient(self.config)
         try:
@@ -250,7 +250,7 @@ class KafkaSpout(Spout):
         finally:
             client.close()
         if self.config.schema_registry_url is not None:
-            from trident_spark.spout.schema_registry import SchemaRegistryClient
+            from trident_spark.spout.formats.schema_registry import SchemaRegistryClient
 
             SchemaRegistryClient(self.config.schema_registry_url, self.config.timeout_s).check()
         for part in self._parts_from_registry():
@@ -270,10 +270,10 @@ class KafkaSpout(Spout):
         if "key" in parts:
             self.config = dataclasses.replace(self.config, key_schema=self._registry_schema("key"))
         if self.engine == "jvm":
-            from trident_spark.spout.jvm import jvm_dataframe
+            from trident_spark.spout.kafka.jvm import jvm_dataframe
 
             return jvm_dataframe(spark, self.config)
-        from trident_spark.spout.kafka_source import FORMAT_NAME, KafkaDataSource
+        from trident_spark.spout.kafka.source import FORMAT_NAME, KafkaDataSource
 
         if not getattr(spark, "_trident_kafka_registered", False):
             spark.dataSource.register(KafkaDataSource)
@@ -283,7 +283,7 @@ class KafkaSpout(Spout):
     def for_run(self, run: SpoutRun) -> KafkaSpout:
         """The spout as a run reads it: read by our Python source, it also reports its read time
         per batch (the ``source`` stage of the batch's metrics), an adaptive one learns where the
-        driver leaves batch durations (``run.checkpoint``, see :mod:`trident_spark.spout.kafka_adaptive`),
+        driver leaves batch durations (``run.checkpoint``, see :mod:`trident_spark.spout.kafka.adaptive`),
         and planning waits through a broker outage within ``run.outage_budget`` seconds,
         recording the wait in the query's checkpoint directory. Spark's own source
         (``engine="jvm"``) runs as it is."""
@@ -309,7 +309,7 @@ class KafkaSpout(Spout):
     def _registry_schema(self, part: str) -> str:
         """The Avro schema the registry holds for the topic's values or keys (``value_schema`` or
         ``key_schema`` not given): the latest version of subject ``"<topic>-value"`` (or ``-key``)."""
-        from trident_spark.spout.schema_registry import SchemaRegistryClient
+        from trident_spark.spout.formats.schema_registry import SchemaRegistryClient
 
         config = self.config
         assert config.schema_registry_url is not None
@@ -334,11 +334,11 @@ def _schema_text(kind: str, schema: Any, part: str) -> Any:
     if schema is None:
         return None
     if kind == "avro":
-        from trident_spark.spout.avro_decode import avro_schema_text
+        from trident_spark.spout.formats.avro import avro_schema_text
 
         return avro_schema_text(schema, part)
     if kind == "protobuf":
-        from trident_spark.spout.protobuf_decode import protobuf_schema_text
+        from trident_spark.spout.formats.protobuf import protobuf_schema_text
 
         return protobuf_schema_text(schema, part)
     return schema

@@ -1,10 +1,10 @@
 """FeederBatchSpout: Trident's test spout. You hand it batches; each becomes one txid.
 
 Every ``feed()`` call is stored at once as an Arrow file in the spout's
-directory (:mod:`trident_spark.spout.feeder_files`); the Spark data source
-(:mod:`trident_spark.spout.feeder_source`) serves one stored batch per
+directory (:mod:`trident_spark.spout.testing.batch_files`); the Spark data source
+(:mod:`trident_spark.spout.testing.feeder_source`) serves one stored batch per
 micro-batch. A field declared with a type (``"n:bigint"``, see
-:mod:`trident_spark.spout.feeder_types`) is a plain Spark column; a field declared
+:mod:`trident_spark.spout.field_types`) is a plain Spark column; a field declared
 without one carries any Python value, as Trident's ``Values`` do
 (:mod:`trident_spark.object_values`).
 """
@@ -25,8 +25,8 @@ from trident_spark.errors import InvalidArgumentError, WrongTypeError, check_int
 from trident_spark.fields import Fields
 from trident_spark.object_values import OBJECT, OBJECT_METADATA, UncarriableValueError, encode_column
 from trident_spark.spout.base import Spout
-from trident_spark.spout.feeder_files import batch_path, count_batches, write_batch
-from trident_spark.spout.feeder_types import ColumnType, parse_type, quote_name
+from trident_spark.spout.field_types import ColumnType, parse_type, quote_name
+from trident_spark.spout.testing.batch_files import batch_path, count_batches, write_batch
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -257,7 +257,7 @@ class FeederBatchSpout(Spout):
         >>> FeederBatchSpout(["word", "n:bigint"]).to_dataframe(spark).columns  # doctest: +SKIP
         ['word', 'n']
         """
-        from trident_spark.spout.feeder_source import FORMAT_NAME, FeederDataSource
+        from trident_spark.spout.testing.feeder_source import FORMAT_NAME, FeederDataSource
 
         ddl = self.schema_ddl()
         if not getattr(spark, "_trident_feeder_registered", False):

@@ -22,7 +22,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, Suppor
 from pyspark.sql.types import StructType
 
 from trident_spark.errors import SpoutError
-from trident_spark.spout.feeder_files import chunk_bounds, count_batches, read_batch
+from trident_spark.spout.testing.batch_files import chunk_bounds, count_batches, read_batch
 
 FORMAT_NAME = "trident_feeder"
 

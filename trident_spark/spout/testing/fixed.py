@@ -4,7 +4,7 @@ Batch ``k`` holds the next ``max_batch_size`` tuples after batch ``k - 1``, as S
 ``FixedBatchSpout.emitBatch`` takes them: a batch never wraps around the end of the tuples, so
 the last batch of a cycle may be short, and with ``setCycle(True)`` the next starts again at
 the first tuple. The batches of one cycle are stored once, as a FeederBatchSpout's are; the
-data source (:mod:`trident_spark.spout.fixed_source`) serves batch ``k`` from stored batch
+data source (:mod:`trident_spark.spout.testing.fixed_source`) serves batch ``k`` from stored batch
 ``k mod period``, so a replayed batch id emits the same tuples.
 """
 
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from trident_spark.errors import InvalidArgumentError, WrongTypeError, check_int
 from trident_spark.fields import Fields
 from trident_spark.spout.base import Spout
-from trident_spark.spout.feeder import FeederBatchSpout
+from trident_spark.spout.testing.feeder import FeederBatchSpout
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -126,7 +126,7 @@ class FixedBatchSpout(Spout):
 
     def to_dataframe(self, spark: SparkSession) -> DataFrame:
         """The spout as a streaming DataFrame (Spark data source ``trident_fixed_batch``)."""
-        from trident_spark.spout.fixed_source import FORMAT_NAME, FixedBatchDataSource
+        from trident_spark.spout.testing.fixed_source import FORMAT_NAME, FixedBatchDataSource
 
         if not getattr(spark, "_trident_fixed_registered", False):
             spark.dataSource.register(FixedBatchDataSource)

@@ -14,7 +14,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
-from trident_spark.spout.feeder_source import (
+from trident_spark.spout.testing.feeder_source import (
     FeederDataSource,
     FeederInputPartition,
     FeederStreamReader,

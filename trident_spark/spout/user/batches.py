@@ -1,6 +1,6 @@
 """How a spout of your own makes its batches, per kind, in plain Python (no Spark here).
 
-The data source (:mod:`trident_spark.spout.user_source`) asks a :class:`BatchMaker` for the
+The data source (:mod:`trident_spark.spout.user.source`) asks a :class:`BatchMaker` for the
 next batch when Spark plans one (``latestOffset``), for a logged batch again after a restart
 (``partitions`` with no batch kept in memory) and tells it when a batch is done (``commit``).
 A batch's end offset is ``{"batch": txid + 1}`` for an :class:`IBatchSpout`,
@@ -20,8 +20,8 @@ from typing import Any, TypeVar
 
 from trident_spark import checkpoint_files as files
 from trident_spark.errors import SpoutError
-from trident_spark.spout.collector import SpoutCollector
-from trident_spark.spout.transaction import SpoutContext, TransactionAttempt
+from trident_spark.spout.user.collector import SpoutCollector
+from trident_spark.spout.user.transaction import SpoutContext, TransactionAttempt
 
 #: The kinds of spout of your own: IBatchSpout, IPartitionedTridentSpout, IOpaquePartitionedTridentSpout,
 #: ITridentSpout, and an IRichSpout wrapped in a RichSpoutBatchExecutor (an ITridentSpout).

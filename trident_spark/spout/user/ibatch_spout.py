@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from trident_spark.fields import Fields
     from trident_spark.spout.base import Spout
-    from trident_spark.spout.collector import SpoutCollector
-    from trident_spark.spout.transaction import SpoutContext
+    from trident_spark.spout.user.collector import SpoutCollector
+    from trident_spark.spout.user.transaction import SpoutContext
 
 
 class IBatchSpout(ABC):
@@ -73,7 +73,7 @@ class IBatchSpout(ABC):
 
     def __trident_spout__(self, stream: str) -> Spout:
         """The spout as the runtime reads it (``newStream`` calls this)."""
-        from trident_spark.spout.user_spout import UserSpout
+        from trident_spark.spout.user.spout import UserSpout
 
         return UserSpout(self, "batch", stream)
 

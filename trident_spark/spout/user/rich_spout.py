@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 from trident_spark.errors import SpoutError, TopologyError
 from trident_spark.fields import Fields
-from trident_spark.spout.trident_spout import ITridentSpout
-from trident_spark.spout.user_batches import calling, spout_label
+from trident_spark.spout.user.batches import calling, spout_label
+from trident_spark.spout.user.trident_spout import ITridentSpout
 
 if TYPE_CHECKING:
     from trident_spark.spout.base import Spout
-    from trident_spark.spout.collector import SpoutCollector
-    from trident_spark.spout.transaction import SpoutContext, TransactionAttempt
+    from trident_spark.spout.user.collector import SpoutCollector
+    from trident_spark.spout.user.transaction import SpoutContext, TransactionAttempt
 
 #: Trident's ``RichSpoutBatchExecutor.MAX_BATCH_SIZE_CONF``: most ``nextTuple`` calls per batch.
 MAX_BATCH_SIZE_CONF = "topology.spout.max.batch.size"
@@ -88,7 +88,7 @@ class SpoutOutputCollector:
 
     Examples
     --------
-    >>> from trident_spark.spout.collector import SpoutCollector
+    >>> from trident_spark.spout.user.collector import SpoutCollector
     >>> capture = _Capture(); capture.reset(SpoutCollector(["word"], "spout Words, batch 0"))
     >>> SpoutOutputCollector(capture).emit(["cat"], "m1")
     []
@@ -317,7 +317,7 @@ class RichSpoutBatchExecutor(ITridentSpout):
         return _RichSpoutEmitter(self.spout, txStateId, conf, context)
 
     def __trident_spout__(self, stream: str) -> Spout:
-        from trident_spark.spout.user_spout import UserSpout
+        from trident_spark.spout.user.spout import UserSpout
 
         return UserSpout(self, "rich", stream)
 

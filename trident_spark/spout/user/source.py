@@ -36,8 +36,7 @@ from pyspark.sql.types import StructType
 
 from trident_spark import checkpoint_files as files
 from trident_spark.fields import Fields
-from trident_spark.spout.tuple_rows import TupleRows
-from trident_spark.spout.user_batches import (
+from trident_spark.spout.user.batches import (
     Batch,
     BatchMaker,
     PartitionBatch,
@@ -45,6 +44,7 @@ from trident_spark.spout.user_batches import (
     batch_maker,
     emit_again,
 )
+from trident_spark.spout.user.tuple_rows import TupleRows
 
 FORMAT_NAME = "trident_user_spout"
 

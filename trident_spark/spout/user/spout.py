@@ -16,8 +16,8 @@ from trident_spark.fields import Fields
 from trident_spark.object_values import OBJECT_METADATA
 from trident_spark.shapes import MethodShape, check_methods
 from trident_spark.spout.base import Spout, SpoutRun
-from trident_spark.spout.tuple_rows import TupleRows
-from trident_spark.spout.user_batches import KINDS, spout_label
+from trident_spark.spout.user.batches import KINDS, spout_label
+from trident_spark.spout.user.tuple_rows import TupleRows
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -135,7 +135,7 @@ class UserSpout(Spout):
         self._pickled()
 
     def _pickled(self) -> bytes:
-        from trident_spark.spout.user_source import pickle_spout
+        from trident_spark.spout.user.source import pickle_spout
 
         try:
             return pickle_spout(self.spout)
@@ -149,8 +149,8 @@ class UserSpout(Spout):
         """The spout as a streaming DataFrame (Spark data source ``trident_user_spout``)."""
         from pyspark.sql import functions as F
 
-        from trident_spark.spout.feeder_types import quote_name
-        from trident_spark.spout.user_source import FORMAT_NAME, UserSpoutDataSource, write_spout
+        from trident_spark.spout.field_types import quote_name
+        from trident_spark.spout.user.source import FORMAT_NAME, UserSpoutDataSource, write_spout
 
         if not getattr(spark, "_trident_user_spout_registered", False):
             spark.dataSource.register(UserSpoutDataSource)

@@ -15,7 +15,7 @@ import pyarrow as pa
 from trident_spark.errors import InvalidArgumentError, SpoutError
 from trident_spark.fields import Fields
 from trident_spark.object_values import UncarriableValueError, encode_column
-from trident_spark.spout.feeder_types import ColumnType, parse_type, quote_name
+from trident_spark.spout.field_types import ColumnType, parse_type, quote_name
 
 
 class TupleRows:
