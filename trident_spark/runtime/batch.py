@@ -184,7 +184,7 @@ class BatchRunner:
                             self.query.name, batch_id, cause, attempt, self.max_retries, delay)
                 time.sleep(delay)
         outage.end()
-        from trident_spark.spout.kafka_adaptive import after_batch
+        from trident_spark.spout.kafka.adaptive import after_batch
 
         after_batch(self.query, self.checkpoint, batch_id, started)  # adaptive spouts: the duration
         if self.on_metrics is not None:
