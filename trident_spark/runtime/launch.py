@@ -193,7 +193,8 @@ def _answered_in_driver(query: QueryPlan, run: SpoutRun, drpc_path: str, conf: d
     client = drpc_spouts[0].spout.for_run(run).client()
     requests = topology_side(client.address, client.consumer, client.token)  # no HTTP in-process
     return DirectDRPC(drpc_spouts[0].spout.function, query.nodes, outputs[0].node, requests, conf,
-                      max_batch_retries=max_batch_retries, retry_delay=retry_delay)
+                      max_batch_retries=max_batch_retries, retry_delay=retry_delay, stream=query.name,
+                      checkpoint=run.checkpoint, outage_budget=run.outage_budget)
 
 
 def _drpc_server(queries: list[QueryPlan], drpc: Any, token: str | None,
