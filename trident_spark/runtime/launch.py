@@ -251,7 +251,8 @@ def _answered_in_driver(query: QueryPlan, run: SpoutRun, settings: RunSettings) 
     requests = topology_side(client.address, client.consumer, client.token)  # no HTTP in-process
     return DirectDRPC(drpc_spouts[0].spout.function, query.nodes, outputs[0].node, requests,
                       settings.conf or {}, max_batch_retries=settings.max_batch_retries,
-                      retry_delay=settings.retry_delay)
+                      retry_delay=settings.retry_delay, stream=query.name,
+                      checkpoint=run.checkpoint, outage_budget=run.outage_budget)
 
 
 def _drpc_server(queries: list[QueryPlan], drpc: Any, token: str | None,

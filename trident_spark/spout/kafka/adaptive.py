@@ -57,6 +57,7 @@ from typing import Any
 
 from trident_spark import checkpoint_files as files
 from trident_spark.errors import InvalidArgumentError
+from trident_spark.spout.base import BatchFeedback
 
 #: Per-partition limit of the first batch (or the bound, if lower): small, so that the
 #: first batch never takes long, and the limit grows to the target from there.
@@ -236,6 +237,26 @@ def read_feedback(directory: str | os.PathLike[str]) -> Feedback | None:
         return None
 
 
+def record_feedback(adaptive: bool, feedback: BatchFeedback) -> None:
+    """What an adaptive Kafka spout does after a batch (its ``Spout.after_batch``): leave the
+    batch's duration in the query's checkpoint for the planner of the next batches.
+
+    Nothing without adaptive batching or without a checkpoint.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from trident_spark.spout.base import BatchFeedback
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     record_feedback(True, BatchFeedback(7, 812.25, d, warmup=True))
+    ...     read_feedback(d)
+    Feedback(batch_id=7, duration_ms=812.2, warmup=True)
+    """
+    if not adaptive or feedback.checkpoint is None:
+        return
+    write_feedback(feedback.checkpoint, feedback.batch_id, feedback.duration_ms, warmup=feedback.warmup)
+
+
 def wants_feedback(query: Any) -> bool:
     """Whether a query reads a spout with adaptive batching on (its planner needs feedback)."""
     return any(getattr(getattr(getattr(node, "spout", None), "config", None), "adaptive_target_ms", None)
@@ -248,7 +269,9 @@ _warm: set[tuple[int, str]] = set()
 
 def after_batch(query: Any, checkpoint: str | os.PathLike[str] | None, batch_id: int,
                 started: float) -> None:
-    """Called by the driver after a successful batch: leave its duration for the planner.
+    """After a successful batch of ``query``: leave its duration for the planner, if it reads an
+    adaptive spout (the runtime calls each spout's ``Spout.after_batch`` instead; this is the same
+    record for a caller holding a query and no spout).
 
     ``started`` is ``time.monotonic()`` when the batch's (last) attempt began. Does
     nothing unless the query has an adaptive spout. The first batch of each run

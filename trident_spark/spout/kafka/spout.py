@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from trident_spark.errors import InvalidArgumentError
-from trident_spark.spout.base import Spout, SpoutRun
+from trident_spark.spout.base import BatchFeedback, Spout, SpoutRun
 from trident_spark.spout.kafka.config import (
     KafkaSpoutConfig,
     KeyFormat,
@@ -321,6 +321,13 @@ class KafkaSpout(Spout):
                 f"KafkaSpout({part}_format='avro'): subject {subject!r} in the Schema Registry at "
                 f"{client.address} holds a {registered.schema_type} schema, not an Avro one")
         return registered.schema
+
+    def after_batch(self, feedback: BatchFeedback) -> None:
+        """With ``adaptive_target_ms``: the batch's duration, left in the query's checkpoint for
+        the planner of the next batches (:func:`~trident_spark.spout.kafka.adaptive.record_feedback`)."""
+        from trident_spark.spout.kafka.adaptive import record_feedback
+
+        record_feedback(self.config.adaptive, feedback)
 
     @property
     def address(self) -> str:
