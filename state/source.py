@@ -43,10 +43,18 @@ class StateSource(Protocol):
     False
     """
 
-    cache_size: int
-    txid_offset: int
-    # No ``url`` here: ``isinstance`` would compute it (Python 3.11 reads every member), and a
-    # user's own factory may have one too, so callers read it with ``getattr`` where they need it.
+    # Read-only (the factories are frozen dataclasses). No ``url`` here: ``isinstance`` would
+    # compute it (Python 3.11 reads every member), and a user's own factory may have a ``url``
+    # too, so callers read it with ``getattr`` where they need it.
+    @property
+    def cache_size(self) -> int:
+        """Keys an opened state caches (0: none)."""
+        ...
+
+    @property
+    def txid_offset(self) -> int:
+        """Added to every txid the state stores."""
+        ...
 
     def url_location(self) -> tuple[str, dict[str, str]]:
         """The URL without query (``memory://wc``) and the backend's own URL parameters."""
