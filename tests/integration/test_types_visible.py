@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-from importlib.metadata import distribution
+from importlib.metadata import distributions
 from pathlib import Path
 
 import pytest
@@ -63,7 +63,9 @@ def clean_env() -> dict[str, str]:
 def test_the_install_is_the_makefiles() -> None:
     """What the other tests check: an editable install of this checkout, in compat mode (its
     .pth file names the checkout), or a wheel's."""
-    dist = distribution("trident-spark")
+    # the installed one: in the checkout (on sys.path under pytest) an editable install in compat
+    # mode leaves trident_spark.egg-info, which importlib.metadata would find first
+    [dist] = distributions(name="trident-spark", path=[sysconfig.get_paths()["purelib"]])
     direct = dist.read_text("direct_url.json")
     if direct is None or not json.loads(direct).get("dir_info", {}).get("editable"):
         return  # a wheel (or sdist) install: trident_spark/state is a real directory there
@@ -109,6 +111,7 @@ def test_pyright_outside_the_checkout_sees_the_state_types(tmp_path: Path) -> No
     done = subprocess.run([pyright, "--pythonpath", sys.executable, "snippet.py"], capture_output=True,
                           text=True, timeout=300, cwd=where, env=clean_env())
     assert done.returncode in (0, 1), f"Pyright failed to run:\n{done.stdout}\n{done.stderr}"
+    assert "reportMissingImports" not in done.stdout, f"{REINSTALL}:\n{done.stdout}"
     found = re.findall(r'snippet\.py:(\d+):\d+ - (information|error): (.*)', done.stdout)
     assert found == [
         ("5", "information", 'Type of "factory" is "SqliteState"'),
