@@ -292,7 +292,7 @@ class DirectStream:
         if key not in self._states:
             if isinstance(factory, StateSource):
                 if dataclasses.is_dataclass(factory) and factory.cache_size > 0:
-                    factory = dataclasses.replace(factory, cache_size=0)  # type: ignore[type-var]
+                    factory = dataclasses.replace(factory, cache_size=0)
                 self._states[key] = factory.open()
             else:  # a user's Trident StateFactory
                 self._states[key] = make_state(factory, dict(self.conf), 0, 1)
