@@ -147,7 +147,7 @@ def keeps_cache(factory: Any) -> bool:
     kept in the partition's instance host too, so a partition's state is one object for the run."""
     if not opens_one_state(factory):
         return True
-    return bool(getattr(factory, "cache_size", 0)) and not getattr(factory, "process_local", False)
+    return bool(factory.cache_size) and not getattr(factory, "process_local", False)
 
 
 def check_not_ahead_job(df: DataFrame, node: PersistNode, ctx: BatchContext, written_before: bool,
@@ -186,8 +186,7 @@ def query_dataframe(df: DataFrame, node: StateQueryNode, ctx: BatchContext) -> D
     same_query = node.state.node is not None and any(n is node.state.node for n in ctx.query.nodes)
 
     factory = node.state.factory
-    cached: Any = getattr(factory, "cache_size", 0)
-    if cached and hasattr(factory, "with_settings"):
+    if opens_one_state(factory) and factory.cache_size:
         factory = factory.with_settings(cache_size=0)
     new = {name: node.function_fields.types[name] for name in node.function_fields}
     # Fields no one downstream reads may have been pruned from the input already.
