@@ -120,9 +120,13 @@ def _output_fields(df: DataFrame, steps: list[PythonStep],
 
 
 def named(fn: Any, label: str) -> Any:
-    """Give a stage function the operators' names: Spark shows it in plans and its UI."""
+    """Give a stage function the operators' names: Spark shows it in plans and its UI; our errors
+    leave it as data (``task_errors.reporting``)."""
     import re
 
+    from trident_spark.task_errors import reporting
+
+    fn = reporting(fn)
     fn.__name__ = re.sub(r"\W+", "_", label).strip("_")[:80] or "trident_stage"
     return fn
 
