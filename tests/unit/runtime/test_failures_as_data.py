@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 import importlib
 import json
+import pickle
 import traceback
 from decimal import Decimal
 from pathlib import Path
@@ -163,3 +164,18 @@ def test_every_module_that_defines_an_error_is_in_the_list():
             outside.add(f"{cls.__module__}.{cls.__qualname__}")
         pending.extend(cls.__subclasses__())
     assert sorted(outside) == []
+
+
+@pytest.mark.parametrize("error", [
+    errors.StateAheadError("memory://wc", ["cat"], stored_txid=7, batch_txid=2),
+    errors.UnstorableValueError("memory://wc", ["cat"], "_thread.lock", "TypeError: no"),
+    errors.OperatorError("each(Split) failed"),
+], ids=lambda e: type(e).__name__)
+def test_a_marked_error_keeps_its_note_across_pickling(error):
+    """An instance host sends a task's error back pickled (state/errors.py __reduce__)."""
+    from pyspark import cloudpickle
+
+    mark(error)
+    for dumps in (pickle.dumps, cloudpickle.dumps):
+        again = pickle.loads(dumps(error))
+        assert again.__notes__ == error.__notes__ and vars(again) == vars(error)
