@@ -133,7 +133,7 @@ def reporting(fn: F) -> F:
     def run(*args: Any, **kwargs: Any) -> Iterator[Any]:
         try:
             yield from fn(*args, **kwargs)
-        except TridentSparkError as exc:
+        except Exception as exc:  # ours, or another raised from one of ours (its cause is marked)
             mark(exc)
             raise
 

@@ -179,3 +179,17 @@ def test_a_marked_error_keeps_its_note_across_pickling(error):
     for dumps in (pickle.dumps, cloudpickle.dumps):
         again = pickle.loads(dumps(error))
         assert again.__notes__ == error.__notes__ and vars(again) == vars(error)
+
+
+def test_reporting_marks_our_error_under_one_that_is_not_ours():
+    def task(batches):
+        yield from batches
+        try:
+            raise errors.FailedException("store down")
+        except errors.FailedException as exc:
+            raise KeyError("lost while handling it") from exc
+
+    with pytest.raises(KeyError) as caught:
+        list(reporting(task)([1]))
+    error = translate("s", RuntimeError(spark_text(caught.value)))
+    assert type(error) is errors.FailedException and str(error) == "store down (stream 's')"
