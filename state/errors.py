@@ -280,7 +280,9 @@ class UnstorableValueError(StateError, TypeError):
             f"to a dict) before it is aggregated into the state")
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (UnstorableValueError, (self.address, self.key, self.value_type, self.reason))
+        # The attributes as state too: notes (the one a task adds, trident_spark.task_errors) cross.
+        return (UnstorableValueError, (self.address, self.key, self.value_type, self.reason),
+                dict(self.__dict__))
 
 
 def type_name(value: Any) -> str:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from trident_spark.executor.instances import InstanceScope, StageFunction, hosted, stopped_runs
 from trident_spark.executor.metrics import StageName, timed
 from trident_spark.planner.shipping import shipped
+from trident_spark.task_errors import reporting
 
 if TYPE_CHECKING:
     from pyspark import Accumulator
@@ -151,7 +152,8 @@ def arrow_stage(df: DataFrame, schema: StructType, ctx: BatchContext, *, name: s
 
 
 def named(fn: Any, label: str) -> Any:
-    """Give a stage function the operators' names: Spark shows it in plans and its UI.
+    """Give a stage function the operators' names: Spark shows it in plans and its UI; our errors
+    leave it as data (:func:`trident_spark.task_errors.reporting`).
 
     Examples
     --------
@@ -159,6 +161,7 @@ def named(fn: Any, label: str) -> Any:
     >>> named(partial(print), "each(Upper) -> filter").__name__
     'each_Upper_filter'
     """
+    fn = reporting(fn)
     fn.__name__ = re.sub(r"\W+", "_", label).strip("_")[:80] or "trident_stage"
     return fn
 

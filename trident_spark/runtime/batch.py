@@ -36,6 +36,7 @@ from trident_spark.runtime.state_commits import (
 from trident_spark.runtime.stop_quiet import BatchStoppedError, quiet_py4j
 from trident_spark.sink import CollectSink, DataFrameSink
 from trident_spark.spout.base import BatchFeedback
+from trident_spark.task_errors import mark
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -112,7 +113,8 @@ class BatchRunner:
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         try:
             self._call(df, batch_id)
-        except TridentSparkError:  # our own errors (an outage's cause, ...) go up as they are
+        except TridentSparkError as exc:  # our own errors (an outage's cause, ...) go up as they are,
+            mark(exc)  # as data in the text Spark gives the handle (task_errors)
             raise
         except Exception as exc:
             if not self._stopped():

@@ -1,36 +1,34 @@
 """Turn a failed Spark query back into the trident-spark error that caused it.
 
-An error raised on an executor reaches the driver as text: the Python
-traceback inside Spark's exception. :func:`translate` finds our error's
-``Class: message`` line in it and raises that class again, with the message
-and the stream's name. The state layer's errors come back with their
-attributes too (``StateAheadError.stored_txid``, ...), read from the message.
+An error raised on an executor (or in ``foreachBatch``) reaches the driver as
+text: the Python traceback inside Spark's exception. Our errors carry themselves
+in it as data (``trident_spark.task_errors``: a note with the class and its
+attributes), and :func:`translate` rebuilds the same class with the same
+attributes, the message redacted and the stream's name added. Text without that
+note (an error from a task path that does not mark them) falls back to our
+class's ``Class: message`` line, with the message only; a failure that is not
+ours becomes :class:`StreamFailedError` naming its cause.
 """
 
 from __future__ import annotations
 
-import ast
 import re
-from typing import Any
 
 from trident_spark import errors
 from trident_spark.state.redaction import redact_text
+from trident_spark.task_errors import MARKER, constructor_attributes, error_class_named, rebuild
 
-_STATE_ERRORS = ("StateAheadError|StateLostError|StateAdoptionError|StateTypeMismatchError|"
-                 "StateUnavailableError|UnreadableValueError|StateConflictError|StateConfigError|StateError")
-_OUR_ERROR = re.compile(
-    r"(?:trident_spark\.[\w.]+\.)?\b(?P<cls>BrokerUnavailableError|UnknownTopicError|DataLossError|"
-    r"MalformedRecordError|OffsetOutOfRangeError|SpoutError|TopologyError|FailedException|OperatorError|"
-    r"MissingExtraError|"
-    + _STATE_ERRORS + r"): "
-    r"(?P<msg>[^\n]*?)(?P<end>\s+SQLSTATE|\n|$)",
-)
+# A ``Class: message`` line of a Python traceback, the class maybe qualified; it is ours when the
+# class is one of trident-spark's errors (``task_errors.error_class_named``).
+_CLASS_LINE = re.compile(
+    r"\b(?P<cls>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*): (?P<msg>[^\n]*?)(?P<end>\s+SQLSTATE|\n|$)")
 # A line after an error's first line that is not more of its message: blank, indented (a
 # traceback or JVM frame, " SQLSTATE"), the start of another traceback or exception, Spark's
-# query description.
+# query description, a note of ours.
 _NOT_MESSAGE = re.compile(
     r"$|\s|Traceback \(most recent call last\)|During handling of the above|The above exception|"
-    r"===|JVM stacktrace|Caused by|Driver stacktrace|(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)\b")
+    r"===|JVM stacktrace|Caused by|Driver stacktrace|(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)\b|"
+    + re.escape(MARKER))
 
 
 _MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '(?P<module>[\w.]+)'")
@@ -41,20 +39,31 @@ class StreamFailedError(errors.TridentSparkError):
 
 
 def translate(stream: str, exc: BaseException) -> BaseException:
-    """The most specific error for a Spark failure: ours if user code or a spout raised one."""
-    from trident_spark.errors import OperatorError
+    """The most specific error for a Spark failure: ours if user code or a spout raised one.
 
+    Examples
+    --------
+    >>> import traceback
+    >>> from trident_spark.errors import StateConflictError
+    >>> from trident_spark.task_errors import mark
+    >>> text = "".join(traceback.format_exception(mark(StateConflictError("memory://wc", ["a"], attempts=3))))
+    >>> error = translate("words", RuntimeError(text))
+    >>> type(error).__name__, error.attempts, str(error).endswith("(stream 'words')")
+    ('StateConflictError', 3, True)
+    """
     text = str(exc)
-    matches = list(_OUR_ERROR.finditer(text))
-    if matches:
-        found = matches[-1]
-        cls: type[Exception] = getattr(errors, found.group("cls"), None) or (
-            OperatorError if found.group("cls") == "OperatorError" else StreamFailedError)
-        original = redact_text(_message(text, found))  # executors' text: no secret reaches the driver's error
-        message = original
-        if f"stream {stream!r}" not in message:
-            message = f"{message} (stream {stream!r})"
-        return _rebuild(cls, message, original)
+    rebuilt = rebuild(text)
+    if rebuilt is not None:
+        return _named(rebuilt, stream)
+    ours = _our_class_lines(text)
+    if ours:
+        cls, found = ours[-1]
+        error = cls.__new__(cls)
+        # executors' text: no secret reaches the driver's error
+        BaseException.__init__(error, redact_text(_message(text, found)))
+        # Without the note the attributes are unknown: None, never read back from the message.
+        error.__dict__.update(dict.fromkeys(constructor_attributes(cls)))
+        return _named(error, stream)
     missing = _MISSING_MODULE.search(text)
     if missing:
         module = missing.group("module")
@@ -68,6 +77,27 @@ def translate(stream: str, exc: BaseException) -> BaseException:
     if cause is None:
         cause = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
     return StreamFailedError(f"stream {stream!r} failed: {cause}")
+
+
+def _named(error: errors.TridentSparkError, stream: str) -> errors.TridentSparkError:
+    """``error`` with the stream's name after its message (once)."""
+    message = str(error)
+    if f"stream {stream!r}" not in message:
+        error.args = (f"{message} (stream {stream!r})",)
+    return error
+
+
+def _our_class_lines(text: str) -> list[tuple[type[errors.TridentSparkError], re.Match[str]]]:
+    """The ``Class: message`` lines of ``text`` whose class is one of our errors, in order."""
+    found = []
+    for match in _CLASS_LINE.finditer(text):
+        name = match.group("cls")
+        # Our classes by their own module, or by any trident_spark module that re-raised them.
+        short = name.rpartition(".")[2] if name.startswith("trident_spark.") else name
+        cls = error_class_named(short)
+        if cls is not None:
+            found.append((cls, match))
+    return found
 
 
 _PYTHON_ERROR_LINE = re.compile(
@@ -93,75 +123,10 @@ def _message(text: str, found: re.Match[str]) -> str:
     lines = [found.group("msg")]
     if found.group("end") == "\n":
         for line in text[found.end():].split("\n"):
-            if _NOT_MESSAGE.match(line) or _OUR_ERROR.search(line):
+            if _NOT_MESSAGE.match(line) or _our_class_lines(line):
                 break
             before_sqlstate = re.split(r"\s+SQLSTATE", line, maxsplit=1)
             lines.append(before_sqlstate[0])
             if len(before_sqlstate) > 1:
                 break
     return "\n".join(lines).strip()
-
-
-# The messages of the state errors whose classes take structured arguments (state/errors.py),
-# and the attributes each names.
-_STATE_FIELDS: dict[type[Exception], re.Pattern[str]] = {
-    errors.StateAheadError: re.compile(
-        r"state is ahead of the stream: (?P<address>.+?) key (?P<key>\[.*?\]) stored txid "
-        r"(?P<stored_txid>-?\d+) [>=] batch txid (?P<batch_txid>-?\d+)"
-        r"(?: \(batch id -?\d+ \+ txid_offset (?P<txid_offset>\d+)\))?"
-        r"(?:, a batch this checkpoint has not written before)?;", re.DOTALL),
-    errors.StateTypeMismatchError: re.compile(
-        r"(?P<address>.+?)(?: key (?P<key>\[.*?\]))?: expected an? (?P<expected>\S+) value, "
-        r"found (?P<found>.*?); the state was written as another kind", re.DOTALL),
-    errors.UnreadableValueError: re.compile(
-        r"cannot read the stored value of (?:key (?P<key>\[.*?\])|a key) in (?P<address>.+?): "
-        r"(?P<reason>.*?); the value was written by another program", re.DOTALL),
-    errors.StateUnavailableError: re.compile(
-        r"cannot use the state store at (?P<address>.+?): (?P<reason>.*)", re.DOTALL),
-    errors.StateLostError: re.compile(
-        r"state lost data: (?P<address>.+?) (?:holds no commit record|holds the values of txid "
-        r"(?P<stored_txid>-?\d+)|holds another store's values \(txid (?:None|-?\d+), another generation\)), "
-        r"but this checkpoint committed batches up to txid (?P<committed_txid>-?\d+) to it", re.DOTALL),
-    errors.StateConflictError: re.compile(
-        r"(?P<address>.+?) key (?P<key>\[.*?\]): another writer changed the key during each of "
-        r"(?P<attempts>\d+) attempts", re.DOTALL),
-}
-_INT_FIELDS = ("stored_txid", "batch_txid", "txid_offset", "attempts", "committed_txid")
-
-
-def _rebuild(cls: type[Exception], message: str, original: str) -> Exception:
-    """``cls`` with ``message``; a state error also gets its attributes back, read from ``original``.
-
-    The state errors' constructors take the parts of the message (address, key,
-    txids, ...), not the message: the instance is made without calling them, and
-    an attribute the message does not show (a changed format) is None.
-    """
-    pattern = _STATE_FIELDS.get(cls)
-    if pattern is None:
-        return cls(message)
-    error = cls.__new__(cls)
-    Exception.__init__(error, message)
-    found = pattern.match(original)
-    attributes: dict[str, Any] = dict.fromkeys(pattern.groupindex)
-    if found:
-        attributes.update(found.groupdict())
-        for name in _INT_FIELDS:
-            if attributes.get(name) is not None:
-                attributes[name] = int(attributes[name])
-        if cls is errors.StateLostError:
-            attributes["kind"] = ("missing" if "holds no commit record" in original else
-                                  "behind" if "holds the values of txid" in original else "replaced")
-        if cls is errors.StateAheadError and attributes["txid_offset"] is None:
-            attributes["txid_offset"] = 0
-        if attributes.get("key") is not None:
-            attributes["key"] = _literal_list(attributes["key"])
-    error.__dict__.update(attributes)
-    return error
-
-
-def _literal_list(text: str) -> list[Any] | None:
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return None
-    return value if isinstance(value, list) else None

@@ -81,8 +81,8 @@ def test_a_stage_runs_its_task_named_after_its_operators() -> None:
     task = functools.partial(_task)
     result: Any = arrow_stage(frame, SCHEMA, ctx, name="each(Upper) -> filter", task=task, operations=[])
     assert result == "mapped"
-    [(fn, schema)] = frame.calls
-    assert (fn, fn.__name__, schema) == (task, "each_Upper_filter", "schema")
+    [(fn, schema)] = frame.calls  # the task, its errors leaving as data (task_errors.reporting)
+    assert (fn.__wrapped__, fn.__name__, schema) == (task, "each_Upper_filter", "schema")
 
 
 def test_a_kept_stage_runs_in_the_instance_host_and_is_timed() -> None:
@@ -91,18 +91,18 @@ def test_a_kept_stage_runs_in_the_instance_host_and_is_timed() -> None:
     scope = InstanceScope("run1", "words/1")
     arrow_stage(frame, SCHEMA, ctx, name="map", task=_task, operations=[],
                 kept=_kept, scope=scope, timed_as=("aggregate", "map"))
-    fn: Any = frame.calls[0][0]
+    fn: Any = frame.calls[0][0].__wrapped__
     # the instance host's function, and no accumulator: timed() leaves it as it is
     assert isinstance(fn, functools.partial) and fn.args == (scope, _kept, None)
     fn = frame.calls[0][0]
-    assert (fn.func.__name__, fn.__name__) == ("_run_hosted", "map")
+    assert (fn.__wrapped__.func.__name__, fn.__name__) == ("_run_hosted", "map")
 
 
 def test_kept_without_a_scope_runs_the_task() -> None:
     frame: Any = StubFrame()
     arrow_stage(frame, SCHEMA, BatchContext(_query(), txid=1), name="m",
                 task=functools.partial(_task), operations=[], kept=_kept, scope=None)
-    assert frame.calls[0][0].func is _task
+    assert frame.calls[0][0].__wrapped__.func is _task
 
 
 def test_an_operation_that_cannot_be_pickled_is_named() -> None:

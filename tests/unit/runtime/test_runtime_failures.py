@@ -7,6 +7,7 @@ import pytest
 from trident_spark import errors
 from trident_spark.errors import OperatorError
 from trident_spark.runtime.failures import StreamFailedError, translate
+from trident_spark.task_errors import mark
 
 PY4J_TEXT = """[STREAM_FAILED] Query [id = 5b0c6d39, runId = 0a8e1f4c] terminated with exception: \
 Job aborted due to stage failure: Task 0 in stage 3.0 failed 1 times, most recent failure: Lost task 0.0 \
@@ -102,12 +103,17 @@ AHEAD_MESSAGE = (
     "works) and keep that setting from then on; to reset, delete the state (or point the stream at a new "
     "one) and restart; never let two queries write one state")
 
+# The note the task adds to the error it raises (trident_spark.task_errors): the class and attributes.
+AHEAD_NOTE = mark(errors.StateAheadError("sqlite:///tmp/wc.db?table=counts", ["cat", 1], stored_txid=7,
+                                         batch_txid=2)).__notes__[0]
+
 # str() of the PythonException a job raises when a mapInArrow task raised StateAheadError (Spark 4.3).
 PYTHON_WORKER_TEXT = f"""An exception was thrown from the Python worker:
 Traceback (most recent call last):
   File "/work/main/trident_spark/executor/state_stage.py", line 88, in _guarded
     raise StateAheadError("sqlite:///tmp/wc.db?table=counts", ["cat", 1], stored_txid=7, batch_txid=2)
-trident_spark.state.errors.StateAheadError: {AHEAD_MESSAGE}"""
+trident_spark.state.errors.StateAheadError: {AHEAD_MESSAGE}
+{AHEAD_NOTE}"""
 
 # str() of the StreamingQueryException when that job ran inside foreachBatch (Spark 4.3, trimmed).
 STREAMING_QUERY_TEXT = f"""[STREAM_FAILED] Query [id = e90b57e5-cd03-4279-8f84-8d6180fbcede, runId = \
@@ -145,12 +151,15 @@ def test_state_ahead_comes_back_whole_with_its_attributes(text):
 
 
 def executor_text(error: Exception) -> str:
-    """How Spark shows an error an executor raised: the traceback's last line, then Spark's."""
+    """How Spark shows an error an executor raised: the traceback's last line and the task's note
+    (trident_spark.task_errors), then Spark's."""
     cls = type(error)
+    note = mark(error).__notes__[-1]
     return ("org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n"
             '  File "/work/main/trident_spark/executor/state_stage.py", line 88, in _guarded\n'
             "    raise error\n"
             f"{cls.__module__}.{cls.__name__}: {error}\n"
+            f"{note}\n"
             "\n\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException("
             "PythonRunner.scala:581)\n")
 

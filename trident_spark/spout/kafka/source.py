@@ -74,6 +74,7 @@ from trident_spark.spout.kafka.offsets import (
     plan_ranges,
     prorate_max_rows,
 )
+from trident_spark.task_errors import reporting
 
 log = logging.getLogger(__name__)
 
@@ -506,6 +507,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         ranges = plan_ranges(begin, decode_offsets(end.get("offsets", {})), self.config.min_partitions)
         return [KafkaInputPartition(r) for r in ranges]
 
+    @reporting  # our errors leave the read task as data (task_errors)
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """Runs on an executor: read one offset range as Arrow record batches."""
         from pyspark.sql.pandas.types import to_arrow_schema

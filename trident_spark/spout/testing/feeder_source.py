@@ -23,6 +23,7 @@ from pyspark.sql.types import StructType
 
 from trident_spark.errors import SpoutError
 from trident_spark.spout.testing.batch_files import chunk_bounds, count_batches, read_batch
+from trident_spark.task_errors import reporting
 
 FORMAT_NAME = "trident_feeder"
 
@@ -101,6 +102,7 @@ class FeederStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         first, stop = int(start["batch"]), int(end["batch"])
         return [FeederInputPartition(first, stop, i, self.num_partitions) for i in range(self.num_partitions)]
 
+    @reporting  # our errors leave the read task as data (task_errors)
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """Runs on an executor: this partition's chunk of the batch's rows, as Arrow record batches."""
         assert isinstance(partition, FeederInputPartition)

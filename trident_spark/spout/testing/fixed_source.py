@@ -20,6 +20,7 @@ from trident_spark.spout.testing.feeder_source import (
     FeederStreamReader,
     read_partition,
 )
+from trident_spark.task_errors import reporting
 
 FORMAT_NAME = "trident_fixed_batch"
 
@@ -79,6 +80,7 @@ class FixedBatchStreamReader(FeederStreamReader):
                          for i in range(self.num_partitions))
         return parts
 
+    @reporting  # our errors leave the read task as data (task_errors)
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, FeederInputPartition)
         return iter(read_partition(self.directory, self.schema, partition))

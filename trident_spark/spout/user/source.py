@@ -45,6 +45,7 @@ from trident_spark.spout.user.batches import (
     emit_again,
 )
 from trident_spark.spout.user.tuple_rows import TupleRows
+from trident_spark.task_errors import reporting
 
 FORMAT_NAME = "trident_user_spout"
 
@@ -194,6 +195,7 @@ class UserSpoutStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         spout = self.options["spout_class"]
         return f"spout {spout} (stream {self.stream!r}), partition {pid!r}, batch {txid}"
 
+    @reporting  # our errors leave the read task as data (task_errors)
     def read(self, partition: InputPartition) -> Iterator[Any]:
         """Runs in a Spark task: the partition's tuples as Arrow record batches of the stream's schema."""
         from pyspark.sql.pandas.types import to_arrow_schema
