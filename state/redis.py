@@ -90,7 +90,7 @@ from .errors import StateConfigError, StateError, StateUnavailableError, WrongTy
 from .extras import require_extra
 from .factory import StoreStateFactory
 from .keys import decode_scanned_key, encode_key, is_reserved
-from .redis_cluster import ClusterClient, SlotCall
+from .redis_cluster import ClusterClient, RedirectCounts, SlotCall
 from .redis_slots import group_by_slot, key_slot
 from .serializers import Serializer, deserialize_stored, serialize_stored
 from .url import Scheme, redact, register_scheme
@@ -243,6 +243,11 @@ class RedisBackingMap(VersionedBackingMap):
     def address(self) -> str:
         cluster = "&cluster=true" if self.spec.cluster else ""
         return f"{redact(self.spec.redis_url)}?prefix={self.spec.key_prefix}{cluster}"
+
+    @property
+    def redirects(self) -> RedirectCounts | None:
+        """With ``cluster=True``: how often calls were redirected (MOVED, ASK, ...) so far; else None."""
+        return None if self._cluster is None else self._cluster.redirects
 
     def redis_key(self, key: Key) -> str:
         """The Redis key of a state key."""

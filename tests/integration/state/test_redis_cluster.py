@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import threading
 from collections.abc import Iterator
+
 import pytest
 import redis as redis_py
 from state_backends import add, reused_rule_tests, unique_name
@@ -19,7 +20,15 @@ from state_races import (  # noqa: F401  (collected here, run on this backend)
 )
 
 from trident_spark.local import RedisClusterHandle, start_redis_cluster
-from trident_spark.state import RedisState, StateConfigError, StateError, StateType, open_state, parse_state_url
+from trident_spark.state import (
+    RedisState,
+    StateConfigError,
+    StateError,
+    StateType,
+    open_state,
+    parse_state_url,
+)
+from trident_spark.state.redis_cluster import RedirectCounts
 from trident_spark.state.redis_slots import key_slot
 
 pytestmark = pytest.mark.integration
@@ -124,7 +133,8 @@ def test_cluster_settings_are_checked():
                                "redis://127.0.0.1:7000/2")
     with pytest.raises(StateConfigError) as info:
         parse_state_url("redis://127.0.0.1:7000/0?cluster=maybe")
-    assert str(info.value) == "state URL redis://127.0.0.1:7000/0?cluster=maybe: cluster='maybe' is not true or false"
+    assert str(info.value) == ("state URL redis://127.0.0.1:7000/0?cluster=maybe: cluster='maybe' is not "
+                               "true or false")
 
 
 def test_without_cluster_true_a_cluster_says_how_to_use_it(cluster):
@@ -132,6 +142,13 @@ def test_without_cluster_true_a_cluster_says_how_to_use_it(cluster):
     with pytest.raises(StateError) as info, spec.open() as state:
         state.multiUpdate(1, [[f"w{i}"] for i in range(50)], [add(1)] * 50)
     assert "open the state with cluster=True (or ?cluster=true in its URL)" in str(info.value)
+
+
+def _redis_backing(backing):
+    """The RedisBackingMap under the cache and batching wrappers of an opened state."""
+    while not hasattr(backing, "redirects"):
+        backing = backing.delegate
+    return backing
 
 
 def _owners(cluster: RedisClusterHandle) -> dict[str, int]:
@@ -166,6 +183,7 @@ def test_a_reshard_while_a_writer_increments_ends_exact(cluster, kind):
     batches = 40
     started = threading.Event()
     failures: list[BaseException] = []
+    redirects: list[RedirectCounts] = []
 
     def writer() -> None:
         spec = RedisState(url=cluster.url, key_prefix=prefix, cluster=True, state_type=kind)
@@ -175,7 +193,8 @@ def test_a_reshard_while_a_writer_increments_ends_exact(cluster, kind):
                     state.multiUpdate(batch, words, [add(1)] * len(words))
                     if batch == 1:
                         started.set()
-        except BaseException as exc:  # noqa: BLE001 (reported below)
+                redirects.append(_redis_backing(state.backing).redirects)
+        except BaseException as exc:
             failures.append(exc)
             started.set()
 
@@ -191,3 +210,5 @@ def test_a_reshard_while_a_writer_increments_ends_exact(cluster, kind):
     assert after != before and sum(after.values()) == 16384 and len(after) == 3
     with RedisState(url=cluster.url, key_prefix=prefix, cluster=True, state_type=kind).open() as state:
         assert state.multiGet(words) == [batches] * len(words)
+    [seen] = redirects
+    assert seen.moved > 0, seen
