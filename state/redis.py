@@ -332,6 +332,9 @@ class RedisBackingMap(VersionedBackingMap):
         if isinstance(exc, errors.ConnectionError | errors.TimeoutError | OSError):
             hint = ("check that Redis runs there and is reachable from this machine; with TLS use "
                     "rediss:// and ca_certs=")
+            if self.spec.cluster:
+                hint = ("check that every node of the Redis Cluster runs and is reachable from this machine "
+                        "(the node named above); with TLS use rediss:// and ca_certs=")
             return StateUnavailableError(self.address, f"{message} ({doing}); {hint}")
         text = str(exc)
         if not self.spec.cluster and (isinstance(exc, errors.ClusterCrossSlotError) or "MOVED" in text

@@ -21,8 +21,9 @@ pipeline per node:
 None of these errors means the command ran, so sending it again is safe. A
 connection error may hide a command that ran; those are sent again only where
 the caller's command is idempotent or conditional (the state's ``MGET`` and
-compare-and-set script are both). After :data:`MAX_ROUNDS` rounds of redirects
-the call fails with the last error.
+compare-and-set script are both), after the slot table is read again (a
+replica may have taken over), in at most :data:`MAX_CONNECTION_ROUNDS` rounds.
+After :data:`MAX_ROUNDS` rounds of redirects the call fails with the last error.
 
 Why not redis-py's ``RedisCluster``: its pipeline falls back to one command at
 a time after a redirect and its multi-key helpers split by slot without
@@ -43,6 +44,9 @@ from .redis_slots import SLOTS
 
 #: Rounds of redirects and retries before a call fails.
 MAX_ROUNDS = 16
+#: Rounds in which a node could not be reached before a call fails (each already retried once by
+#: the node's connection, so an unreachable cluster fails within a few connect timeouts).
+MAX_CONNECTION_ROUNDS = 2
 
 Address = tuple[str, int]
 
@@ -172,6 +176,7 @@ class ClusterClient:
         pending = list(range(len(calls)))
         work = [SlotCall(call.slot, tuple(call.args)) for call in calls]
         last: BaseException | None = None
+        unreachable_rounds = 0
         for round_number in range(MAX_ROUNDS):
             if not pending:
                 return answers
@@ -182,12 +187,12 @@ class ClusterClient:
                 call = work[index]
                 by_node.setdefault(call.ask or self.owner(call.slot), []).append(index)
             pending = []
-            refresh = False
+            refresh = unreachable = False
             for address, indexes in by_node.items():
                 results = self._pipeline(address, [work[i] for i in indexes])
                 if isinstance(results, BaseException):
                     self.redirects.connection += 1
-                    last, refresh = results, True
+                    last, refresh, unreachable = results, True, True
                     pending.extend(indexes)
                     for index in indexes:
                         work[index].ask = None
@@ -204,6 +209,10 @@ class ClusterClient:
                     last = result
                     pending.append(index)
                     refresh = refresh or retry == "moved"
+            if unreachable:
+                unreachable_rounds += 1
+                if unreachable_rounds >= MAX_CONNECTION_ROUNDS:
+                    break
             if refresh:
                 try:
                     self.refresh()
@@ -270,4 +279,4 @@ class ClusterClient:
             client.close()
 
 
-__all__ = ["MAX_ROUNDS", "ClusterClient", "RedirectCounts", "SlotCall"]
+__all__ = ["MAX_CONNECTION_ROUNDS", "MAX_ROUNDS", "ClusterClient", "RedirectCounts", "SlotCall"]

@@ -25,6 +25,7 @@ from trident_spark.state import (
     StateConfigError,
     StateError,
     StateType,
+    StateUnavailableError,
     open_state,
     parse_state_url,
 )
@@ -212,3 +213,22 @@ def test_a_reshard_while_a_writer_increments_ends_exact(cluster, kind):
         assert state.multiGet(words) == [batches] * len(words)
     [seen] = redirects
     assert seen.moved > 0, seen
+
+
+def test_a_primary_down_without_a_replica_fails_clearly_naming_the_node():
+    with start_redis_cluster(primaries=3) as own:
+        prefix = unique_name("down")
+        spec = RedisState.opaque(url=own.url, key_prefix=prefix, cluster=True, connect_timeout=1.0)
+        words = [[f"w{i}"] for i in range(100)]
+        spec.open().multiUpdate(0, words, [add(1)] * len(words))
+        dead = own.primaries[2]
+        own.kill_node(dead)
+        with pytest.raises(StateUnavailableError) as info, spec.open() as state:
+            state.multiGet(words)
+        port = dead.split(":")[2].split("/")[0]
+        message = str(info.value)
+        assert f"127.0.0.1:{port}" in message
+        assert message.startswith(f"cannot use the state store at {own.url}?prefix={prefix}&cluster=true: "
+                                  f"ConnectionError: ")
+        assert message.endswith("check that every node of the Redis Cluster runs and is reachable from "
+                                "this machine (the node named above); with TLS use rediss:// and ca_certs=")
