@@ -129,7 +129,6 @@ def _node_ids_by_slots(cluster: RedisClusterHandle) -> dict[str, int]:
     return counts
 
 
-@pytest.mark.faults
 def test_word_count_stays_exact_through_a_reshard_mid_run(spark, cluster, tmp_path):
     prefix = f"wc-reshard-{os.getpid()}"
     factory = RedisState.opaque(url=cluster.url, key_prefix=prefix, cluster=True)
