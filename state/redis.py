@@ -39,15 +39,30 @@ that expired is a new key to the rules (its count restarts).
 
 Redis Cluster
 -------------
-What we do: one connection to one Redis server (``redis.Redis``), one ``MGET``
-and one script call per batch. Redis Cluster refuses both when a batch's keys lie in
-different hash slots (``CROSSSLOT``). To use a cluster, every key of one call
-must hash to one slot: give the state a hash tag in its prefix,
-``key_prefix="{wc}"`` (keys ``{wc}:cat``, ...), which puts the whole state in
-one slot, i.e. on one shard (it then scales like one Redis), and point ``url``
-at that shard's primary. Spreading a state across shards would need one call
-per slot per batch through a cluster client; that is not implemented.
-Errors that mention ``MOVED`` or ``CROSSSLOT`` say so.
+Without ``cluster=True``: one connection to one Redis server (``redis.Redis``),
+one ``MGET`` and one script call per batch. Redis Cluster refuses both when a
+batch's keys lie in different hash slots (``CROSSSLOT``); errors that mention
+``MOVED`` or ``CROSSSLOT`` say to set ``cluster=True``.
+
+With ``cluster=True`` (``?cluster=true`` in a state URL) the keys spread over
+every primary by hash slot (``redis_slots.py``; no hash tag needed, and a hash
+tag prefix still works: it puts the state in one slot). Each batch's keys are
+grouped by slot: one ``MGET`` and one compare-and-set script call (the same
+script as above) per slot, the calls of one primary sent in one pipeline, and
+``MOVED``/``ASK``/``TRYAGAIN`` followed (``redis_cluster.py``), so a cluster
+resharded mid-run keeps serving. ``url`` names any node (the slot table is read
+from it); the database must be 0. A scan covers every primary.
+
+Exactly once across slots: one script per slot means a batch's writes are no
+longer one atomic call, but they never were one across calls (a batch is
+split by ``max_multi_put_batch_size`` on one server too) and nothing relies on
+it: each key's compare-and-set is atomic, transactional and opaque values carry
+their txid so a batch written again after a partial failure changes nothing
+(transactional) or recomputes from ``prev`` (opaque), and the commit record
+(``<prefix>:~commit``, one more slot group) is moved by the driver only after
+every write of the batch returned. A replica that takes over may lack the last
+writes its primary acknowledged (Redis replication is asynchronous; ``WAIT``
+would be needed for that, not done here).
 
 Connections are opened lazily, on the first read or write, in the process that
 uses the state (the factory itself holds only settings and pickles to Spark
@@ -75,6 +90,8 @@ from .errors import StateConfigError, StateError, StateUnavailableError, WrongTy
 from .extras import require_extra
 from .factory import StoreStateFactory
 from .keys import decode_scanned_key, encode_key, is_reserved
+from .redis_cluster import ClusterClient, RedirectCounts, SlotCall
+from .redis_slots import group_by_slot, key_slot
 from .serializers import Serializer, deserialize_stored, serialize_stored
 from .url import Scheme, redact, register_scheme
 
@@ -218,12 +235,19 @@ class RedisBackingMap(VersionedBackingMap):
         self.serializer = serializer
         self._px = b"" if spec.expiry_s is None else str(max(1, round(spec.expiry_s * 1000))).encode()
         self._client: redis_py.Redis | None = None
+        self._cluster: ClusterClient | None = None
         self._lock = threading.Lock()
         self._closed = False
 
     @property
     def address(self) -> str:
-        return f"{redact(self.spec.redis_url)}?prefix={self.spec.key_prefix}"
+        cluster = "&cluster=true" if self.spec.cluster else ""
+        return f"{redact(self.spec.redis_url)}?prefix={self.spec.key_prefix}{cluster}"
+
+    @property
+    def redirects(self) -> RedirectCounts | None:
+        """With ``cluster=True``: how often calls were redirected (MOVED, ASK, ...) so far; else None."""
+        return None if self._cluster is None else self._cluster.redirects
 
     def redis_key(self, key: Key) -> str:
         """The Redis key of a state key."""
@@ -239,7 +263,32 @@ class RedisBackingMap(VersionedBackingMap):
                 self._client = self._connect()
             return self._client
 
-    def _connect(self) -> redis_py.Redis:
+    def _cluster_client(self) -> ClusterClient:
+        if self._closed:
+            raise StateError(f"{self.address}: the state was closed; open it again")
+        with self._lock:
+            if self._cluster is None:
+                parts = urllib.parse.urlsplit(self.spec.redis_url)
+                userinfo = parts.netloc.rpartition("@")[0]
+
+                def connect(host: str, port: int) -> redis_py.Redis:
+                    netloc = f"{userinfo}@{host}:{port}" if userinfo else f"{host}:{port}"
+                    return self._connect(urllib.parse.urlunsplit(parts._replace(netloc=netloc)))
+
+                self._cluster = ClusterClient((parts.hostname or "127.0.0.1", parts.port or 6379), connect,
+                                              self._redis_module("redis.exceptions"),
+                                              {CAS_SCRIPT_SHA: CAS_SCRIPT})
+            return self._cluster
+
+    def _on_cluster(self, doing: str, calls: list[SlotCall]) -> list[Any]:
+        errors = self._redis_module("redis.exceptions")
+        client = self._cluster_client()
+        try:
+            return client.execute(calls)
+        except (errors.RedisError, OSError) as exc:
+            raise self._failed(exc, doing) from exc
+
+    def _connect(self, url: str | None = None) -> redis_py.Redis:
         redis_module = self._redis_module("redis")
         ExponentialBackoff = self._redis_module("redis.backoff").ExponentialBackoff  # noqa: N806
         Retry = self._redis_module("redis.retry").Retry  # noqa: N806
@@ -260,7 +309,7 @@ class RedisBackingMap(VersionedBackingMap):
             if not spec.verify_certs:
                 options["ssl_check_hostname"] = False
         try:
-            client: redis_py.Redis = redis_module.Redis.from_url(spec.redis_url, **options)
+            client: redis_py.Redis = redis_module.Redis.from_url(url or spec.redis_url, **options)
             return client
         except ValueError as exc:
             raise StateConfigError(f"Redis URL {redact(spec.redis_url)}: {exc}") from None
@@ -283,13 +332,17 @@ class RedisBackingMap(VersionedBackingMap):
         if isinstance(exc, errors.ConnectionError | errors.TimeoutError | OSError):
             hint = ("check that Redis runs there and is reachable from this machine; with TLS use "
                     "rediss:// and ca_certs=")
+            if self.spec.cluster:
+                hint = ("check that every node of the Redis Cluster runs and is reachable from this machine "
+                        "(the node named above); with TLS use rediss:// and ca_certs=")
             return StateUnavailableError(self.address, f"{message} ({doing}); {hint}")
         text = str(exc)
-        if "MOVED" in text or "CROSSSLOT" in text or "ASK " in text:
+        if not self.spec.cluster and (isinstance(exc, errors.ClusterCrossSlotError) or "MOVED" in text
+                                      or "CROSSSLOT" in text or "ASK " in text):
             return StateError(
-                f"{self.address}: {message} ({doing}); this is a Redis Cluster: the keys of one call must "
-                f"share a hash slot: use a hash tag prefix such as key_prefix='{{{self.spec.key_prefix}}}' "
-                f"and point the URL at the primary of that slot (see the trident_spark.state.redis docs)")
+                f"{self.address}: {message} ({doing}); this is a Redis Cluster: open the state with "
+                f"cluster=True (or ?cluster=true in its URL) to spread its keys over the cluster's slots "
+                f"(see the trident_spark.state.redis docs)")
         if "WRONGTYPE" in text:
             return StateError(
                 f"{self.address}: {message} ({doing}); a key under prefix {self.spec.key_prefix!r} holds "
@@ -335,29 +388,61 @@ class RedisBackingMap(VersionedBackingMap):
         pattern = scan_pattern(self.spec.key_prefix)
         skip = len(self.spec.key_prefix) + 1
         seen: set[bytes] = set()
-        cursor: int = 0
-        while True:
-            cursor, found = self._scan_page(cursor, pattern, size)
-            names = [name for name in dict.fromkeys(found) if name not in seen]
-            seen.update(names)
-            for start in range(0, len(names), size):
-                part = names[start:start + size]
-                data = self._mget(part)
-                for name, raw in zip(part, data, strict=True):
-                    encoded = name.decode("utf-8", errors="replace")[skip:]
-                    if raw is None or is_reserved(encoded):
-                        continue
-                    key = decode_scanned_key(encoded, self.address)
-                    yield key, self._versioned(key, raw)
-            if int(cursor) == 0:
-                return
+        nodes: list[tuple[str, int] | None] = [None]
+        if self.spec.cluster:
+            nodes = list(self._on_cluster_topology())
+        for node in nodes:
+            cursor: int = 0
+            while True:
+                cursor, found = self._scan_page(node, cursor, pattern, size)
+                names = [name for name in dict.fromkeys(found) if name not in seen]
+                seen.update(names)
+                for start in range(0, len(names), size):
+                    part = names[start:start + size]
+                    data = self._mget(part)
+                    for name, raw in zip(part, data, strict=True):
+                        encoded = name.decode("utf-8", errors="replace")[skip:]
+                        if raw is None or is_reserved(encoded):
+                            continue
+                        key = decode_scanned_key(encoded, self.address)
+                        yield key, self._versioned(key, raw)
+                if int(cursor) == 0:
+                    break
 
-    def _scan_page(self, cursor: int, pattern: str, size: int) -> tuple[int, list[bytes]]:
+    def _on_cluster_topology(self) -> list[tuple[str, int]]:
+        errors = self._redis_module("redis.exceptions")
+        try:
+            return self._cluster_client().primaries()
+        except (errors.RedisError, OSError) as exc:
+            raise self._failed(exc, "CLUSTER SLOTS") from exc
+
+    def _scan_page(self, node: tuple[str, int] | None, cursor: int, pattern: str,
+                   size: int) -> tuple[int, list[bytes]]:
+        doing = f"SCAN MATCH {pattern}" + ("" if node is None else f" on {node[0]}:{node[1]}")
+        if node is not None:
+            cluster = self._cluster_client()
+            errors = self._redis_module("redis.exceptions")
+            try:
+                scanned: tuple[int, list[bytes]] = cluster.node(node).scan(cursor=cursor, match=pattern,
+                                                                           count=size)
+            except (errors.RedisError, OSError) as exc:
+                raise self._failed(exc, doing) from exc
+            return scanned
         found: tuple[int, list[bytes]] = self._call(
-            f"SCAN MATCH {pattern}", lambda client: client.scan(cursor=cursor, match=pattern, count=size))
+            doing, lambda client: client.scan(cursor=cursor, match=pattern, count=size))
         return found
 
     def _mget(self, names: Sequence[bytes | str]) -> list[bytes | None]:
+        if self.spec.cluster:
+            groups = group_by_slot(names)
+            answers = self._on_cluster(f"MGET of {len(names)} keys in {len(groups)} slots", [
+                SlotCall(slot, ("MGET", *(names[i] for i in positions)))
+                for slot, positions in groups.items()])
+            found: list[bytes | None] = [None] * len(names)
+            for positions, answer in zip(groups.values(), answers, strict=True):
+                for position, raw in zip(positions, answer, strict=True):
+                    found[position] = raw
+            return found
         data: list[bytes | None] = self._call(f"MGET of {len(names)} keys", lambda client: client.mget(names))
         return data
 
@@ -388,6 +473,8 @@ class RedisBackingMap(VersionedBackingMap):
         return [version_token(blob) if int(flag) == 1 else None for flag, blob in zip(won, data, strict=True)]
 
     def _eval(self, names: list[str], args: list[bytes]) -> list[Any]:
+        if self.spec.cluster:
+            return self._eval_by_slot(names, args)
         errors = self._redis_module("redis.exceptions")
         doing = f"compare-and-set script on {len(names)} keys"
         client = self._redis()
@@ -402,30 +489,69 @@ class RedisBackingMap(VersionedBackingMap):
             raise self._failed(exc, doing) from exc
         return list(result)
 
+    def _eval_by_slot(self, names: list[str], args: list[bytes]) -> list[Any]:
+        """The script once per slot group (``args`` as for one call: expiry, then token and bytes per key)."""
+        groups = group_by_slot(names)
+        calls = []
+        for slot, positions in groups.items():
+            group_args: list[bytes] = [args[0]]
+            for position in positions:
+                group_args.extend((args[1 + 2 * position], args[2 + 2 * position]))
+            calls.append(SlotCall(slot, ("EVALSHA", CAS_SCRIPT_SHA, len(positions),
+                                         *(names[i] for i in positions), *group_args)))
+        doing = f"compare-and-set script on {len(names)} keys in {len(groups)} slots"
+        answers = self._on_cluster(doing, calls)
+        won: list[Any] = [0] * len(names)
+        for positions, answer in zip(groups.values(), answers, strict=True):
+            if len(answer) != len(positions):
+                raise StateError(f"{self.address}: the compare-and-set script answered {len(answer)} results "
+                                 f"for {len(positions)} keys")
+            for position, flag in zip(positions, answer, strict=True):
+                won[position] = flag
+        return won
+
+    def _single_key(self, doing: str, name: str, *args: Any) -> Any:
+        """One command on one key: on the cluster node of its slot, else on the server."""
+        if self.spec.cluster:
+            return self._on_cluster(doing, [SlotCall(key_slot(name), args)])[0]
+        return self._call(doing, lambda client: client.execute_command(*args))  # type: ignore[no-untyped-call]
+
     def multiRemove(self, keys: Sequence[Key]) -> None:
-        if keys:
+        if keys and self.spec.cluster:
+            names = [self.redis_key(key) for key in keys]
+            groups = group_by_slot(names)
+            self._on_cluster(f"DEL of {len(keys)} keys in {len(groups)} slots", [
+                SlotCall(slot, ("DEL", *(names[i] for i in positions)))
+                for slot, positions in groups.items()])
+        elif keys:
             names = [self.redis_key(key) for key in keys]
             self._call(f"DEL of {len(keys)} keys", lambda client: client.delete(*names))
 
     def ttl_ms(self, key: Key) -> int:
         """Milliseconds until ``key`` expires: -1 without expiry, -2 if missing (for tests and tools)."""
-        return int(self._call("PTTL", lambda client: client.pttl(self.redis_key(key))))
+        name = self.redis_key(key)
+        return int(self._single_key("PTTL", name, "PTTL", name))
 
     def raw_get(self, key: Key) -> bytes | None:
         """The stored bytes of ``key`` as they are in Redis (for tests and debugging)."""
-        raw: bytes | None = self._call("GET", lambda client: client.get(self.redis_key(key)))
+        name = self.redis_key(key)
+        raw: bytes | None = self._single_key("GET", name, "GET", name)
         return raw
 
     def raw_put(self, key: Key, data: bytes) -> None:
         """Store ``data`` under ``key`` as is, bypassing serializers (for tests: corrupt values)."""
-        self._call("SET", lambda client: client.set(self.redis_key(key), bytes(data)))
+        name = self.redis_key(key)
+        self._single_key("SET", name, "SET", name, bytes(data))
 
     def close(self) -> None:
         with self._lock:
             self._closed = True
             client, self._client = self._client, None
+            cluster, self._cluster = self._cluster, None
         if client is not None:
             client.close()
+        if cluster is not None:
+            cluster.close()
 
 
 @dataclass(frozen=True, kw_only=True, init=False)
@@ -440,7 +566,7 @@ class RedisState(StoreStateFactory):
         ``.url`` is, as for every state factory, the state's ``open_state`` URL.
     key_prefix : str, default "trident"
         Keys are ``<key_prefix>:<encoded key>``; one prefix per state. For Redis
-        Cluster use a hash tag, ``"{wc}"`` (see the module doc).
+        Cluster, ``cluster=True`` spreads them by slot; a hash tag, ``"{wc}"``, keeps them in one slot.
     expiry_s : float, optional
         Every write sets the key to expire after this many seconds (``PX``);
         None: keys never expire.
@@ -454,6 +580,10 @@ class RedisState(StoreStateFactory):
         CA bundle that signed the server's certificate (``rediss://`` only).
     verify_certs : bool, default True
         Check the server's certificate and host name (``rediss://`` only).
+    cluster : bool, default False
+        The URL names a node of a Redis Cluster: spread the keys over every
+        primary by hash slot, one ``MGET`` and one script call per slot per
+        batch, redirects followed (see the module doc). The database must be 0.
     **settings
         ``cache_size``, ``max_multi_get_batch_size``, ``max_multi_put_batch_size``,
         ``txid_offset``, ``max_conflict_retries``, ``serializer``: see
@@ -481,20 +611,21 @@ class RedisState(StoreStateFactory):
                    key_prefix: str = ...,
                    expiry_s: float | None = ..., connect_timeout: float = ...,
                    socket_timeout: float | None = ..., ca_certs: str | None = ...,
-                   verify_certs: bool = ..., **settings: Unpack[StoreSettings]) -> Self: ...
+                   verify_certs: bool = ..., cluster: bool = ...,
+                   **settings: Unpack[StoreSettings]) -> Self: ...
         @classmethod
         def transactional(cls, *, url: str = ..., redis_url: str = ...,  # type: ignore[override]
                           key_prefix: str = ...,
                           expiry_s: float | None = ..., connect_timeout: float = ...,
                           socket_timeout: float | None = ..., ca_certs: str | None = ...,
-                          verify_certs: bool = ...,
+                          verify_certs: bool = ..., cluster: bool = ...,
                           **settings: Unpack[StoreSettings]) -> Self: ...
         @classmethod
         def nonTransactional(cls, *, url: str = ..., redis_url: str = ...,  # type: ignore[override]
                              key_prefix: str = ...,
                              expiry_s: float | None = ..., connect_timeout: float = ...,
                              socket_timeout: float | None = ...,
-                             ca_certs: str | None = ..., verify_certs: bool = ...,
+                             ca_certs: str | None = ..., verify_certs: bool = ..., cluster: bool = ...,
                              **settings: Unpack[StoreSettings]) -> Self: ...
 
     redis_url: str = DEFAULT_URL
@@ -504,6 +635,7 @@ class RedisState(StoreStateFactory):
     socket_timeout: float | None = 10.0
     ca_certs: str | None = None
     verify_certs: bool = True
+    cluster: bool = False
 
     def __init__(self, *, url: str | None = None, **settings: Any) -> None:
         # A hand-written __init__ so that the server URL is given as ``url=`` (the public
@@ -537,6 +669,14 @@ class RedisState(StoreStateFactory):
             raise StateConfigError(f"verify_certs must be True or False, got {self.verify_certs!r}")
         if self.ca_certs is not None and not isinstance(self.ca_certs, str):
             raise StateConfigError(f"ca_certs must be a file path, got {self.ca_certs!r}")
+        if not isinstance(self.cluster, bool):
+            raise StateConfigError(f"cluster must be True or False, got {self.cluster!r}")
+        if self.cluster and parts.scheme.lower() == "unix":
+            raise StateConfigError(f"cluster=True needs a node's TCP address (redis://HOST:PORT), not "
+                                   f"{redact(self.redis_url)}")
+        if self.cluster and parts.path.strip("/") not in ("", "0"):
+            raise StateConfigError(f"Redis Cluster has only database 0: use redis://HOST:PORT/0, not "
+                                   f"{redact(self.redis_url)}")
         tls = parts.scheme.lower() == "rediss"
         if not tls and (self.ca_certs is not None or not self.verify_certs):
             raise StateConfigError(f"ca_certs and verify_certs are TLS settings: use a rediss:// URL, "
@@ -568,6 +708,8 @@ class RedisState(StoreStateFactory):
             params["ca_certs"] = self.ca_certs
         if not self.verify_certs:
             params["verify_certs"] = "false"
+        if self.cluster:
+            params["cluster"] = "true"
         parts = urllib.parse.urlsplit(self.redis_url)
         location = urllib.parse.urlunsplit(parts._replace(query="", fragment=""))
         if parts.query:   # unix:///path.sock?db=1: the query belongs to the location
@@ -580,7 +722,7 @@ class RedisState(StoreStateFactory):
 
 # -- open_state URLs: redis://host:port/db?prefix=p&type=opaque&expiry=60 ---------------------------
 
-_URL_PARAMS = ("prefix", "expiry", "connect_timeout", "socket_timeout", "ca_certs", "verify_certs")
+_URL_PARAMS = ("prefix", "expiry", "connect_timeout", "socket_timeout", "ca_certs", "verify_certs", "cluster")
 
 
 def _seconds(url: str, name: str, value: str, *, allow_none: bool) -> float | None:
@@ -619,6 +761,8 @@ def _build_redis(url: str, parts: urllib.parse.SplitResult, params: dict[str, st
         extra["ca_certs"] = params.pop("ca_certs")
     if "verify_certs" in params:
         extra["verify_certs"] = _parse_bool(url, "verify_certs", params.pop("verify_certs"))
+    if "cluster" in params:
+        extra["cluster"] = _parse_bool(url, "cluster", params.pop("cluster"))
     location = urllib.parse.urlunsplit(parts._replace(query="", fragment=""))
     return RedisState(url=location, **extra, **settings)
 

@@ -3,7 +3,8 @@
 Kafka, Redis and Elasticsearch come from the environment, a Docker container
 or a local process (Kafka: Apache Kafka from Maven Central's jars by default,
 :mod:`trident_spark.local.apache_kafka`; or Tansu), PostgreSQL from the environment or a local server
-(:mod:`trident_spark.local.services`); topics are created,
+(:mod:`trident_spark.local.services`), a Redis Cluster of local redis-server nodes
+(:func:`~trident_spark.local.redis_cluster.start_redis_cluster`); topics are created,
 filled and read with :mod:`trident_spark.local.kafka`; a Spark standalone
 cluster runs from the pyspark install (:mod:`trident_spark.local.cluster`).
 
@@ -28,6 +29,7 @@ from trident_spark.local.kafka import (
 )
 from trident_spark.local.launchers import ServiceNotInstalledError
 from trident_spark.local.process import ServiceStartError
+from trident_spark.local.redis_cluster import RedisClusterHandle, start_redis_cluster
 from trident_spark.local.service_handle import Provider, ServiceHandle, ServiceName
 from trident_spark.local.services import (
     ELASTICSEARCH_ENV,
@@ -56,6 +58,7 @@ __all__ = [
     "JavaVersionError",
     "KafkaHelperError",
     "Provider",
+    "RedisClusterHandle",
     "ServiceHandle",
     "ServiceName",
     "ServiceNotInstalledError",
@@ -73,6 +76,7 @@ __all__ = [
     "start_kafka",
     "start_postgres",
     "start_redis",
+    "start_redis_cluster",
     "start_service",
     "wait_for_partitions",
 ]
