@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from trident_spark.executor.instances import InstanceScope, StageFunction, hosted, stopped_runs
 from trident_spark.executor.metrics import StageName, timed
-from trident_spark.planner.shipping import shipped
+from trident_spark.planner.operation_pickling import shipped
 from trident_spark.task_errors import reporting
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ from trident_spark.outage import Kind, Outage
 from trident_spark.planner.compile import BatchFrames
 from trident_spark.planner.query import Output, QueryPlan
 from trident_spark.runtime.metrics import batch_description
-from trident_spark.runtime.replays import SparkReads, with_attempts
+from trident_spark.runtime.replayed_rows import SparkReads, with_attempts
 from trident_spark.runtime.retry import RetryPolicy
 from trident_spark.runtime.state_commits import (
     StateCommits,
@@ -74,7 +74,7 @@ class BatchRunner:
     on_metrics: Callable[[int, dict[Any, float]], None] | None = None
     #: The query's checkpoint directory: where the batch whose state writes began is recorded.
     checkpoint: Path | str | None = None  # the query's directory: a local path or a URI (checkpoint_files)
-    #: What Spark has counted of the running batch's reads (``runtime.replays``): taken before
+    #: What Spark has counted of the running batch's reads (``runtime.replayed_rows``): taken before
     #: each replay, so the batch's progress counts its rows once.
     spark_reads: Callable[[], SparkReads | None] | None = None
     #: This run of the topology: executors keep opened states (and their caches) for one run.

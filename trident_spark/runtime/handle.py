@@ -17,7 +17,7 @@ from trident_spark.runtime.failures import translate
 from trident_spark.runtime.metrics import batch_description, batch_spark_metrics
 from trident_spark.runtime.progress import PROGRESS_FILE, RUN_FILE, BatchProgress, ProgressCallback
 from trident_spark.runtime.progress_log import PROGRESS_FILE_BYTES, PROGRESS_FILES_KEPT, ProgressLog
-from trident_spark.runtime.replays import SparkReads, count_once, spark_reads_so_far, take_attempts
+from trident_spark.runtime.replayed_rows import SparkReads, count_once, spark_reads_so_far, take_attempts
 from trident_spark.runtime.stop_quiet import quiet_job_group_warning
 
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ class TopologyHandle:
                 log.debug("stream %s: batch %d's progress never came; its metrics are dropped", *dropped)
 
     def _spark_reads(self, stream: str) -> SparkReads | None:
-        """What Spark has counted so far of the batch ``stream`` is running (``runtime.replays``)."""
+        """What Spark has counted so far of the batch ``stream`` is running (``runtime.replayed_rows``)."""
         query = self._queries.get(stream)
         return None if query is None else spark_reads_so_far(query)
 

@@ -54,10 +54,10 @@ def start_queries(queries: list[QueryPlan], settings: RunSettings) -> TopologyHa
     the session is known (``runtime.run_conf``); one that was given is checked before Spark starts.
     The operations' code reaches the executors: ``py_files`` are shipped (``addPyFile``), and in
     local mode the modules that define operations and are not installed ship by value
-    (``planner.user_code``)."""
+    (``planner.module_shipping``)."""
     from trident_spark.outage import check_outage_budget
+    from trident_spark.planner.module_shipping import add_py_files, check_py_files, ship_by_value
     from trident_spark.planner.state_plan import check_reachable, check_shared, state_factory
-    from trident_spark.planner.user_code import add_py_files, check_py_files, ship_by_value
     from trident_spark.runtime.handle import TopologyHandle, check_progress_history
     from trident_spark.runtime.notebook_progress import show_live_progress
     from trident_spark.runtime.run_conf import resolve

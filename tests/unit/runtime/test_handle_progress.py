@@ -19,7 +19,7 @@ from trident_spark.errors import TopologyError
 from trident_spark.runtime.handle import PENDING_METRICS, TopologyHandle
 from trident_spark.runtime.progress import PROGRESS_FILE, BatchProgress
 from trident_spark.runtime.progress_log import ProgressTail, progress_files
-from trident_spark.runtime.replays import SparkReads, with_attempts
+from trident_spark.runtime.replayed_rows import SparkReads, with_attempts
 
 QUERY_ID = "5b0c6d39-6a3d-4f59-9d1c-7f9c7d0b4a11"
 

@@ -160,7 +160,7 @@ def _library_roots() -> tuple[str, ...]:
     paths = sysconfig.get_paths()
     roots = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib") if key in paths}
     roots.update(p for p in sys.path if p.rstrip(os.sep).endswith(("site-packages", "dist-packages")))
-    # trident_spark's own directory: two up from this module (trident_spark/planner/user_code.py).
+    # trident_spark's own directory: two up from this module (trident_spark/planner/module_shipping.py).
     roots.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     return tuple(sorted(os.path.realpath(root) for root in roots))
 

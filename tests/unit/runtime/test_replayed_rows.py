@@ -9,7 +9,7 @@ import importlib
 import pytest
 
 from trident_spark.runtime.metrics import split_counters
-from trident_spark.runtime.replays import SparkReads, count_once, take_attempts, with_attempts
+from trident_spark.runtime.replayed_rows import SparkReads, count_once, take_attempts, with_attempts
 
 
 def test_a_batch_run_once_carries_nothing_extra():
@@ -41,13 +41,13 @@ def test_a_union_of_spouts_scales_each_source_and_keeps_what_spark_did_not_count
 
 
 def test_spark_reads_of_something_that_is_not_a_running_query_are_unknown():
-    from trident_spark.runtime.replays import spark_reads_so_far
+    from trident_spark.runtime.replayed_rows import spark_reads_so_far
 
     assert spark_reads_so_far(object()) is None
 
 
-@pytest.mark.parametrize("module", ["trident_spark.runtime.replays", "trident_spark.runtime.progress_log",
-                                    "trident_spark.runtime.handle"])
+@pytest.mark.parametrize("module", ["trident_spark.runtime.replayed_rows",
+                                    "trident_spark.runtime.progress_log", "trident_spark.runtime.handle"])
 def test_docstring_examples_run(module):
     result = doctest.testmod(importlib.import_module(module))
     assert result.failed == 0 and result.attempted > 0

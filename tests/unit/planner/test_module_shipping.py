@@ -1,4 +1,4 @@
-"""Operations' code to the executors (planner.user_code): which modules ship by value in local mode,
+"""Operations' code to the executors (planner.module_shipping): which modules ship by value in local mode,
 and the checks of run(py_files=...)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 
 from trident_spark import TopologyError, TridentTopology
 from trident_spark.builtin import Count
-from trident_spark.planner import user_code
-from trident_spark.planner.user_code import check_py_files, user_modules
+from trident_spark.planner import module_shipping
+from trident_spark.planner.module_shipping import check_py_files, user_modules
 from trident_spark.spout import FeederBatchSpout
 
 
@@ -57,10 +57,10 @@ def test_installed_and_standard_modules_never_ship_by_value():
 
     import pyarrow
 
-    assert not user_code._ships_by_value(json)
-    assert not user_code._ships_by_value(pyarrow)
-    assert not user_code._ships_by_value(user_code)
-    assert not user_code._ships_by_value(sys.modules["__main__"])
+    assert not module_shipping._ships_by_value(json)
+    assert not module_shipping._ships_by_value(pyarrow)
+    assert not module_shipping._ships_by_value(module_shipping)
+    assert not module_shipping._ships_by_value(sys.modules["__main__"])
 
 
 def test_py_files_are_checked_before_anything_runs(tmp_path):
@@ -91,5 +91,5 @@ def test_run_refuses_a_missing_py_file_before_spark_starts(tmp_path):
 
 
 def test_docstring_examples():
-    failures, attempted = doctest.testmod(user_code, optionflags=doctest.ELLIPSIS)
+    failures, attempted = doctest.testmod(module_shipping, optionflags=doctest.ELLIPSIS)
     assert attempted and not failures

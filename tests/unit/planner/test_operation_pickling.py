@@ -12,10 +12,10 @@ import threading
 import pytest
 from pyspark import cloudpickle
 
-import trident_spark.planner.shipping as shipping
+import trident_spark.planner.operation_pickling as shipping
 from trident_spark.errors import TopologyError
 from trident_spark.operation import BaseFunction, CallableFilter, CallableMapFunction
-from trident_spark.planner.shipping import find_unpicklable, shipped, unpicklable_error
+from trident_spark.planner.operation_pickling import find_unpicklable, shipped, unpicklable_error
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # classes here pickle by value, as on Spark
 
