@@ -229,10 +229,7 @@ def group_keys(columns: Sequence[list[Any]]) -> list[tuple[Any, list[Any]]]:
 def _tuples(batch: pa.RecordBatch, step: AggStep,
             untyped: frozenset[str] = frozenset()) -> list[TridentTuple]:
     fields = step.input_fields
-    columns = [_values(batch, f, untyped) for f in fields]
-    if not columns:
-        return [TridentTuple([], fields, {})] * batch.num_rows
-    return tuple_views(fields, columns, batch.num_rows)
+    return tuple_views(fields, [_values(batch, f, untyped) for f in fields], batch.num_rows)
 
 
 def _producer(name: str, steps: Sequence[AggStep]) -> str | None:

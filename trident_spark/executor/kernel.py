@@ -154,7 +154,7 @@ def tuple_views(fields: Fields, columns: Sequence[Sequence[Any]], rows: int) -> 
     """
     index = {name: i for i, name in enumerate(fields)}
     if not columns:  # each(function, out): Trident hands the function an empty tuple for each tuple
-        return [TridentTuple((), fields, index) for _ in range(rows)]
+        return [TridentTuple((), fields, index)] * rows
     return [TridentTuple(values, fields, index) for values in zip(*columns, strict=True)]
 
 

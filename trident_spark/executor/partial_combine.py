@@ -165,8 +165,6 @@ def _tuples(column: Callable[[str], list[Any]], step: AggStep, rows: int) -> Seq
     """The tuples ``step``'s aggregator sees: its input fields' values (none for an aggregator
     that reads no field, such as Count: the stage does not ship the fields it was given)."""
     fields = step.input_fields if getattr(step.aggregator, "reads_fields", True) else Fields()
-    if not fields:
-        return [TridentTuple([], fields, {})] * rows
     return tuple_views(fields, [column(name) for name in fields], rows)
 
 

@@ -19,9 +19,9 @@ import pyarrow as pa
 from trident_spark.errors import OperatorError, TopologyError
 from trident_spark.executor.instances import host_partition, task_instances
 from trident_spark.executor.kernel import MAX_TUPLE_CHARS as MAX_TUPLE_CHARS  # the tests' bound
-from trident_spark.executor.kernel import consume, each_values, keep_indices, map_values
+from trident_spark.executor.kernel import consume, each_values, keep_indices, map_values, tuple_views
 from trident_spark.executor.metrics import StageClock
-from trident_spark.fields import Fields, TridentTuple
+from trident_spark.fields import Fields
 from trident_spark.object_values import UncarriableValueError, decode_column, encode_column
 from trident_spark.operation import (
     BaseFilter,
@@ -187,13 +187,9 @@ def partition_index() -> int:
 
 
 def _apply(step: PythonStep, batch: _Batch, errors: ReportedErrors | None = None) -> None:
-    inputs = [batch.column(name) for name in step.input_fields]
-    index = {name: i for i, name in enumerate(step.input_fields)}
+    fields = step.input_fields
+    tuples = tuple_views(fields, [batch.column(name) for name in fields], len(batch.rows))
     op = step.operation
-    if inputs:
-        tuples = (TridentTuple(values, step.input_fields, index) for values in zip(*inputs, strict=True))
-    else:  # each(function, out): Trident hands the function an empty tuple for each tuple
-        tuples = (TridentTuple((), step.input_fields, index) for _ in range(len(batch.rows)))
     if step.kind in ("map", "flatMap"):
         parents, emitted = map_values(step.label, op.execute, tuples,  # type: ignore[attr-defined]
                                       step.function_fields, flat=step.kind == "flatMap")
