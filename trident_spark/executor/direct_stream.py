@@ -4,7 +4,8 @@ A DRPC request is one batch of one tuple (Trident's own rule: a batch per reques
 stream only runs Python operations, aggregations and state reads, Spark's per-batch floor (a
 job, its stages and tasks: hundreds of milliseconds) is all the latency there is; answered
 here, a request takes what its operations and state reads take. :class:`DirectStream` runs
-such a stream with the semantics of the Spark path: the same operation interfaces, an
+such a stream with the semantics of the Spark path: the same operation interfaces, called by
+the same code (:mod:`trident_spark.executor.kernel`, as the Spark stages call them), an
 ungrouped aggregation's single emit on an empty batch, ``prepare``/``cleanup`` once per run,
 state read as the other queries wrote it (uncached: the values of the store now).
 
