@@ -219,7 +219,7 @@ class _FloorSource:
         from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
         from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
-        from trident_spark.spout.kafka_config import KafkaSpoutConfig
+        from trident_spark.spout.kafka.config import KafkaSpoutConfig
 
         ddl = KafkaSpoutConfig("-", topics=("-",)).schema_ddl()
         batches = -(-records // batch)

@@ -23,10 +23,10 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.schema_registry_server import schema_registry
-from trident_spark.spout.avro_decode import AvroDecoder
-from trident_spark.spout.kafka_decode import decode_column
-from trident_spark.spout.protobuf_decode import ProtobufDecoder, protobuf_schema_text
-from trident_spark.spout.schema_registry import wire_format
+from trident_spark.spout.formats.avro import AvroDecoder
+from trident_spark.spout.formats.decode import decode_column
+from trident_spark.spout.formats.protobuf import ProtobufDecoder, protobuf_schema_text
+from trident_spark.spout.formats.schema_registry import wire_format
 
 SCHEMA = {"type": "record", "name": "Click", "fields": [
     {"name": "user", "type": "string"}, {"name": "clicks", "type": "int"},

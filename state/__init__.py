@@ -20,6 +20,7 @@ Modules, one idea each:
 * ``state_api``   Trident's ``StateFactory`` (``makeState``) and plain ``State``
                   (``beginCommit``/``commit``): what a user's own state implements
 * ``factory``     the built-in stores' factories: picklable settings that open a state on the executor
+* ``source``      :class:`StateSource`, what the engine asks of a factory that opens its own state
 * ``memory``, ``sqlite``, ``redis``, ``elasticsearch``, ``postgres``  the backends
 * ``url``         :func:`open_state`
 * ``redaction``   secrets out of reprs, messages and logs: the one redaction every module uses
@@ -65,6 +66,7 @@ from .serializers import (
     JSONTransactionalSerializer,
     Serializer,
 )
+from .source import StateSource
 from .sqlite import SqliteState
 from .state_api import MetricsContext, State, StateFactory
 from .stats import StateStats
@@ -104,6 +106,7 @@ __all__ = [
     "StateError",
     "StateFactory",
     "StateLostError",
+    "StateSource",
     "StateStats",
     "StateType",
     "StateTypeMismatchError",

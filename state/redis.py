@@ -477,18 +477,21 @@ class RedisState(StoreStateFactory):
 
     if TYPE_CHECKING:  # the kinds' keywords for type checkers; at run time, StoreStateFactory's
         @classmethod
-        def opaque(cls, *, redis_url: str = ..., key_prefix: str = ...,  # type: ignore[override]
+        def opaque(cls, *, url: str = ..., redis_url: str = ...,  # type: ignore[override]
+                   key_prefix: str = ...,
                    expiry_s: float | None = ..., connect_timeout: float = ...,
                    socket_timeout: float | None = ..., ca_certs: str | None = ...,
                    verify_certs: bool = ..., **settings: Unpack[StoreSettings]) -> Self: ...
         @classmethod
-        def transactional(cls, *, redis_url: str = ..., key_prefix: str = ...,  # type: ignore[override]
+        def transactional(cls, *, url: str = ..., redis_url: str = ...,  # type: ignore[override]
+                          key_prefix: str = ...,
                           expiry_s: float | None = ..., connect_timeout: float = ...,
                           socket_timeout: float | None = ..., ca_certs: str | None = ...,
                           verify_certs: bool = ...,
                           **settings: Unpack[StoreSettings]) -> Self: ...
         @classmethod
-        def nonTransactional(cls, *, redis_url: str = ..., key_prefix: str = ...,  # type: ignore[override]
+        def nonTransactional(cls, *, url: str = ..., redis_url: str = ...,  # type: ignore[override]
+                             key_prefix: str = ...,
                              expiry_s: float | None = ..., connect_timeout: float = ...,
                              socket_timeout: float | None = ...,
                              ca_certs: str | None = ..., verify_certs: bool = ...,

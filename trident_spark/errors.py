@@ -18,9 +18,10 @@ Examples
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from trident_spark.state.checks import check_int, is_int
 from trident_spark.state.errors import (
+    InvalidArgumentError,
+    MissingExtraError,
     ScanUnsupportedError,
     StateAdoptionError,
     StateAheadError,
@@ -30,35 +31,11 @@ from trident_spark.state.errors import (
     StateLostError,
     StateTypeMismatchError,
     StateUnavailableError,
+    TridentSparkError,
     UnreadableValueError,
     UnstorableValueError,
+    WrongTypeError,
 )
-
-if TYPE_CHECKING:
-    # mypy cannot follow the package-dir mapping of trident_spark.state (it sees Any there), so it
-    # is told what the classes and checks used on this side are; at run time they are imported.
-    from typing import TypeGuard
-
-    class TridentSparkError(Exception): ...
-
-    class InvalidArgumentError(TridentSparkError, ValueError): ...
-
-    class WrongTypeError(TridentSparkError, TypeError): ...
-
-    class MissingExtraError(TridentSparkError, ImportError): ...
-
-    def is_int(value: object, minimum: int | None = None, maximum: int | None = None) -> TypeGuard[int]: ...
-
-    def check_int(value: object, name: str, *, minimum: int = 1, where: str = "", note: str = "",
-                  message: str | None = None, error: type[TridentSparkError] = ...) -> int: ...
-else:
-    from trident_spark.state.checks import check_int, is_int
-    from trident_spark.state.errors import (
-        InvalidArgumentError,
-        MissingExtraError,
-        TridentSparkError,
-        WrongTypeError,
-    )
 
 
 class TopologyError(TridentSparkError):

@@ -552,10 +552,11 @@ class TridentTopology:
 def _state_identity(factory: Any) -> str:
     """What the factory stores into: its location (``memory://wc``, a SQLite path and table, a
     Redis prefix...), whatever its kind or cache settings; else its URL; else the object."""
-    location = getattr(factory, "url_location", None)
-    if callable(location):
+    from trident_spark.state.source import StateSource
+
+    if isinstance(factory, StateSource):
         try:
-            where, params = location()
+            where, params = factory.url_location()
             return f"{where}?{sorted(params.items())}"
         except Exception:  # a custom factory: fall back to its URL
             pass

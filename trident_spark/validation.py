@@ -221,7 +221,7 @@ def check_state_factory(operator: str, factory: Any) -> None:
 'sqlite:///tmp/wc.db'; pass a state factory: parse_state_url('sqlite:///tmp/wc.db') from \
 trident_spark.state, or e.g. SqliteState.opaque(path='/tmp/wc.db')
     """
-    from trident_spark.state import MapState
+    from trident_spark.state import MapState, StateSource
 
     if callable(getattr(factory, "newValuesStream", None)):  # a TridentState (persist's result)
         raise TopologyError(
@@ -236,14 +236,14 @@ trident_spark.state, or e.g. SqliteState.opaque(path='/tmp/wc.db')
             f"{operator}: got the opened state {factory!r} (what open_state(url) returns, for reads "
             "outside Spark); a topology takes the state's settings, which it opens on the executors: "
             "parse_state_url(url) from trident_spark.state, or e.g. SqliteState.opaque(path='/tmp/wc.db')")
-    if isinstance(factory, type) or not (callable(getattr(factory, "open", None))
+    if isinstance(factory, type) or not (isinstance(factory, StateSource)
                                          or callable(getattr(factory, "makeState", None))):
         raise TopologyError(
             f"{operator}: expected a state factory (with Storm's makeState(conf, metrics, partitionIndex, "
             f"numPartitions) or makeState(conf, partition_index, num_partitions), or a built-in store's), "
             f"got {describe(factory)}; e.g. "
             "SqliteState.opaque(path='/tmp/wc.db') or parse_state_url('sqlite:///tmp/wc.db?table=wc')")
-    if not callable(getattr(factory, "open", None)):
+    if not isinstance(factory, StateSource):
         from trident_spark.state import StateConfigError
         from trident_spark.state.state_api import make_state_arity
 

@@ -165,12 +165,12 @@ def test_check_int_raises_the_class_it_is_given() -> None:
 
 
 def _feeder(partitions: object) -> object:
-    from trident_spark.spout.feeder import FeederBatchSpout
+    from trident_spark.spout.testing.feeder import FeederBatchSpout
     return FeederBatchSpout(["word"], num_partitions=partitions)  # type: ignore[arg-type]
 
 
 def _fixed(size: object) -> object:
-    from trident_spark.spout.fixed import FixedBatchSpout
+    from trident_spark.spout.testing.fixed import FixedBatchSpout
     return FixedBatchSpout(["word"], size, ["cat"])  # type: ignore[arg-type]
 
 

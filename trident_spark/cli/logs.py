@@ -32,7 +32,7 @@ FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 DATE_FORMAT = "%H:%M:%S"
 LOG4J_FILE = "log4j2-cli.properties"
 _CONFIGURED = "_trident_spark_cli_handler"
-LIBRDKAFKA_LOGGER = "trident_spark.librdkafka"  # trident_spark/spout/kafka_pool.py
+LIBRDKAFKA_LOGGER = "trident_spark.librdkafka"  # trident_spark/spout/kafka/pool.py
 
 
 def log_level(name: str | None, *, verbose: bool) -> int:

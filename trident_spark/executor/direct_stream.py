@@ -54,7 +54,7 @@ from trident_spark.operation import (
     OperationContext,
     ReportedErrors,
 )
-from trident_spark.state import BatchState
+from trident_spark.state import BatchState, StateSource
 from trident_spark.state.state_api import make_state
 
 Row = dict[str, Any]
@@ -242,9 +242,9 @@ class DirectStream:
         factory = node.state.factory
         key = id(factory)
         if key not in self._states:
-            if callable(getattr(factory, "open", None)):
-                if dataclasses.is_dataclass(factory) and getattr(factory, "cache_size", 0) > 0:
-                    factory = dataclasses.replace(factory, cache_size=0)  # type: ignore[type-var]
+            if isinstance(factory, StateSource):
+                if dataclasses.is_dataclass(factory) and factory.cache_size > 0:
+                    factory = dataclasses.replace(factory, cache_size=0)
                 self._states[key] = factory.open()
             else:  # a user's Trident StateFactory
                 self._states[key] = make_state(factory, dict(self.conf), 0, 1)

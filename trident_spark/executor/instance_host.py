@@ -23,22 +23,9 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from trident_spark.executor.instances import (
-    _BATCH,
-    _DONE,
-    _END,
-    _ERROR,
-    _STOP,
-    _TASK,
-    IDLE_EXIT_S,
-    START_WAIT_S,
-    Recorder,
-    _ipc,
-    _KeptInstances,
-    _receive,
-    _Registry,
-    _send,
-)
+from trident_spark.executor.host_wire import BATCH, DONE, END, ERROR, STOP, arrow_ipc, receive, send
+from trident_spark.executor.instances import IDLE_EXIT_S, START_WAIT_S, Recorder
+from trident_spark.executor.kept_instances import HOSTED_TASK, InstanceRegistry, KeptInstances
 from trident_spark.executor.lock_files import remove_unused
 from trident_spark.executor.private_ipc import foreign_peer
 from trident_spark.local.process import pid_alive
@@ -50,7 +37,7 @@ log = logging.getLogger(__name__)
 class _Host:
     def __init__(self, path: Path, pool_pid: int) -> None:
         self.path, self.pool_pid = path, pool_pid
-        self.registry = _Registry()
+        self.registry = InstanceRegistry()
         self.last_request = time.monotonic()
         self.stopping = threading.Event()
         host = self
@@ -79,11 +66,11 @@ class _Host:
         self.server = Server(str(path), Handler)
 
     def serve(self, rfile: Any, wfile: Any) -> None:
-        tag, body = _receive(rfile)
-        if tag == _STOP:
+        tag, body = receive(rfile)
+        if tag == STOP:
             cleaned = self.registry.cleanup_all()
             self.end()  # its socket gone before the answer: the caller finds the run's directory empty
-            _send(wfile, _END, pickle.dumps({"cleaned": cleaned}))
+            send(wfile, END, pickle.dumps({"cleaned": cleaned}))
             wfile.flush()
             return
         self.run(body, rfile, wfile)
@@ -93,32 +80,32 @@ class _Host:
 
         batches = []
         while True:
-            tag, body = _receive(rfile)
-            if tag == _DONE:
+            tag, body = receive(rfile)
+            if tag == DONE:
                 break
             batches.append(pa.ipc.open_stream(body).read_next_batch())
         try:  # the stage's operations are imported here: a module the host cannot import is the task's error
             request = pickle.loads(header)
         except Exception as exc:
-            _send(wfile, _ERROR, _pickled_error(exc))
+            send(wfile, ERROR, _pickled_error(exc))
             wfile.flush()
             return
         stage, partition, fn = request["stage"], int(request["partition"]), request["fn"]
 
         def task() -> None:
             recorder = Recorder()
-            _TASK.instances = _KeptInstances(self.registry, stage, partition)
-            _TASK.spark_task = _task_context(request.get("task"))
+            HOSTED_TASK.instances = KeptInstances(self.registry, stage, partition)
+            HOSTED_TASK.spark_task = _task_context(request.get("task"))
             try:
                 for out in fn(recorder, iter(batches)):
-                    _send(wfile, _BATCH, _ipc(out))
+                    send(wfile, BATCH, arrow_ipc(out))
             except Exception as exc:
-                _send(wfile, _ERROR, _pickled_error(exc))
+                send(wfile, ERROR, _pickled_error(exc))
                 wfile.flush()
                 return
             finally:
-                _TASK.instances = _TASK.spark_task = None
-            _send(wfile, _END, pickle.dumps(recorder.counters))
+                HOSTED_TASK.instances = HOSTED_TASK.spark_task = None
+            send(wfile, END, pickle.dumps(recorder.counters))
             wfile.flush()
 
         self.registry.thread_of(stage, partition).submit(task).result()
@@ -171,7 +158,7 @@ def _thread_task_contexts() -> None:
     """In a host, ``TaskContext.get()`` answers with the task each thread runs for."""
     from pyspark import TaskContext
 
-    TaskContext.get = classmethod(lambda cls: getattr(_TASK, "spark_task", None))  # type: ignore[method-assign,assignment]
+    TaskContext.get = classmethod(lambda cls: getattr(HOSTED_TASK, "spark_task", None))  # type: ignore[method-assign,assignment]
 
 
 def _pickled_error(exc: BaseException) -> bytes:
@@ -221,7 +208,7 @@ def launch(path: Path, pool_pid: int) -> None:
                 conn.settimeout(10.0)
                 stream = conn.makefile("rwb")
                 try:
-                    _, body = _receive(stream)
+                    _, body = receive(stream)
                     request = pickle.loads(body)
                     host_path = Path(request["path"])
                 except Exception:  # a broken request: the task that sent it times out naming the host
@@ -246,7 +233,7 @@ def launch(path: Path, pool_pid: int) -> None:
                 while not host_path.exists() and time.monotonic() < deadline:
                     time.sleep(0.005)
                 with contextlib.suppress(OSError):
-                    _send(stream, _END, b"")
+                    send(stream, END, b"")
                     stream.flush()
     finally:
         with contextlib.suppress(OSError):

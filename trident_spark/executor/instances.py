@@ -32,9 +32,10 @@ a directory made with mode 0700 and checked on every use, and each side asks the
 (``SO_PEERCRED``) before it sends or unpickles anything. The lock files that let one task start
 a host while the others wait are removed with the sockets (:mod:`.lock_files`).
 
-This module is the task's side (the instances a process keeps, starting a host, handing it a
-stage, stopping a run's hosts) and the wire both sides speak; the host process and the
-launcher are :mod:`trident_spark.executor.instance_host`.
+This module is the task's side (starting a host, handing it a stage, stopping a run's hosts);
+the instances a task runs are :mod:`trident_spark.executor.kept_instances`, the wire both sides
+speak :mod:`trident_spark.executor.host_wire`, the host process and the launcher
+:mod:`trident_spark.executor.instance_host`.
 """
 
 from __future__ import annotations
@@ -44,19 +45,18 @@ import logging
 import os
 import pickle
 import socket
-import struct
 import subprocess
 import sys
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from trident_spark.errors import TridentSparkError
+from trident_spark.executor.host_wire import BATCH, DONE, END, ERROR, HEADER, STOP, arrow_ipc, receive, send
+from trident_spark.executor.kept_instances import TaskInstances, host_partition, task_instances
 from trident_spark.executor.lock_files import held, remove_unused
 from trident_spark.executor.private_ipc import (
     PrivateDirectoryError,
@@ -77,10 +77,8 @@ START_WAIT_S = 60.0
 #: Partition slots per run and executor: partitions ``p`` and ``p + SLOTS`` share a host process.
 SLOTS = max(2, os.cpu_count() or 2)
 
-_FRAME = struct.Struct(">cQ")
 #: The module a host and a launcher run as (``python -m``): :mod:`.instance_host`.
 HOST_MODULE = "trident_spark.executor.instance_host"
-_HEADER, _BATCH, _DONE, _END, _ERROR, _STOP = b"H", b"B", b"D", b"E", b"X", b"S"
 
 
 def hosts_root() -> Path:
@@ -152,122 +150,6 @@ def has_lifecycle(operation: object) -> bool:
                for name in ("prepare", "cleanup"))
 
 
-# --- the instances of one task -----------------------------------------------------------
-class TaskInstances:
-    """The operations a task runs, prepared for it and cleaned up when it ends (outside a host).
-
-    Examples
-    --------
-    >>> from trident_spark.operation import Operation, OperationContext
-    >>> class Op(Operation):
-    ...     def prepare(self, conf, context):
-    ...         self.where = context.getPartitionIndex()
-    >>> task = task_instances()
-    >>> task.acquire(0, Op(), {}, OperationContext(3, 4, 0, "each(Op)")).where
-    3
-    >>> task.release()
-    """
-
-    def __init__(self) -> None:
-        self._prepared: list[Any] = []
-
-    def acquire(self, index: int, operation: Any, conf: dict[str, Any], context: Any) -> Any:
-        """The instance to run as step ``index``, prepared with ``context``."""
-        operation.prepare(dict(conf), context)
-        self._prepared.append(operation)
-        return operation
-
-    def release(self) -> None:
-        """The task is done: clean up what it prepared (kept instances stay)."""
-        prepared, self._prepared = self._prepared, []
-        for operation in prepared:
-            operation.cleanup()
-
-
-class _KeptInstances(TaskInstances):
-    """In a host: the instances of (stage, partition), prepared on first use and kept."""
-
-    def __init__(self, registry: _Registry, stage: str, partition: int) -> None:
-        super().__init__()
-        self.registry, self.stage, self.partition = registry, stage, partition
-
-    def acquire(self, index: int, operation: Any, conf: dict[str, Any], context: Any) -> Any:
-        return self.registry.acquire((self.stage, index, self.partition), operation, conf, context)
-
-    def release(self) -> None:
-        pass
-
-
-_TASK = threading.local()
-
-
-def task_instances() -> TaskInstances:
-    """The instances of the running task: kept ones in a host, else prepared for this task only."""
-    found: TaskInstances | None = getattr(_TASK, "instances", None)
-    return found if found is not None else TaskInstances()
-
-
-def host_partition() -> int | None:
-    """The partition a host runs for the current thread (None outside a host)."""
-    instances = getattr(_TASK, "instances", None)
-    return instances.partition if isinstance(instances, _KeptInstances) else None
-
-
-class _Registry:
-    """A host's kept instances by (stage, step, partition), with their live contexts."""
-
-    def __init__(self) -> None:
-        self._kept: dict[tuple[str, int, int], tuple[Any, Any]] = {}
-        self._lock = threading.Lock()
-        self._threads: dict[tuple[str, int], ThreadPoolExecutor] = {}
-
-    def thread_of(self, stage: str, partition: int) -> ThreadPoolExecutor:
-        """The one thread that runs (stage, partition)'s tasks, batch after batch, one at a time:
-        an instance never runs two batches at once, and what it opened in ``prepare`` (or a state
-        in ``makeState``) is always used from the thread that opened it (a ``sqlite3``
-        connection refuses any other)."""
-        with self._lock:
-            found = self._threads.get((stage, partition))
-            if found is None:
-                found = ThreadPoolExecutor(1, thread_name_prefix=f"trident-{stage}-{partition}")
-                self._threads[(stage, partition)] = found
-            return found
-
-    def acquire(self, key: tuple[str, int, int], operation: Any, conf: dict[str, Any], context: Any) -> Any:
-        with self._lock:
-            found = self._kept.get(key)
-        if found is not None:
-            kept, live = found
-            # The context prepare saw is the instance's: it follows the batch being run.
-            for name in ("txid", "num_partitions"):
-                if hasattr(live, name) and hasattr(context, name):
-                    setattr(live, name, getattr(context, name))
-            return kept
-        operation.prepare(dict(conf), context)
-        with self._lock:
-            self._kept[key] = (operation, context)
-        return operation
-
-    def cleanup_all(self) -> int:
-        """``cleanup()`` every kept instance (errors logged), each on the thread that ran it, then
-        forget them; how many."""
-        with self._lock:
-            kept, self._kept = list(self._kept.items()), {}
-            threads, self._threads = self._threads, {}
-        for (stage, _, partition), (operation, _) in kept:
-            thread = threads.get((stage, partition))
-            try:
-                if thread is None:
-                    operation.cleanup()
-                else:
-                    thread.submit(operation.cleanup).result()
-            except Exception:  # one failing cleanup must not keep the others from theirs
-                log.exception("cleanup() of %s (stage %s, partition %d) failed", operation, stage, partition)
-        for thread in threads.values():
-            thread.shutdown(wait=False)
-        return len(kept)
-
-
 # --- worker side: a stage run in its host ------------------------------------------------
 class InstanceHostError(TridentSparkError):
     """The traceback of an error raised in an instance host (the cause of the error re-raised), or
@@ -319,50 +201,25 @@ def _run_hosted(scope: InstanceScope, fn: StageFunction, metrics: Any,
                                  "task": dict(vars(task)) if task is not None else None, "fn": fn})
     with _connect(scope.run_id, partition) as conn:
         stream = conn.makefile("rwb")
-        _send(stream, _HEADER, payload)
+        send(stream, HEADER, payload)
         for batch in batches:
-            _send(stream, _BATCH, _ipc(batch))
-        _send(stream, _DONE, b"")
+            send(stream, BATCH, arrow_ipc(batch))
+        send(stream, DONE, b"")
         stream.flush()
         while True:
-            tag, body = _receive(stream)
-            if tag == _BATCH:
+            tag, body = receive(stream)
+            if tag == BATCH:
                 yield pa.ipc.open_stream(body).read_next_batch()
-            elif tag == _END:
+            elif tag == END:
                 counters = pickle.loads(body)
                 if counters and metrics is not None:
                     metrics.add(counters)
                 return
-            elif tag == _ERROR:
+            elif tag == ERROR:
                 error, text = cloudpickle.loads(body)
                 raise error from InstanceHostError(text)
             else:
                 raise RuntimeError(f"instance host of run {scope.run_id}: unexpected answer {tag!r}")
-
-
-def _ipc(batch: Any) -> bytes:
-    import pyarrow as pa
-
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, batch.schema) as writer:
-        writer.write_batch(batch)
-    return bytes(sink.getvalue().to_pybytes())
-
-
-def _send(stream: Any, tag: bytes, body: bytes) -> None:
-    stream.write(_FRAME.pack(tag, len(body)))
-    stream.write(body)
-
-
-def _receive(stream: Any) -> tuple[bytes, bytes]:
-    head = stream.read(_FRAME.size)
-    if len(head) < _FRAME.size:
-        raise ConnectionError("the instance host closed the connection")
-    tag, size = _FRAME.unpack(head)
-    body = stream.read(size)
-    if len(body) < size:
-        raise ConnectionError("the instance host closed the connection")
-    return bytes(tag), bytes(body)
 
 
 def _socket_path(run_id: str, partition: int) -> Path:
@@ -466,9 +323,9 @@ def _start_host(path: Path) -> None:
         stream = conn.makefile("rwb")
         # The worker's path as it is now (a later run may have shipped files with addPyFile):
         # the host imports the run's operations from it, not from the launcher's.
-        _send(stream, _HEADER, pickle.dumps({"path": str(path), "sys_path": list(sys.path)}))
+        send(stream, HEADER, pickle.dumps({"path": str(path), "sys_path": list(sys.path)}))
         stream.flush()
-        _receive(stream)  # forked: the host listens by the time the answer comes
+        receive(stream)  # forked: the host listens by the time the answer comes
 
 
 def _launcher_path(pool_pid: int) -> Path:
@@ -510,13 +367,13 @@ def _spawn(*args: str) -> None:
 
 # --- stopping a run's hosts --------------------------------------------------------------
 _HOSTED_RUNS: set[str] = set()
-_STOPPED: deque[str] = deque(maxlen=32)
+STOPPED: deque[str] = deque(maxlen=32)
 _RETIRED: set[str] = set()
 
 
 def stopped_runs() -> tuple[str, ...]:
     """Runs this driver stopped after hosting instances (their hosts may still be about)."""
-    return tuple(_STOPPED)
+    return tuple(STOPPED)
 
 
 def stop_hosts(run_id: str) -> tuple[int, int]:
@@ -542,12 +399,12 @@ def stop_hosts(run_id: str) -> tuple[int, int]:
         with conn:
             stream = conn.makefile("rwb")
             try:
-                _send(stream, _STOP, b"")
+                send(stream, STOP, b"")
                 stream.flush()
-                tag, body = _receive(stream)
+                tag, body = receive(stream)
             except OSError:
                 continue
-            if tag == _END:
+            if tag == END:
                 hosts += 1
                 instances += int(pickle.loads(body).get("cleaned", 0))
     with contextlib.suppress(OSError):
@@ -579,7 +436,7 @@ def stop_run(spark: Any, run_id: str) -> tuple[int, int]:
     if run_id not in _HOSTED_RUNS:
         return 0, 0
     _HOSTED_RUNS.discard(run_id)
-    _STOPPED.append(run_id)
+    STOPPED.append(run_id)
     context = spark.sparkContext
     if context.master.startswith("local"):
         return stop_hosts(run_id)  # the executors are this machine

@@ -20,7 +20,7 @@ import contextlib
 import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import pyarrow as pa
 
@@ -31,7 +31,7 @@ from trident_spark.executor.python_stage import partition_index, to_arrow_column
 from trident_spark.fields import Fields, TridentTuple
 from trident_spark.object_values import decode_column
 from trident_spark.operation import Operation, OperationContext, ReportedErrors, TridentCollector
-from trident_spark.state import BatchState, MapState
+from trident_spark.state import BatchState, MapState, StateSource
 from trident_spark.state.keys import GLOBAL_KEY, encode_key
 from trident_spark.state.map import MAP_KINDS
 from trident_spark.state.state_api import make_state
@@ -85,7 +85,7 @@ def opened_state(factory: Any, run_id: str = "", generation: str | None = None, 
     return state
 
 
-def opens_one_state(factory: Any) -> bool:
+def opens_one_state(factory: object) -> TypeGuard[StateSource]:
     """Whether ``factory`` is a built-in store's (``open()``: one map state for every partition)
     rather than a user's Trident ``StateFactory`` (``makeState`` per partition).
 
@@ -95,7 +95,7 @@ def opens_one_state(factory: Any) -> bool:
     >>> opens_one_state(MemoryState.opaque(name="wc"))
     True
     """
-    return callable(getattr(factory, "open", None))
+    return isinstance(factory, StateSource)
 
 
 def is_plain_map(state: Any) -> bool:

@@ -27,7 +27,7 @@ DEFAULT_MARKER_TOPIC = "trident-spark-txids"
 _ID = re.compile(r"[A-Za-z0-9._-]+")
 
 
-class TridentKafkaStateFactory(StateFactory):  # type: ignore[misc]  # (state/ is Any to mypy here)
+class TridentKafkaStateFactory(StateFactory):
     """Writes a stream's tuples to Kafka with ``partitionPersist`` (storm-kafka-client's
     ``TridentKafkaStateFactory``), at least once (Storm's behaviour) or exactly once.
 

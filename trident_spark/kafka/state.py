@@ -71,7 +71,7 @@ class KafkaRecord:
     headers: list[tuple[str, bytes | None]] | None = None
 
 
-class TridentKafkaState(State):  # type: ignore[misc]  # (state/ is Any to mypy here)
+class TridentKafkaState(State):
     """One partition's Kafka output (storm-kafka-client's ``TridentKafkaState``).
 
     Made on the executor by :meth:`TridentKafkaStateFactory.makeState

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 from trident_spark.errors import TopologyError
 from trident_spark.executor.aggregate_stage import AggLayout, AggStep, StageMode, run_aggregate
 from trident_spark.executor.column_types import arrow_type
-from trident_spark.executor.instances import InstanceScope, has_lifecycle, hosted
-from trident_spark.executor.metrics import StageName, timed
+from trident_spark.executor.instances import has_lifecycle
+from trident_spark.executor.metrics import StageName
 from trident_spark.executor.object_columns import (
     OBJECT,
     group_value,
@@ -35,8 +35,7 @@ from trident_spark.executor.object_columns import (
 from trident_spark.executor.partial_combine import PartialCombine
 from trident_spark.graph import AggregateNode, AggregationScope, AggSpec
 from trident_spark.operation import Aggregator, CombinerAggregator, overrides_prepare
-from trident_spark.planner.python_plan import named
-from trident_spark.planner.shipping import shipped
+from trident_spark.planner.context import BatchContext, arrow_stage
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -44,13 +43,12 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructField, StructType
 
 
-def aggregate(df: DataFrame, node: AggregateNode, txid: int, conf: dict[str, Any],
-              partitions: int | None, metrics: Any = None, scope: InstanceScope | None = None,
-              expressions: Expressions | None = None) -> DataFrame:
-    """The DataFrame of ``node``'s output for one batch (``metrics``: where its Python stages
-    count their time; ``scope``: the run, whose instance hosts keep aggregators with a lifecycle;
-    ``expressions``: the query's Spark SQL expressions, kept from batch to batch)."""
-    result = _aggregate(df, node, txid, conf, partitions, metrics, scope, expressions)
+def aggregate(df: DataFrame, node: AggregateNode, ctx: BatchContext) -> DataFrame:
+    """The DataFrame of ``node``'s output for one batch (``ctx.metrics``: where its Python stages
+    count their time; ``ctx.scope``: the run, whose instance hosts keep aggregators with a
+    lifecycle; ``ctx.expressions``: the query's Spark SQL expressions, kept from batch to batch)."""
+    partitions = ctx.query.partitions_of(node)
+    result = _aggregate(df, node, ctx, partitions)
     if node.scope == AggregationScope.BATCH and not node.group_fields and partitions and partitions > 1:
         # A global aggregation emits in one task; with a hint, the stage still has n tasks
         # (the others empty), as Trident's global grouping does.
@@ -60,26 +58,21 @@ def aggregate(df: DataFrame, node: AggregateNode, txid: int, conf: dict[str, Any
     return result
 
 
-def _aggregate(df: DataFrame, node: AggregateNode, txid: int, conf: dict[str, Any],
-               partitions: int | None, metrics: Any, scope: InstanceScope | None = None,
-               expressions: Expressions | None = None) -> DataFrame:
+def _aggregate(df: DataFrame, node: AggregateNode, ctx: BatchContext, partitions: int | None) -> DataFrame:
     group = list(node.group_fields)
     if node.scope == AggregationScope.BATCH:
-        sql = _sql_aggregate(df, node, partitions, expressions=expressions)
+        sql = _sql_aggregate(df, node, partitions, expressions=ctx.expressions)
         if sql is not None:
             return sql
         if all(isinstance(s.aggregator, CombinerAggregator) for s in node.specs):
             # the partial stage runs in the input's partitions: prepare sees their count
-            partial_df = _stage(df, node, StageMode.PARTIAL, txid, conf, _asked_count(df, node), metrics,
-                                scope=scope)
+            partial_df = _stage(df, node, ctx, StageMode.PARTIAL, _asked_count(df, node))
             shuffled = _shuffle(partial_df, group, partitions)
-            return _stage(shuffled, node, StageMode.FINAL, txid, conf,
-                          _count(shuffled, node, partitions, group), metrics, source_schema=df.schema,
-                          scope=scope)
+            return _stage(shuffled, node, ctx, StageMode.FINAL, _count(shuffled, node, partitions, group),
+                          source_schema=df.schema)
         shuffled = _shuffle(df, group, partitions)
-        return _stage(shuffled, node, StageMode.FULL, txid, conf, _count(shuffled, node, partitions, group),
-                      metrics, scope=scope)
-    return _stage(df, node, StageMode.FULL, txid, conf, _count(df, node, None, group), metrics, scope=scope)
+        return _stage(shuffled, node, ctx, StageMode.FULL, _count(shuffled, node, partitions, group))
+    return _stage(df, node, ctx, StageMode.FULL, _count(df, node, None, group))
 
 
 def _shuffle(df: DataFrame, group: list[str], partitions: int | None) -> DataFrame:
@@ -234,9 +227,8 @@ def _sql_aggregate(df: DataFrame, node: AggregateNode, partitions: int | None,
 
 
 # --- Python stages -----------------------------------------------------------------------
-def _stage(df: DataFrame, node: AggregateNode, mode: StageMode, txid: int, conf: dict[str, Any],
-           num_partitions: int, metrics: Any = None, source_schema: StructType | None = None,
-           scope: InstanceScope | None = None) -> DataFrame:
+def _stage(df: DataFrame, node: AggregateNode, ctx: BatchContext, mode: StageMode, num_partitions: int,
+           source_schema: StructType | None = None) -> DataFrame:
     """One Python stage of ``node`` (``mode``: full, partial or final); ``source_schema``: the
     aggregation's input, when ``df`` is not (a final stage reads partials)."""
     from pyspark.sql.types import BinaryType, StructField, StructType
@@ -255,15 +247,14 @@ def _stage(df: DataFrame, node: AggregateNode, mode: StageMode, txid: int, conf:
                        single_emit=not group and mode is not StageMode.PARTIAL,
                        untyped_in=object_names(df.schema),
                        untyped_out=object_names(schema))
-    if scope is not None and any(has_lifecycle(step.aggregator) for step in steps):
-        # Kept aggregators: the stage runs in the partition's instance host (executor.instances).
-        fn = hosted(InstanceScope(scope.run_id, f"{scope.stage}/{mode}", scope.stopped),
-                    partial(_entry, steps, layout, txid, conf, num_partitions), metrics)
-    else:
-        fn = partial(_entry, steps, layout, txid, conf, num_partitions, metrics)
+    entry = partial(_entry, steps, layout, ctx.txid, ctx.conf, num_partitions)
+    # Kept aggregators: the stage runs in the partition's instance host (executor.instances).
+    kept = any(has_lifecycle(step.aggregator) for step in steps)
     name = StageName(node.label, "" if mode is StageMode.FULL else mode.value)
-    stage = named(timed(fn, "aggregate", name, metrics), f"{mode}_{node.label}")
-    return shipped(lambda: df.mapInArrow(stage, schema), [(step.label, step.aggregator) for step in steps])
+    return arrow_stage(df, schema, ctx, name=f"{mode}_{node.label}", task=partial(entry, ctx.metrics),
+                       operations=[(step.label, step.aggregator) for step in steps],
+                       kept=entry if kept else None, scope=ctx.scope(node, str(mode)) if kept else None,
+                       timed_as=("aggregate", name))
 
 
 def _agg_steps(node: AggregateNode) -> list[AggStep]:
@@ -382,19 +373,17 @@ def _partial_type(spec: AggSpec, schema: StructType) -> str | None:
     return suggested[0] if suggested and suggested[0] else None
 
 
-def combine_partials(df: DataFrame, fused: FusedPartial, txid: int, conf: dict[str, Any],
-                     partitions: int | None, metrics: Any = None,
-                     scope: InstanceScope | None = None, expressions: Expressions | None = None) -> DataFrame:
+def combine_partials(df: DataFrame, fused: FusedPartial, ctx: BatchContext) -> DataFrame:
     """The aggregation's output from the partial rows a fused stage emitted (``df``): Spark SQL
     merges typed partials; pickled ones are shuffled by group to the ``final`` stage."""
     node, group = fused.node, list(fused.node.group_fields)
-    result = (_sql_aggregate(df, node, partitions, merge=True, expressions=expressions) if fused.typed
+    partitions = ctx.query.partitions_of(node)
+    result = (_sql_aggregate(df, node, partitions, merge=True, expressions=ctx.expressions) if fused.typed
               else None)
     if result is None:
         shuffled = _shuffle(df, group, partitions)
         count = _count(shuffled, node, partitions, group)
-        result = _stage(shuffled, node, StageMode.FINAL, txid, conf, count, metrics,
-                        source_schema=fused.source_schema, scope=scope)
+        result = _stage(shuffled, node, ctx, StageMode.FINAL, count, source_schema=fused.source_schema)
     if not group and partitions and partitions > 1:
         from pyspark.sql import functions as F
 

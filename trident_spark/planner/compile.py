@@ -8,10 +8,10 @@ several consumers is computed once (persisted for the batch).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from trident_spark.errors import TopologyError
-from trident_spark.executor.instances import InstanceScope, stopped_runs
 from trident_spark.graph import (
     AggregateNode,
     EachNode,
@@ -27,19 +27,26 @@ from trident_spark.graph import (
     StateQueryNode,
     WindowNode,
 )
-from trident_spark.operation import Consumer
+from trident_spark.planner.aggregate import Expressions, FusedPartial, aggregate, combine_partials, fusable
+from trident_spark.planner.context import BatchContext
+from trident_spark.planner.join import join, merge
+from trident_spark.planner.multi_reduce import multi_reduce
+from trident_spark.planner.partitioning import repartition
 from trident_spark.planner.python_plan import python_stage, python_step
 from trident_spark.planner.query import QueryPlan
+from trident_spark.planner.state_plan import persist_dataframe, query_dataframe
+from trident_spark.planner.window_plan import window_dataframe
 
 if TYPE_CHECKING:
     from pyspark import Accumulator
     from pyspark.sql import Column, DataFrame
 
-    from trident_spark.planner.aggregate import Expressions, FusedPartial
-
 
 class BatchFrames:
     """The DataFrames of one batch (txid) of one query, built on demand and memoized.
+
+    Builds the batch's :class:`~trident_spark.planner.context.BatchContext` once, and each
+    node's DataFrame by the plan of its kind (:data:`PLANS`), given ``(frame, node, ctx)``.
 
     Parameters
     ----------
@@ -52,8 +59,8 @@ class BatchFrames:
     conf : dict
         The topology configuration handed to ``prepare(conf, context)``.
     state_stats : Accumulator, optional
-        Where tasks add their counters: each stage's time and rows, and the state
-        counters (store round trips, cache hits); see ``trident_spark.runtime.metrics``.
+        Where tasks add their counters: each stage's time and rows, and the state counters
+        (store round trips, cache hits); see ``trident_spark.runtime.metrics``.
     run_id : str
         The topology run; states opened on executors keep their cache for one run.
     expressions : dict, optional
@@ -62,6 +69,8 @@ class BatchFrames:
 
     Attributes
     ----------
+    ctx : BatchContext
+        The batch's context, handed to every plan function.
     state_generations : dict
         ``{id(factory): generation}``: each written store's generation as the driver checked it
         before this batch's writes (set by the runtime); a cache filled under another is dropped.
@@ -74,17 +83,28 @@ class BatchFrames:
                  conf: dict[str, Any] | None = None, state_stats: Accumulator[dict[Any, float]] | None = None,
                  run_id: str = "", expressions: Expressions | None = None) -> None:
         self.query = query
-        self.expressions: Expressions = {} if expressions is None else expressions
-        self.run_id = run_id
-        self.state_generations: dict[int, str] = {}
-        self.batch_timestamp_ms: int | None = None
-        self.state_stats = state_stats
+        self.ctx = BatchContext(query, txid, dict(conf or {}), state_stats, run_id,
+                                {} if expressions is None else expressions)
         self.sources = sources
-        self.txid = txid
-        self.conf = dict(conf or {})
         self._memo: dict[int, DataFrame] = {}
         self._forms: dict[int, list[Column] | Column | None] = {}
         self._persisted: list[DataFrame] = []
+
+    @property
+    def state_generations(self) -> dict[int, str]:
+        return self.ctx.state_generations
+
+    @state_generations.setter
+    def state_generations(self, generations: dict[int, str]) -> None:
+        self.ctx.state_generations = generations
+
+    @property
+    def batch_timestamp_ms(self) -> int | None:
+        return self.ctx.batch_timestamp_ms
+
+    @batch_timestamp_ms.setter
+    def batch_timestamp_ms(self, timestamp_ms: int | None) -> None:
+        self.ctx.batch_timestamp_ms = timestamp_ms
 
     def check_states_not_ahead(self, written_before: bool, largest: dict[int, int] | None = None) -> None:
         """Fail, before any write, if a persisted state is ahead of this batch (run once per start).
@@ -103,8 +123,7 @@ class BatchFrames:
                     df = df.persist()
                     self._persisted.append(df)
                     self._memo[id(source)] = df
-                check_not_ahead_job(df, node, self.txid, written_before, self.run_id,
-                                    largest_txid=(largest or {}).get(id(node.state)), conf=self.conf)
+                check_not_ahead_job(df, node, self.ctx, written_before, (largest or {}).get(id(node.state)))
 
     def release(self) -> None:
         """Unpersist what this batch cached."""
@@ -134,80 +153,28 @@ class BatchFrames:
             return self._python_run(node)
         if isinstance(node, EachNode | FilterNode):
             return self._sql_each(node)
-        if isinstance(node, ProjectNode):
-            return self.dataframe(node.inputs[0]).select(*node.fields)
-        if isinstance(node, RepartitionNode):
-            from trident_spark.planner.partitioning import repartition
-
-            return repartition(self.dataframe(node.inputs[0]), node, self.query.partitions_of(node))
         if isinstance(node, AggregateNode):
-            from trident_spark.planner.aggregate import FusedPartial, aggregate, combine_partials, fusable
+            fused = self._fused_aggregate(node)
+            if fused is not None:
+                return fused
+        plan = PLANS.get(type(node))
+        if plan is None:
+            raise TopologyError(f"{node.label}: no Spark plan for {type(node).__name__}")
+        if isinstance(node, MergeNode | JoinNode | MultiReduceNode):
+            return plan([self.dataframe(i) for i in node.inputs], node, self.ctx)
+        return plan(self.dataframe(node.inputs[0]), node, self.ctx)
 
-            n = self.query.partitions_of(node)
-            source = node.inputs[0]
-            while (isinstance(source, ProjectNode) and self.query.consumer_count(source) == 1
-                   and id(source) not in self._memo):
-                source = source.inputs[0]  # a projection keeps the fields the aggregation reads
-            if fusable(node) and self._fuses(source):
-                # Trident's partial aggregation, in the Python stage that feeds it
-                fused = FusedPartial(node)
-                partials = self._python_run(source, fused)
-                return combine_partials(partials, fused, self.txid, self.conf, n, self.state_stats,
-                                        self.scope(node), self.expressions)
-            return aggregate(self.dataframe(node.inputs[0]), node, self.txid, self.conf, n, self.state_stats,
-                             self.scope(node), self.expressions)
-        if isinstance(node, MergeNode):
-            from trident_spark.planner.join import merge
-
-            return merge([self.dataframe(i) for i in node.inputs], node, self.query.partitions_of(node))
-        if isinstance(node, JoinNode):
-            from trident_spark.planner.join import join
-
-            return join([self.dataframe(i) for i in node.inputs], node, self.query.partitions_of(node))
-        if isinstance(node, MultiReduceNode):
-            from trident_spark.planner.multi_reduce import multi_reduce
-
-            return multi_reduce([self.dataframe(i) for i in node.inputs], node, self.txid, self.conf,
-                                self.query.partitions_of(node), self.state_stats, self.scope(node))
-        if isinstance(node, PersistNode):
-            from trident_spark.planner.query import stage_boundary
-            from trident_spark.planner.state_plan import persist_dataframe
-
-            return persist_dataframe(self.dataframe(node.inputs[0]), node, self.txid, self.conf,
-                                     self.query.partitions_of(stage_boundary(node)), self.state_stats,
-                                     self.run_id, self.scope(node),
-                                     self.state_generations.get(id(node.state)))
-        if isinstance(node, StateQueryNode):
-            from trident_spark.planner.query import stage_boundary
-            from trident_spark.planner.state_plan import query_dataframe
-
-            same_query = node.state.node is not None and any(n is node.state.node for n in self.query.nodes)
-            return query_dataframe(self.dataframe(node.inputs[0]), node, self.txid, self.conf,
-                                   self.query.partitions_of(stage_boundary(node)), same_query,
-                                   self.state_stats, self.scope(node))
-        if isinstance(node, WindowNode):
-            return self._window(node)
-        raise TopologyError(f"{node.label}: no Spark plan for {type(node).__name__}")
-
-    def _window(self, node: WindowNode) -> DataFrame:
-        import time
-
-        from trident_spark.planner.window_plan import arrival_order_is_stable, window_dataframe
-
-        if self.batch_timestamp_ms is None:
-            self.batch_timestamp_ms = int(time.time() * 1000)
-        position = next(str(i) for i, n in enumerate(self.query.nodes) if n is node)
-        return window_dataframe(self.dataframe(node.inputs[0]), node, self.txid, self.batch_timestamp_ms,
-                                self.conf, self.query.partitions_of(node), f"{self.query.name}/{position}",
-                                arrival_order_is_stable(self.query, node), self.state_stats, self.scope(node))
-
-    def scope(self, node: Node) -> InstanceScope | None:
-        """Which kept instances ``node``'s stage uses: the run's, under the node's place in the
-        query (labels may repeat); None outside a run."""
-        if not self.run_id:
+    def _fused_aggregate(self, node: AggregateNode) -> DataFrame | None:
+        """``node`` with its partial aggregation at the end of the Python stage that feeds it
+        (Trident combines before the shuffle), or None when it cannot be fused."""
+        source = node.inputs[0]
+        while (isinstance(source, ProjectNode) and self.query.consumer_count(source) == 1
+               and id(source) not in self._memo):
+            source = source.inputs[0]  # a projection keeps the fields the aggregation reads
+        if not (fusable(node) and self._fuses(source)):
             return None
-        position = next((str(i) for i, n in enumerate(self.query.nodes) if n is node), node.label)
-        return InstanceScope(self.run_id, f"{self.query.name}/{position}", stopped_runs())
+        fused = FusedPartial(node)
+        return combine_partials(self._python_run(source, fused), fused, self.ctx)
 
     # --- built-ins as Spark SQL --------------------------------------------------------
     def _sql_form(self, node: Node) -> list[Column] | Column | None:
@@ -274,26 +241,27 @@ class BatchFrames:
             run.append(parent)
             current = parent
         run.reverse()
-        source = run[0].inputs[0]
-        df = self.dataframe(source)
-        steps = [step for step in (python_step(n) for n in run) if step is not None]
-        from trident_spark.planner.query import stage_boundary
+        return python_stage(self.dataframe(run[0].inputs[0]), run, self.ctx, tail)
 
-        n = self.query.partitions_of(stage_boundary(source))
-        from trident_spark.planner.pruning import needed_fields
 
-        needed = tail.reads() if tail is not None else needed_fields(self.query, last)
-        if needed is None or any(step.kind != "each" or isinstance(step.operation, Consumer)
-                                 for step in steps):
-            output: Node | list[str] = needed if tail is not None and needed is not None else last
-            return python_stage(df, steps, output, self.txid, self.conf, n, self.state_stats,
-                                self.scope(last), tail)
-        # Ship to Python only what the operators read or pass on to readers; emit only that.
-        read = set(needed).union(*(step.input_fields for step in steps))
-        # each(function, out) reads no field: still ship one column, so the stage sees every tuple
-        df = df.select(*([f for f in df.columns if f in read] or df.columns[:1]))
-        return python_stage(df, steps, needed, self.txid, self.conf, n, self.state_stats, self.scope(last),
-                            tail)
+def _project(df: DataFrame, node: ProjectNode, ctx: BatchContext) -> DataFrame:
+    return df.select(*node.fields)
+
+
+#: The plan of each node kind that is not a spout nor a per-tuple operator, given ``(frame,
+#: node, ctx)``: the frame is the input's DataFrame, or the list of the inputs' for a merge,
+#: a join and a multiReduce.
+PLANS: dict[type[Node], Callable[[Any, Any, BatchContext], DataFrame]] = {
+    ProjectNode: _project,
+    RepartitionNode: repartition,
+    AggregateNode: aggregate,
+    MergeNode: merge,
+    JoinNode: join,
+    MultiReduceNode: multi_reduce,
+    PersistNode: persist_dataframe,
+    StateQueryNode: query_dataframe,
+    WindowNode: window_dataframe,
+}
 
 
 def describe_node(node: Node) -> str:

@@ -14,12 +14,13 @@ from trident_spark.executor.object_columns import (
 )
 from trident_spark.graph import JoinNode, MergeNode
 from trident_spark.joins import JoinOutFieldsMode, JoinType
+from trident_spark.planner.context import BatchContext
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
 
-def merge(dfs: list[DataFrame], node: MergeNode, partitions: int | None) -> DataFrame:
+def merge(dfs: list[DataFrame], node: MergeNode, ctx: BatchContext) -> DataFrame:
     """The union of the inputs, by position; fields, and their types, are the first input's.
 
     An undeclared field untyped in any input is untyped in all (its values keep their types:
@@ -30,6 +31,7 @@ def merge(dfs: list[DataFrame], node: MergeNode, partitions: int | None) -> Data
     """
     from pyspark.sql import functions as F
 
+    partitions = ctx.query.partitions_of(node)
     names = list(node.fields)
     declared = node.fields.declared_types  # merge(Fields("n:bigint"), ...) declares the output's types
     undeclared = [n for n in names if n not in declared]
@@ -57,7 +59,7 @@ def _how(left_required: bool, right_required: bool) -> str:
     return "full_outer"
 
 
-def join(dfs: list[DataFrame], node: JoinNode, partitions: int | None) -> DataFrame:
+def join(dfs: list[DataFrame], node: JoinNode, ctx: BatchContext) -> DataFrame:
     """Trident's join within a batch: the join fields, then each input's other fields (with
     ``mode="preserve"``: each input's fields, all of them, in its order).
 
@@ -66,6 +68,7 @@ def join(dfs: list[DataFrame], node: JoinNode, partitions: int | None) -> DataFr
     """
     from pyspark.sql import functions as F
 
+    partitions = ctx.query.partitions_of(node)
     width = len(node.join_fields[0])
     # a join field untyped in one input is untyped in all; untyped keys match by Python
     # equality (1, 1.0 and True: executor.object_columns)

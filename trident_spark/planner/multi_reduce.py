@@ -9,27 +9,25 @@ MultiReducer, by hash of the group values for a GroupedMultiReducer. The executo
 from __future__ import annotations
 
 from functools import partial, reduce
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from trident_spark.executor.instances import InstanceScope, has_lifecycle, hosted
+from trident_spark.executor.instances import has_lifecycle
 from trident_spark.executor.multi_reduce_stage import STREAM, MultiReduceStep, run_hosted, run_multi_reduce
 from trident_spark.graph import MultiReduceNode
 from trident_spark.operation import overrides_prepare
+from trident_spark.planner.context import BatchContext, arrow_stage
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 
-def multi_reduce(dfs: list[DataFrame], node: MultiReduceNode, txid: int, conf: dict[str, Any],
-                 partitions: int | None, metrics: Any = None,
-                 scope: InstanceScope | None = None) -> DataFrame:
-    """The DataFrame of what ``node``'s reducer emits for this batch (``scope``: the run, whose
-    instance hosts keep a reducer with a lifecycle from batch to batch, as Trident's task does)."""
+def multi_reduce(dfs: list[DataFrame], node: MultiReduceNode, ctx: BatchContext) -> DataFrame:
+    """The DataFrame of what ``node``'s reducer emits for this batch (in a run, the run's instance
+    hosts keep a reducer with a lifecycle from batch to batch, as Trident's task does)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructField, StructType
 
     from trident_spark.executor.column_types import arrow_type
-    from trident_spark.executor.metrics import timed
     from trident_spark.executor.object_columns import (
         is_object,
         key_columns,
@@ -37,9 +35,8 @@ def multi_reduce(dfs: list[DataFrame], node: MultiReduceNode, txid: int, conf: d
         objects_where_any,
         struct_field,
     )
-    from trident_spark.planner.python_plan import named
-    from trident_spark.planner.shipping import shipped
 
+    txid, conf, partitions = ctx.txid, ctx.conf, ctx.query.partitions_of(node)
     width = len(node.group_fields[0])
     grouped = width > 0
     dfs = objects_where_any(dfs, [list(group) for group in node.group_fields])
@@ -80,12 +77,12 @@ def multi_reduce(dfs: list[DataFrame], node: MultiReduceNode, txid: int, conf: d
         n = partitions or (int(together.rdd.getNumPartitions()) if overrides_prepare(node.reducer) else -1)
     else:
         n = 1
-    task: Any = partial(run_multi_reduce, step, len(dfs), txid, conf, n)
-    if scope is not None and has_lifecycle(node.reducer):
-        task = hosted(scope, partial(run_hosted, step, len(dfs), txid, conf, n), metrics)
-    fn = timed(task, "aggregate", node.label, metrics)
-    return shipped(lambda: together.mapInArrow(named(fn, node.label), StructType(struct)),
-                   [(node.label, node.reducer)])
+    kept = has_lifecycle(node.reducer)
+    return arrow_stage(together, StructType(struct), ctx, name=node.label,
+                       task=partial(run_multi_reduce, step, len(dfs), txid, conf, n),
+                       operations=[(node.label, node.reducer)],
+                       kept=partial(run_hosted, step, len(dfs), txid, conf, n) if kept else None,
+                       scope=ctx.scope(node) if kept else None, timed_as=("aggregate", node.label))
 
 
 __all__ = ["multi_reduce"]

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from trident_spark.errors import TopologyError
 from trident_spark.graph import RepartitionKind, RepartitionNode
+from trident_spark.planner.context import BatchContext, arrow_stage
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -29,8 +30,9 @@ def default_parallelism(df: DataFrame) -> int:
     return int(df.sparkSession.sparkContext.defaultParallelism)
 
 
-def repartition(df: DataFrame, node: RepartitionNode, partitions: int | None) -> DataFrame:
-    """``df`` repartitioned as ``node`` says, into ``partitions`` when given."""
+def repartition(df: DataFrame, node: RepartitionNode, ctx: BatchContext) -> DataFrame:
+    """``df`` repartitioned as ``node`` says, into its stage's ``parallelismHint`` when given."""
+    partitions = ctx.query.partitions_of(node)
     kind = node.kind
     if kind == RepartitionKind.SHUFFLE:
         return df.repartition(partitions or default_parallelism(df))
@@ -59,23 +61,21 @@ def repartition(df: DataFrame, node: RepartitionNode, partitions: int | None) ->
         # Trident's IdentityGrouping: task i sends to task i (its groups get one parallelism)
         return df.repartitionById(partitions, F.pmod(F.spark_partition_id(), F.lit(partitions)))
     if kind == RepartitionKind.CUSTOM:
-        return custom_partition(df, node, partitions or default_parallelism(df))
+        return custom_partition(df, node, ctx, partitions or default_parallelism(df))
     raise TopologyError(f"{node.label}: unknown repartitioning {kind!r}")
 
 
-def custom_partition(df: DataFrame, node: RepartitionNode, partitions: int) -> DataFrame:
+def custom_partition(df: DataFrame, node: RepartitionNode, ctx: BatchContext, partitions: int) -> DataFrame:
     """``df`` with each tuple in the partition(s) ``node.grouping`` chose, of ``partitions``."""
     from pyspark.sql.types import IntegerType, StructField, StructType
 
     from trident_spark.executor.grouping_stage import TARGET, choose_partitions
     from trident_spark.executor.object_columns import object_names
-    from trident_spark.planner.python_plan import named
-    from trident_spark.planner.shipping import shipped
 
     schema = StructType([*df.schema.fields, StructField(TARGET, IntegerType(), False)])
     fn = partial(choose_partitions, node.label, node.grouping, list(df.columns), partitions,
                  untyped=object_names(df.schema))
-    indexed = shipped(lambda: df.mapInArrow(named(fn, node.label), schema), [(node.label, node.grouping)])
+    indexed = arrow_stage(df, schema, ctx, name=node.label, task=fn, operations=[(node.label, node.grouping)])
     return indexed.repartitionById(partitions, TARGET).drop(TARGET)
 
 

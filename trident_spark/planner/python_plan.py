@@ -1,4 +1,4 @@
-"""Driver side of fused Python operators: which nodes they are, and the ``mapInArrow`` call."""
+"""Driver side of fused Python operators: which nodes they are, and their ``mapInArrow`` stage."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from trident_spark.executor.column_types import arrow_type
-from trident_spark.executor.instances import InstanceScope, has_lifecycle, hosted
+from trident_spark.executor.instances import has_lifecycle
 from trident_spark.executor.object_columns import is_object, object_names, struct_field
 from trident_spark.executor.python_stage import PythonStep, StageTail, run_stage
 from trident_spark.fields import Fields
 from trident_spark.graph import EachNode, FilterNode, MapNode, Node, PeekNode
-from trident_spark.operation import overrides_prepare
-from trident_spark.planner.shipping import shipped
+from trident_spark.operation import Consumer, overrides_prepare
+from trident_spark.planner.context import BatchContext, arrow_stage
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -46,39 +46,59 @@ def num_partitions(df: DataFrame, steps: list[PythonStep], known: int | None) ->
     return -1
 
 
-def python_stage(df: DataFrame, steps: list[PythonStep], last: Node | list[str], txid: int,
-                 conf: dict[str, Any], partitions: int | None, metrics: Any = None,
-                 scope: InstanceScope | None = None, tail: FusedTail | None = None) -> DataFrame:
-    """One ``mapInArrow`` running ``steps`` per partition; output fields are ``last.fields``
-    (or the given list of them: those read downstream).
+def python_stage(df: DataFrame, run: list[Node], ctx: BatchContext,
+                 tail: FusedTail | None = None) -> DataFrame:
+    """The fused Python operators ``run`` (each reads the one before; ``df``: what the first
+    reads) in one ``mapInArrow`` per partition, ending in ``tail``'s partial aggregation when
+    there is one.
 
-    With ``scope`` (a run), a stage whose operations override ``prepare`` or ``cleanup`` runs
-    in the partition's instance host, which keeps them from batch to batch (``executor.instances``).
+    Only what the operators read or pass on to readers is shipped to Python, and only that is
+    emitted (``planner.pruning``); the output fields are otherwise the last operator's. In a run
+    (``ctx.run_id``), a stage whose operations override ``prepare`` or ``cleanup`` runs in the
+    partition's instance host, which keeps them from batch to batch (``executor.instances``).
 
     With a ``tail`` (built by ``tail.build(fields)`` from the stage's output fields and their
     Spark types), the stage's tuples go to the tail, a partial aggregation, and the stage
     outputs its rows (``tail.schema``) instead.
     """
+    from trident_spark.planner.pruning import needed_fields
+    from trident_spark.planner.query import stage_boundary
+
+    last = run[-1]
+    steps = [step for step in (python_step(n) for n in run) if step is not None]
+    n = ctx.query.partitions_of(stage_boundary(run[0].inputs[0]))
+    needed = tail.reads() if tail is not None else needed_fields(ctx.query, last)
+    if needed is None or any(step.kind != "each" or isinstance(step.operation, Consumer) for step in steps):
+        output: Node | list[str] = needed if tail is not None and needed is not None else last
+        return _stage(df, last, ctx, steps, output, n, tail)
+    # Ship to Python only what the operators read or pass on to readers; emit only that.
+    read = set(needed).union(*(step.input_fields for step in steps))
+    # each(function, out) reads no field: still ship one column, so the stage sees every tuple
+    df = df.select(*([f for f in df.columns if f in read] or df.columns[:1]))
+    return _stage(df, last, ctx, steps, needed, n, tail)
+
+
+def _stage(df: DataFrame, last: Node, ctx: BatchContext, steps: list[PythonStep], output: Node | list[str],
+           partitions: int | None, tail: FusedTail | None) -> DataFrame:
+    """The ``mapInArrow`` of ``steps``; output fields are ``output.fields`` (or the given list)."""
     from pyspark.sql.types import StructType
 
-    struct_fields, arrow_types = _output_fields(df, steps, last)
-    output = [f.name for f in struct_fields]
+    struct_fields, arrow_types = _output_fields(df, steps, output)
+    names = [f.name for f in struct_fields]
     untyped = (object_names(df.schema), frozenset(f.name for f in struct_fields
                                                   if f.name in arrow_types and is_object(f)))
     n = num_partitions(df, steps, partitions)
     combine = tail.build(struct_fields) if tail is not None else None
     schema = StructType(struct_fields) if tail is None else tail.schema
     assert schema is not None, "a tail knows its schema once built"
-    entry = partial(_stage_entry, steps, output, arrow_types, untyped, txid, conf, n, combine)
-    if scope is not None and any(has_lifecycle(step.operation) for step in steps):
-        fn = hosted(scope, entry, metrics)
-    else:
-        fn = partial(entry, metrics)
-    stage = named(fn, "_".join(step.label for step in steps))
+    entry = partial(_stage_entry, steps, names, arrow_types, untyped, ctx.txid, ctx.conf, n, combine)
+    kept = any(has_lifecycle(step.operation) for step in steps)
     operations = [(step.label, step.operation) for step in steps]
     if tail is not None:
         operations += tail.operations
-    return shipped(lambda: df.mapInArrow(stage, schema), operations)
+    return arrow_stage(df, schema, ctx, name="_".join(step.label for step in steps),
+                       task=partial(entry, ctx.metrics), operations=operations,
+                       kept=entry if kept else None, scope=ctx.scope(last) if kept else None)
 
 
 class FusedTail(Protocol):
@@ -88,6 +108,9 @@ class FusedTail(Protocol):
     schema: StructType | None
     #: ``(label, operation)`` of each aggregator, for the pickling check.
     operations: list[tuple[str, Any]]
+
+    def reads(self) -> list[str]:
+        """The fields the partial aggregation reads."""
 
     def build(self, fields: list[StructField]) -> StageTail:
         """What the executor runs, given the fields the operators output (with their types)."""
@@ -117,14 +140,6 @@ def _output_fields(df: DataFrame, steps: list[PythonStep],
         struct_fields.append(field)
         arrow_types[name] = arrow_type(field.dataType)
     return struct_fields, arrow_types
-
-
-def named(fn: Any, label: str) -> Any:
-    """Give a stage function the operators' names: Spark shows it in plans and its UI."""
-    import re
-
-    fn.__name__ = re.sub(r"\W+", "_", label).strip("_")[:80] or "trident_stage"
-    return fn
 
 
 def _kept_types(steps: list[PythonStep], input_types: dict[str, Any]) -> dict[str, Any]:

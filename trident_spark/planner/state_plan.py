@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from trident_spark.errors import TopologyError
 from trident_spark.executor.column_types import arrow_type
-from trident_spark.executor.instances import InstanceScope, has_lifecycle, hosted
-from trident_spark.executor.metrics import StageName, timed
+from trident_spark.executor.instances import has_lifecycle
+from trident_spark.executor.metrics import StageName
 from trident_spark.executor.object_columns import OBJECT, is_object, object_names, struct_field
 from trident_spark.executor.state_stage import (
     StateStep,
@@ -27,11 +27,10 @@ from trident_spark.executor.state_stage import (
 )
 from trident_spark.graph import PersistNode, StateQueryNode
 from trident_spark.operation import overrides_prepare
-from trident_spark.planner.python_plan import named
-from trident_spark.planner.shipping import shipped
+from trident_spark.planner.context import BatchContext, arrow_stage
+from trident_spark.planner.query import stage_boundary
 
 if TYPE_CHECKING:
-    from pyspark import Accumulator
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructField
 
@@ -99,18 +98,19 @@ def _untyped(struct: list[StructField]) -> frozenset[str]:
     return frozenset(f.name for f in struct if is_object(f))
 
 
-def persist_dataframe(df: DataFrame, node: PersistNode, txid: int, conf: dict[str, Any],
-                      partitions: int | None, stats: Accumulator[dict[Any, float]] | None,
-                      run_id: str = "", scope: InstanceScope | None = None,
-                      generation: str | None = None) -> DataFrame:
+def persist_dataframe(df: DataFrame, node: PersistNode, ctx: BatchContext) -> DataFrame:
     """Run ``node``'s StateUpdater on each partition of ``df``; the result is what it emitted.
 
-    ``df`` is partitioned as the stage before it is (``partitions``: its size, for ``prepare``):
-    never repartitioned here, so a key a partitionBy or aggregation put in one task stays there.
-    ``generation``: the store's generation the driver checked before the batch; a cache filled
-    under another is dropped (``executor.state_stage.opened_state``).
+    ``df`` is partitioned as the stage before it is (its size, for ``prepare``: the stage's
+    hint): never repartitioned here, so a key a partitionBy or aggregation put in one task stays
+    there. The store's generation the driver checked before the batch
+    (``ctx.state_generations``) goes along; a cache filled under another is dropped
+    (``executor.state_stage.opened_state``).
     """
     from pyspark.sql.types import StructType
+
+    txid, conf, stats = ctx.txid, ctx.conf, ctx.metrics
+    partitions = ctx.query.partitions_of(stage_boundary(node))
 
     df = df.select(*node.input_fields)
     # What the updater emits keeps the input's type for a field it passes on (group fields, and a
@@ -119,19 +119,21 @@ def persist_dataframe(df: DataFrame, node: PersistNode, txid: int, conf: dict[st
                 if name not in df.columns or name in node.fields.declared_types}
     struct = [_struct_field(name, df, declared) for name in node.fields]
     step = StateStep(node.label, node.state, node.updater, node.input_fields, list(node.fields),
-                     {f.name: arrow_type(f.dataType) for f in struct}, stats=stats, run_id=run_id,
-                     generation=generation, untyped_in=object_names(df.schema), untyped_out=_untyped(struct))
+                     {f.name: arrow_type(f.dataType) for f in struct}, stats=stats, run_id=ctx.run_id,
+                     generation=ctx.state_generations.get(id(node.state)), untyped_in=object_names(df.schema),
+                     untyped_out=_untyped(struct))
     n = partitions if partitions is not None else (
         int(df.rdd.getNumPartitions()) if overrides_prepare(node.updater) or not opens_one_state(node.state)
         else -1)
-    task: Any = partial(persist, step, txid, conf, n)
-    if scope is not None and (has_lifecycle(node.updater) or keeps_cache(node.state)):
-        # In the partition's instance host: a kept updater, and a state whose cache the same
-        # process reads batch after batch (a task runs on whichever Python worker is idle)
-        task = hosted(scope, partial(with_metrics, persist, step, txid, conf, n), stats)
-    fn = timed(task, "aggregate", StageName(node.label, "update"), stats)
-    return shipped(lambda: df.mapInArrow(named(fn, node.label), StructType(struct)),
-                   [(node.label, node.updater), (node.label, node.state)])
+    # In the partition's instance host: a kept updater, and a state whose cache the same
+    # process reads batch after batch (a task runs on whichever Python worker is idle)
+    kept = has_lifecycle(node.updater) or keeps_cache(node.state)
+    return arrow_stage(df, StructType(struct), ctx, name=node.label,
+                       task=partial(persist, step, txid, conf, n),
+                       operations=[(node.label, node.updater), (node.label, node.state)],
+                       kept=partial(with_metrics, persist, step, txid, conf, n) if kept else None,
+                       scope=ctx.scope(node) if kept else None,
+                       timed_as=("aggregate", StageName(node.label, "update")))
 
 
 def keeps_cache(factory: Any) -> bool:
@@ -145,12 +147,11 @@ def keeps_cache(factory: Any) -> bool:
     kept in the partition's instance host too, so a partition's state is one object for the run."""
     if not opens_one_state(factory):
         return True
-    return bool(getattr(factory, "cache_size", 0)) and not getattr(factory, "process_local", False)
+    return bool(factory.cache_size) and not getattr(factory, "process_local", False)
 
 
-def check_not_ahead_job(df: DataFrame, node: PersistNode, txid: int, written_before: bool,
-                        run_id: str = "", largest_txid: int | None = None,
-                        conf: dict[str, Any] | None = None) -> None:
+def check_not_ahead_job(df: DataFrame, node: PersistNode, ctx: BatchContext, written_before: bool,
+                        largest_txid: int | None = None) -> None:
     """Before the first writes after a start: fail if the state holds any of the batch's keys
     with a later txid (a reset checkpoint or another writer), or with this txid when the
     checkpoint never began writing this batch, while nothing is written yet."""
@@ -159,33 +160,33 @@ def check_not_ahead_job(df: DataFrame, node: PersistNode, txid: int, written_bef
     if node.aggregator is None:
         return  # a user StateUpdater's keys are its own business
     keys = df.select(*node.group_fields) if node.group_fields else df.select()
-    step = StateStep(node.label, node.state, node.updater, node.group_fields, [], {}, run_id=run_id,
+    step = StateStep(node.label, node.state, node.updater, node.group_fields, [], {}, run_id=ctx.run_id,
                      untyped_in=object_names(keys.schema))
     # A user's StateFactory makes each partition's state with the run's conf and the stage's size.
     n = 1 if opens_one_state(node.state) else int(df.rdd.getNumPartitions())
-    fn = partial(check_not_ahead, step, txid, written_before, largest_txid=largest_txid, conf=conf,
+    fn = partial(check_not_ahead, step, ctx.txid, written_before, largest_txid=largest_txid, conf=ctx.conf,
                  num_partitions=n)
     schema = StructType([StructField("keys", LongType())])
-    checked = shipped(lambda: keys.mapInArrow(named(fn, f"check_{node.label}"), schema),
-                      [(node.label, node.updater), (node.label, node.state)])
+    checked = arrow_stage(keys, schema, ctx, name=f"check_{node.label}", task=fn,
+                          operations=[(node.label, node.updater), (node.label, node.state)])
     checked.write.format("noop").mode("overwrite").save()
 
 
-def query_dataframe(df: DataFrame, node: StateQueryNode, txid: int, conf: dict[str, Any],
-                    partitions: int | None, same_query: bool,
-                    stats: Accumulator[dict[Any, float]] | None,
-                    scope: InstanceScope | None = None) -> DataFrame:
+def query_dataframe(df: DataFrame, node: StateQueryNode, ctx: BatchContext) -> DataFrame:
     """Run ``node``'s QueryFunction on each partition of ``df``: its tuples with the fields it appends.
 
-    ``same_query``: the state is written by this query, so reads pass the batch's txid (an
-    opaque state answers keys this batch already wrote with their value from before it).
-    Queries read the store, not a cache: a cache in one worker cannot see another's writes.
+    When the state is written by this query, reads pass the batch's txid (an opaque state
+    answers keys this batch already wrote with their value from before it). Queries read the
+    store, not a cache: a cache in one worker cannot see another's writes.
     """
     from pyspark.sql.types import StructType
 
+    txid, conf, stats = ctx.txid, ctx.conf, ctx.metrics
+    partitions = ctx.query.partitions_of(stage_boundary(node))
+    same_query = node.state.node is not None and any(n is node.state.node for n in ctx.query.nodes)
+
     factory = node.state.factory
-    cached: Any = getattr(factory, "cache_size", 0)
-    if cached and hasattr(factory, "with_settings"):
+    if opens_one_state(factory) and factory.cache_size:
         factory = factory.with_settings(cache_size=0)
     new = {name: node.function_fields.types[name] for name in node.function_fields}
     # Fields no one downstream reads may have been pruned from the input already.
@@ -198,12 +199,11 @@ def query_dataframe(df: DataFrame, node: StateQueryNode, txid: int, conf: dict[s
     n = partitions if partitions is not None else (
         int(df.rdd.getNumPartitions()) if overrides_prepare(node.function) or not opens_one_state(factory)
         else -1)
-    task: Any = partial(query, step, txid, conf, n)
-    if scope is not None and has_lifecycle(node.function):  # kept in the partition's instance host
-        task = hosted(scope, partial(with_metrics, query, step, txid, conf, n), stats)
-    fn = timed(task, "state_query", node.label, stats)
-    return shipped(lambda: df.mapInArrow(named(fn, node.label), StructType(struct)),
-                   [(node.label, node.function), (node.label, factory)])
+    kept = has_lifecycle(node.function)  # kept in the partition's instance host
+    return arrow_stage(df, StructType(struct), ctx, name=node.label, task=partial(query, step, txid, conf, n),
+                       operations=[(node.label, node.function), (node.label, factory)],
+                       kept=partial(with_metrics, query, step, txid, conf, n) if kept else None,
+                       scope=ctx.scope(node) if kept else None, timed_as=("state_query", node.label))
 
 
 __all__ = ["check_not_ahead_job", "check_reachable", "check_shared", "keeps_cache", "persist_dataframe",

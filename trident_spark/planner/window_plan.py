@@ -15,19 +15,16 @@ in another order on a replay, the order of a hash of the tuple's values.
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from trident_spark.executor.aggregate_stage import AggStep
 from trident_spark.executor.column_types import arrow_type
-from trident_spark.executor.instances import InstanceScope, hosted
-from trident_spark.executor.metrics import timed
 from trident_spark.executor.object_columns import object_names
 from trident_spark.executor.window_stage import ORDER, WindowStep, run_hosted, run_window
 from trident_spark.graph import MergeNode, SpoutNode, WindowNode, ancestors
 from trident_spark.planner.aggregate import output_types
-from trident_spark.planner.python_plan import named
+from trident_spark.planner.context import BatchContext, arrow_stage
 from trident_spark.planner.query import QueryPlan, is_stage_boundary
-from trident_spark.planner.shipping import shipped
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -45,16 +42,16 @@ def arrival_order_is_stable(query: QueryPlan, node: WindowNode) -> bool:
     return True
 
 
-def window_dataframe(df: DataFrame, node: WindowNode, txid: int, batch_ms: int, conf: dict[str, Any],
-                     partitions: int | None, namespace: str, stable_order: bool, metrics: Any = None,
-                     scope: InstanceScope | None = None) -> DataFrame:
-    """The DataFrame of the aggregates of the windows batch ``txid`` closes (``namespace``: the
-    stage's keys in the windows store, stable from run to run)."""
+def window_dataframe(df: DataFrame, node: WindowNode, ctx: BatchContext) -> DataFrame:
+    """The DataFrame of the aggregates of the windows batch ``ctx.txid`` closes (the stage's keys
+    in the windows store are the node's place in the query, stable from run to run)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
 
     assert node.spec is not None
     spec = node.spec
+    txid, conf, batch_ms, partitions = ctx.txid, ctx.conf, ctx.timestamp_ms(), ctx.query.partitions_of(node)
+    stable_order = arrival_order_is_stable(ctx.query, node)
     stamp = [node.timestamp_field] if node.timestamp_field else []
     read = list(dict.fromkeys([*spec.input_fields, *stamp]))
     order = (F.monotonically_increasing_id() if stable_order
@@ -65,19 +62,17 @@ def window_dataframe(df: DataFrame, node: WindowNode, txid: int, batch_ms: int, 
     shaped = spread.sortWithinPartitions(ORDER)
     fields = output_types(spec, df.schema)
     schema = StructType(fields)
-    step = WindowStep(node.label, namespace, node.config, node.store_factory,
+    step = WindowStep(node.label, ctx.place(node), node.config, node.store_factory,
                       AggStep(node.label, spec.aggregator, spec.input_fields, spec.function_fields),
                       node.timestamp_field, node.lateness_ms, [f.name for f in fields],
                       {f.name: arrow_type(f.dataType) for f in fields},
                       untyped_in=object_names(df.schema, read), untyped_out=object_names(schema))
-    if scope is not None:
-        # the windows store stays open (an in-memory one alive) in the partition's host
-        task: Any = hosted(scope, partial(run_hosted, step, txid, batch_ms, conf, n), metrics)
-    else:
-        task = partial(run_window, step, txid, batch_ms, conf, n, metrics)
-    fn = timed(task, "aggregate", node.label, metrics)
-    return shipped(lambda: shaped.mapInArrow(named(fn, node.label), schema),
-                   [(node.label, spec.aggregator), (node.label, node.store_factory)])
+    # in a run, the windows store stays open (an in-memory one alive) in the partition's host
+    return arrow_stage(shaped, schema, ctx, name=node.label,
+                       task=partial(run_window, step, txid, batch_ms, conf, n, ctx.metrics),
+                       operations=[(node.label, spec.aggregator), (node.label, node.store_factory)],
+                       kept=partial(run_hosted, step, txid, batch_ms, conf, n), scope=ctx.scope(node),
+                       timed_as=("aggregate", node.label))
 
 
 __all__ = ["arrival_order_is_stable", "window_dataframe"]

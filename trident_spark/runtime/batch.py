@@ -14,9 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from trident_spark import checkpoint_files as files
 from trident_spark.errors import (
-    BrokerUnavailableError,
     FailedException,
-    StateConflictError,
     StateUnavailableError,
     TridentSparkError,
 )
@@ -27,6 +25,7 @@ from trident_spark.planner.compile import BatchFrames
 from trident_spark.planner.query import Output, QueryPlan
 from trident_spark.runtime.metrics import batch_description
 from trident_spark.runtime.replays import SparkReads, with_attempts
+from trident_spark.runtime.retry import RetryPolicy
 from trident_spark.runtime.state_commits import (
     StateCommits,
     batch_offsets,
@@ -35,6 +34,7 @@ from trident_spark.runtime.state_commits import (
 )
 from trident_spark.runtime.stop_quiet import BatchStoppedError, quiet_py4j
 from trident_spark.sink import CollectSink, DataFrameSink
+from trident_spark.spout.base import BatchFeedback
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -46,15 +46,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: Causes that replay the batch (bounded by ``max_batch_retries``): asked for by an operation,
-#: or a state store that kept losing conditional writes (Trident replays a batch whose state
-#: update failed).
-RETRYABLE = (FailedException, StateConflictError)
-
-#: Causes that replay the batch while the outage lasts less than ``outage_budget`` seconds
-#: (``trident_spark.outage``): a broker or store that does not answer.
-OUTAGES = (BrokerUnavailableError, StateUnavailableError)
-
 #: In a query's checkpoint directory: the id of the last batch whose state writes began. After a
 #: restart, a stored txid equal to the first batch's is a replay's only if that batch is named here.
 WRITES_MARKER = "trident-state-writes"
@@ -65,7 +56,7 @@ MAX_CONCURRENT_OUTPUTS = 4
 
 @dataclass
 class BatchRunner:
-    """Runs every output of one query on a batch, replaying it on ``FailedException``.
+    """Runs every output of one query on a batch, replayed and waited as :class:`RetryPolicy` says.
 
     Called by Spark on the driver once per micro-batch, possibly again for the
     same batch id after a failure (replay): everything it does for a txid must
@@ -104,6 +95,8 @@ class BatchRunner:
     drpc: DRPCResults | None = None
     commits: StateCommits | None = field(default=None, init=False, repr=False)
     _first_attempt_ms: tuple[int, int] = field(default=(-1, 0), init=False, repr=False)
+    #: Whether a batch of this run has finished (the first one is the spouts' warm-up).
+    _warm: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
         # Trident's two phases of a batch: everything that reads (stateQuery included) first,
@@ -150,47 +143,35 @@ class BatchRunner:
 
     def _run_batch(self, df: DataFrame, batch_id: int) -> None:
         from trident_spark.runtime.failures import translate
-        attempt = 0
-        outage = self._outage(batch_id)
-        tries, reads = 0, None
-        while True:
-            try:
-                if tries and self.spark_reads is not None:
-                    reads = self.spark_reads()  # Spark adds every attempt's reads to the batch's
-                tries += 1
-                started = time.monotonic()
-                counters = self.run_once(df, batch_id)
-                break
-            except Exception as exc:
-                cause = exc if isinstance(exc, RETRYABLE + OUTAGES) else translate(self.query.name, exc)
-                if isinstance(cause, OUTAGES):  # waits, or raises once the outage outlasts the budget
-                    outage.wait(cause, *self._unavailable(cause))
-                    continue
-                outage.forget()  # another failure (a stop included): no longer waiting for anything
-                if not isinstance(cause, RETRYABLE):
-                    raise
-                if attempt >= self.max_retries and not isinstance(cause, FailedException):
-                    raise cause from exc  # the store's own error, naming its address
-                if attempt >= self.max_retries:
-                    times = "1 time" if attempt == 0 else f"{attempt + 1} times"
-                    reason = str(cause).removesuffix(f" (stream {self.query.name!r})")
-                    raise FailedException(
-                        f"batch {batch_id} of stream {self.query.name!r} failed {times} "
-                        f"(max_batch_retries={self.max_retries}); last cause: {reason}") from exc
-                delay = self.retry_delay * (2 ** attempt)
-                attempt += 1
-                log.warning("stream %s: batch %d asked to be replayed (%s); retry %d of %d in %.1f s",
-                            self.query.name, batch_id, cause, attempt, self.max_retries, delay)
-                time.sleep(delay)
-        outage.end()
-        from trident_spark.spout.kafka_adaptive import after_batch
 
-        after_batch(self.query, self.checkpoint, batch_id, started)  # adaptive spouts: the duration
+        tries, reads, started = 0, None, 0.0
+
+        def attempt() -> dict[Any, float]:
+            nonlocal tries, reads, started
+            if tries and self.spark_reads is not None:
+                reads = self.spark_reads()  # Spark adds every attempt's reads to the batch's
+            tries += 1
+            started = time.monotonic()
+            return self.run_once(df, batch_id)
+
+        policy = RetryPolicy(self.query.name, self.max_retries, self.retry_delay)
+        counters = policy.run(attempt, batch_id, self._outage(batch_id), unavailable=self._unavailable,
+                              translate=lambda exc: translate(self.query.name, exc))
+        self._after_batch(batch_id, started)
         if self.on_metrics is not None:
             try:
                 self.on_metrics(batch_id, with_attempts(counters, tries, reads))
             except Exception as exc:  # metrics never fail a batch that succeeded
                 log.warning("stream %s: batch %d metrics not recorded: %s", self.query.name, batch_id, exc)
+
+    def _after_batch(self, batch_id: int, started: float) -> None:
+        """Tell each spout the batch finished (``Spout.after_batch``: an adaptive spout learns its
+        duration); ``started`` is ``time.monotonic()`` when its last attempt began."""
+        feedback = BatchFeedback(batch_id, (time.monotonic() - started) * 1000, self.checkpoint,
+                                 warmup=not self._warm)
+        self._warm = True
+        for node in self.query.spouts:
+            node.spout.after_batch(feedback)
 
     def run_once(self, df: DataFrame, batch_id: int) -> dict[Any, float]:
         """One attempt at the batch: every output computed, sinks filled; returns what its

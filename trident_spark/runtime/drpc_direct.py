@@ -10,22 +10,31 @@ floor; the requests of several callers are answered side by side, one per worker
 
 Each worker holds its own copies of the stream's operations, prepared once per run
 (``prepare(conf, context)`` with partition 0 of 1) and cleaned up at ``stop()``.
+
+A request is retried as a Spark batch is (:class:`~trident_spark.runtime.retry.RetryPolicy`):
+``FailedException`` and state conflicts replay it with the same txid, a store that does not
+answer is waited out within the outage budget, and a request whose batch fails for good fails
+with the Spark path's text (``DRPC request failed in batch N: ...``). Its txid comes from the
+query's checkpoint (:class:`~trident_spark.runtime.txids.TxidBlocks`), never reused after a restart.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from trident_spark.drpc.spout import values_json
-from trident_spark.errors import FailedException, TridentSparkError
+from trident_spark.errors import TridentSparkError
 from trident_spark.executor.direct_stream import DirectStream
 from trident_spark.graph import Node
+from trident_spark.outage import Outage
+from trident_spark.runtime.retry import RetryPolicy, chained_cause
+from trident_spark.runtime.txids import TxidBlocks
 
 LOG = logging.getLogger(__name__)
 
@@ -93,7 +102,15 @@ class DirectDRPC:
     workers : int, default 4
         Requests answered side by side.
     max_batch_retries, retry_delay : int, float
-        A request whose operation raises ``FailedException`` runs again up to this many times.
+        A request whose operation raises ``FailedException`` or whose state reports a conflict
+        runs again up to this many times, the first ``retry_delay`` seconds later (doubling).
+    stream : str, optional
+        The DRPC stream's name (its query's), for messages; the function's by default.
+    checkpoint : Path, str or None
+        The query's checkpoint directory: where the requests' txids are reserved and an outage's
+        wait is recorded. None: txids from 0 in this process, waits only logged.
+    outage_budget : float, default 180
+        Seconds a request waits for a store that does not answer (``run(outage_budget=)``).
 
     Examples
     --------
@@ -120,14 +137,17 @@ class DirectDRPC:
 
     def __init__(self, function: str, nodes: Sequence[Node], output: Node, requests: RequestQueue,
                  conf: dict[str, Any], *, workers: int = DEFAULT_WORKERS, max_batch_retries: int = 3,
-                 retry_delay: float = 0.5) -> None:
+                 retry_delay: float = 0.5, stream: str | None = None,
+                 checkpoint: Path | str | None = None, outage_budget: float = 180.0) -> None:
         self.function = function
+        self.stream = stream or function
         self.requests = requests
         self.stats = DirectStats()
-        self._max_retries = max_batch_retries
-        self._retry_delay = retry_delay
+        self.checkpoint = checkpoint
+        self.outage_budget = outage_budget
+        self.policy = RetryPolicy(self.stream, max_batch_retries, retry_delay)
         self._stopping = threading.Event()
-        self._txids = itertools.count()
+        self._txids = TxidBlocks(checkpoint)
         self._streams = [DirectStream(nodes, output, conf) for _ in range(max(1, workers))]
         self._threads: list[threading.Thread] = []
 
@@ -175,32 +195,32 @@ class DirectDRPC:
 
     def _answer(self, stream: DirectStream, request: TakenRequest) -> None:
         started = time.perf_counter()
-        txid = next(self._txids)
-        delay = self._retry_delay
-        for attempt in itertools.count():
-            try:
-                rows = stream.run(txid, [{"args": request.args}])
-            except FailedException as exc:
-                if attempt < self._max_retries and not self._stopping.is_set():
-                    LOG.warning("DRPC %r request %d: %s; running it again", self.function, txid, exc)
-                    time.sleep(delay)
-                    delay *= 2
-                    continue
-                self._fail(request, f"FailedException after {attempt + 1} attempts: {exc}", started)
-            except TridentSparkError as exc:
-                self._fail(request, str(exc), started)
-            except Exception as exc:  # the caller gets it; the topology goes on
-                self._fail(request, f"{type(exc).__name__}: {exc}", started)
-            else:
-                answer = values_json(rows)
-                self.stats.add(True, (time.perf_counter() - started) * 1000)  # before the caller wakes
-                self.requests.result(request.id, answer)
+        try:
+            txid = self._txids.next()
+        except Exception as exc:  # the checkpoint cannot say which txids are free: no answer risks one
+            self._fail(request, None, exc, started)
             return
+        outage = Outage(self.outage_budget, self.stream, f"batch {txid}", self.checkpoint,
+                        stopped=self._stopping.is_set)
+        try:
+            rows = self.policy.run(lambda: stream.run(txid, [{"args": request.args}]), txid, outage)
+        except Exception as exc:  # the caller gets it; the topology goes on
+            self._fail(request, txid, exc, started)
+            return
+        answer = values_json(rows)
+        self.stats.add(True, (time.perf_counter() - started) * 1000)  # before the caller wakes
+        self.requests.result(request.id, answer)
 
-    def _fail(self, request: TakenRequest, why: str, started: float) -> None:
-        LOG.warning("DRPC %r: a request failed: %s", self.function, why)
+    def _fail(self, request: TakenRequest, txid: int | None, exc: Exception, started: float) -> None:
+        """Fail the request with the Spark path's text: ``DRPC request failed in batch N: <error>``."""
+        cause = chained_cause(exc)
+        why = str(cause) if isinstance(cause, TridentSparkError) else (
+            f"stream {self.stream!r} failed: {type(cause).__name__}: {cause}")
+        message = f"DRPC request failed in batch {txid}: {why}" if txid is not None else (
+            f"DRPC request of {self.function!r} failed: {why}")
+        LOG.warning("stream %s: batch %s failed; its DRPC request fails: %s", self.stream, txid, why)
         self.stats.add(False, (time.perf_counter() - started) * 1000)
-        self.requests.fail(request.id, f"DRPC {self.function!r} failed: {why}")
+        self.requests.fail(request.id, message)
 
 
 __all__ = ["DEFAULT_WORKERS", "DirectDRPC", "DirectStats", "RequestQueue"]

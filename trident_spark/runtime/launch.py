@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,7 +55,7 @@ def start_queries(queries: list[QueryPlan], settings: RunSettings) -> TopologyHa
     The operations' code reaches the executors: ``py_files`` are shipped (``addPyFile``), and in
     local mode the modules that define operations and are not installed ship by value
     (``planner.user_code``)."""
-    from trident_spark.outage import check_outage_budget, clear_wait
+    from trident_spark.outage import check_outage_budget
     from trident_spark.planner.state_plan import check_reachable, check_shared, state_factory
     from trident_spark.planner.user_code import add_py_files, check_py_files, ship_by_value
     from trident_spark.runtime.handle import TopologyHandle, check_progress_history
@@ -91,8 +92,6 @@ def start_queries(queries: list[QueryPlan], settings: RunSettings) -> TopologyHa
     if settings.checkpoint is None:
         raise TopologyError("run(): no checkpoint location: give run(checkpoint_location=...) or set the "
                             "Spark conf spark.trident.checkpointLocation (--conf, spark-defaults.conf)")
-    trigger, drpc, drpc_path, conf = settings.trigger, settings.drpc, settings.drpc_path, settings.conf or {}
-    max_batch_retries, retry_delay = settings.max_batch_retries, settings.retry_delay
     outage_budget = check_outage_budget(settings.outage_budget)
     check_not_running(queries, spark)
     add_py_files(spark, files)
@@ -103,49 +102,107 @@ def start_queries(queries: list[QueryPlan], settings: RunSettings) -> TopologyHa
             node.spout.check()  # fail fast on the driver: unreachable broker, unknown topic
     checkpoint = checkpoint_at(settings.checkpoint, spark)  # where Spark puts it: ours go beside
     handle = TopologyHandle(spark, checkpoint, settings.on_progress, settings.progress_history)
-    handle._write_run_info(trigger, [query.name for query in queries])
+    handle._write_run_info(settings.trigger, [query.name for query in queries])
     run_id = uuid.uuid4().hex  # one per run, for all its queries: their kept instances end with it
     handle._on_stop.append(partial(_stop_instances, spark, run_id))
     try:
         show_live_progress(handle)  # in Jupyter: a progress table under the cell, updated per batch
         # A run that stops by itself serves no caller: its server, if it needs one, takes a free port.
-        server = _drpc_server(queries, "127.0.0.1:0" if drpc is None and trigger in ONCE_TRIGGERS
-                              else drpc, settings.drpc_token, handle)
+        stops = settings.drpc is None and settings.trigger in ONCE_TRIGGERS
+        server = _drpc_server(queries, "127.0.0.1:0" if stops else settings.drpc, settings.drpc_token, handle)
+        run = LaunchedRun(settings, spark, checkpoint, handle, run_id, outage_budget, server)
         for query in queries:
-            stream_dir = join(checkpoint, query.name)  # a URI keeps its "//" (checkpoint_files)
-            mkdirs(stream_dir)
-            clear_wait(stream_dir)  # left by a run stopped while it waited
-            runner = BatchRunner(query, conf, max_batch_retries, retry_delay,
-                                 on_metrics=partial(handle._record_metrics, query.name, stage_order(query)),
-                                 spark_reads=partial(handle._spark_reads, query.name),
-                                 checkpoint=stream_dir, accept_state_loss=settings.accept_state_loss,
-                                 outage_budget=outage_budget, run_id=run_id)
-            run = SpoutRun(stream_dir, outage_budget, drpc=server.address if server else None,
-                           run_id=run_id, drpc_token=server.token if server else None)
-            direct = _answered_in_driver(query, run, drpc_path, conf, max_batch_retries, retry_delay)
-            if direct is not None:  # no Spark query: the driver's threads answer its requests
-                direct.start()
-                handle._add_service(query.name, direct)
-                continue
-            runner.drpc = DRPCResults.of(query, run)
-            check_offsets_log(stream_dir)  # a malformed file named here, not as a bare JSONDecodeError
-            source = query_source(spark, query.spouts, run)
-            writer = (source.writeStream.queryName(query.name)
-                      .foreachBatch(runner)
-                      .option("checkpointLocation", str(stream_dir)))
-            # A DRPC query asks for its next request as soon as a batch ends (its source waits
-            # briefly for one): a request never waits for a trigger interval.
-            query_trigger = trigger if runner.drpc is None or trigger in ONCE_TRIGGERS else None
-            started = _with_trigger(writer, query_trigger).start()
-            runner.query_active = partial(_is_active, started)
-            handle._add(query.name, started)
-            if runner.drpc is not None:
-                runner.drpc.start_heartbeat(runner.query_active)
-                handle._on_stop.insert(0, runner.drpc.stop)
+            _start_query(query, run)
     except BaseException:
         handle.stop()
         raise
     return handle
+
+
+@dataclass(frozen=True)
+class LaunchedRun:
+    """One run as its queries start: the settings, resolved, and what starting the run made.
+
+    Handed whole to what starts each query (nothing is unpacked into parameters).
+
+    Parameters
+    ----------
+    settings : RunSettings
+        What ``run()`` was asked, completed from the session's ``spark.trident.*`` conf.
+    spark : SparkSession
+        The session the queries run in.
+    checkpoint : Path or str
+        The run's checkpoint, as Spark resolves it: each query's directory is beside it.
+    handle : TopologyHandle
+        The handle over the run's queries.
+    run_id : str
+        This run: its kept operation instances end with it.
+    outage_budget : float
+        Seconds a store or broker outage is waited out (checked).
+    server : RunServer or None
+        The run's DRPC server, for DRPC streams given none.
+
+    Examples
+    --------
+    >>> list(LaunchedRun.__dataclass_fields__)[:3]
+    ['settings', 'spark', 'checkpoint']
+    """
+
+    settings: RunSettings
+    spark: SparkSession
+    checkpoint: Path | str
+    handle: TopologyHandle
+    run_id: str
+    outage_budget: float
+    server: RunServer | None = None
+
+    def spout_run(self, stream_dir: Path | str) -> SpoutRun:
+        """What the spouts of the query kept in ``stream_dir`` are told of the run."""
+        server = self.server
+        return SpoutRun(stream_dir, self.outage_budget, drpc=server.address if server else None,
+                        run_id=self.run_id, drpc_token=server.token if server else None)
+
+    def batch_runner(self, query: QueryPlan, stream_dir: Path | str) -> BatchRunner:
+        """The ``foreachBatch`` function of ``query``, whose checkpoint directory is ``stream_dir``."""
+        settings, handle = self.settings, self.handle
+        return BatchRunner(query, settings.conf or {}, settings.max_batch_retries, settings.retry_delay,
+                           on_metrics=partial(handle._record_metrics, query.name, stage_order(query)),
+                           spark_reads=partial(handle._spark_reads, query.name),
+                           checkpoint=stream_dir, accept_state_loss=settings.accept_state_loss,
+                           outage_budget=self.outage_budget, run_id=self.run_id)
+
+
+def _start_query(query: QueryPlan, run: LaunchedRun) -> None:
+    """Start ``query``: its requests answered in the driver, or its Spark streaming query."""
+    from trident_spark.outage import clear_wait
+
+    settings, handle = run.settings, run.handle
+    stream_dir = join(run.checkpoint, query.name)  # a URI keeps its "//" (checkpoint_files)
+    mkdirs(stream_dir)
+    clear_wait(stream_dir)  # left by a run stopped while it waited
+    runner = run.batch_runner(query, stream_dir)
+    spout_run = run.spout_run(stream_dir)
+    direct = _answered_in_driver(query, spout_run, settings)
+    if direct is not None:  # no Spark query: the driver's threads answer its requests
+        direct.start()
+        handle._add_service(query.name, direct)
+        return
+    runner.drpc = DRPCResults.of(query, spout_run)
+    check_offsets_log(stream_dir)  # a malformed file named here, not as a bare JSONDecodeError
+    source = query_source(run.spark, query.spouts, spout_run)
+    writer = (source.writeStream.queryName(query.name)
+              .foreachBatch(runner)
+              .option("checkpointLocation", str(stream_dir)))
+    # A DRPC query asks for its next request as soon as a batch ends (its source waits
+    # briefly for one): a request never waits for a trigger interval.
+    trigger = settings.trigger
+    query_trigger = trigger if runner.drpc is None or trigger in ONCE_TRIGGERS else None
+    started = _with_trigger(writer, query_trigger).start()
+    runner.query_active = partial(_is_active, started)
+    handle._add(query.name, started)
+    if runner.drpc is not None:
+        runner.drpc.start_heartbeat(runner.query_active)
+        handle._on_stop.insert(0, runner.drpc.stop)
 
 
 def checkpoint_at(location: Path | str, spark: SparkSession) -> Path | str:
@@ -178,10 +235,10 @@ def check_drpc_path(query: QueryPlan, drpc_path: str) -> str | None:
     return why
 
 
-def _answered_in_driver(query: QueryPlan, run: SpoutRun, drpc_path: str, conf: dict[str, Any],
-                        max_batch_retries: int, retry_delay: float) -> DirectDRPC | None:
+def _answered_in_driver(query: QueryPlan, run: SpoutRun, settings: RunSettings) -> DirectDRPC | None:
     """The driver's answerer of a DRPC query's requests (``run(drpc_path="driver"|"auto")``), or
     None: the query runs on Spark. ``"driver"`` for a stream that needs Spark is an error."""
+    drpc_path = settings.drpc_path
     drpc_spouts = [node for node in query.spouts if isinstance(node.spout, DRPCSpout)]
     if drpc_path == "spark" or not drpc_spouts:
         return None
@@ -192,8 +249,10 @@ def _answered_in_driver(query: QueryPlan, run: SpoutRun, drpc_path: str, conf: d
     outputs = [output for output in query.outputs if output.sinks]
     client = drpc_spouts[0].spout.for_run(run).client()
     requests = topology_side(client.address, client.consumer, client.token)  # no HTTP in-process
-    return DirectDRPC(drpc_spouts[0].spout.function, query.nodes, outputs[0].node, requests, conf,
-                      max_batch_retries=max_batch_retries, retry_delay=retry_delay)
+    return DirectDRPC(drpc_spouts[0].spout.function, query.nodes, outputs[0].node, requests,
+                      settings.conf or {}, max_batch_retries=settings.max_batch_retries,
+                      retry_delay=settings.retry_delay, stream=query.name,
+                      checkpoint=run.checkpoint, outage_budget=run.outage_budget)
 
 
 def _drpc_server(queries: list[QueryPlan], drpc: Any, token: str | None,

@@ -40,6 +40,7 @@ from trident_spark.state.commit_record import (
     kafka_offsets,
 )
 from trident_spark.state.redaction import is_secret_name, redact_text, redact_url
+from trident_spark.state.source import StateSource
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -66,7 +67,7 @@ def state_identity(factory: Any) -> str:
     >>> state_identity(RedisState.opaque(url="redis://:hunter2@cache:6379/0", key_prefix="wc"))
     '["redis://:***@cache:6379/0", {"prefix": "wc"}]'
     """
-    if not hasattr(factory, "url_location"):
+    if not isinstance(factory, StateSource):
         return str(redact_text(repr(factory)))
     location, params = factory.url_location()
     kept = {name: value for name, value in params.items() if not is_secret_name(name)}
@@ -94,13 +95,13 @@ def state_id(factory: Any, salt: str) -> str:
 def _legacy_state_id(factory: Any) -> str:
     """The id an earlier version gave a state (an unsalted hash of its location, password
     included): computed only to find a state in an old file, never written."""
-    location = factory.url_location() if hasattr(factory, "url_location") else repr(factory)
+    location = factory.url_location() if isinstance(factory, StateSource) else repr(factory)
     return hashlib.sha256(repr(location).encode("utf-8")).hexdigest()[:20]
 
 
 @dataclass
 class _Guard:
-    factory: Any
+    factory: StateSource
     stream: str
     identity: str  # state_identity(factory): which guard a factory's is
     key: str = ""  # state_id(factory, salt): its entry in the checkpoint's file, once the file is read
@@ -116,7 +117,7 @@ class _Guard:
 
     @property
     def offset(self) -> int:
-        return int(getattr(self.factory, "txid_offset", 0))
+        return int(self.factory.txid_offset)
 
 
 @dataclass
@@ -146,7 +147,7 @@ class StateCommits:
     def __post_init__(self) -> None:
         seen: set[str] = set()
         for factory in self.factories:
-            if not callable(getattr(factory, "open_commit_log", None)):
+            if not isinstance(factory, StateSource):
                 continue
             identity = state_identity(factory)
             if identity not in seen:
@@ -271,7 +272,7 @@ class StateCommits:
         """
         found = {g.identity: f"{g.epoch}/{g.rebases}" for g in self._guards if g.epoch is not None}
         return {id(factory): found[identity] for factory in self.factories
-                if callable(getattr(factory, "open_commit_log", None))
+                if isinstance(factory, StateSource)
                 and (identity := state_identity(factory)) in found}
 
     def after_writes(self, batch_id: int, offsets: dict[str, Any]) -> None:

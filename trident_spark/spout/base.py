@@ -61,6 +61,33 @@ class SpoutRun:
     drpc_token: str | None = field(default=None, repr=False)
 
 
+@dataclass(frozen=True)
+class BatchFeedback:
+    """What the driver tells a spout after a batch of its query finished: :meth:`Spout.after_batch`.
+
+    Parameters
+    ----------
+    batch_id : int
+        The batch (txid) that finished.
+    duration_ms : float
+        Its duration on the driver, from the start of its last attempt (ms).
+    checkpoint : Path, str or None
+        The query's checkpoint directory (as in :class:`SpoutRun`), None if it has none.
+    warmup : bool, default False
+        The first batch of the run (workers starting, code loading): not a typical duration.
+
+    Examples
+    --------
+    >>> BatchFeedback(7, 812.25, Path("/tmp/ckpt/words"), warmup=True).warmup
+    True
+    """
+
+    batch_id: int
+    duration_ms: float
+    checkpoint: Path | str | None
+    warmup: bool = False
+
+
 class Spout(ABC):
     """A source of Trident batches.
 
@@ -107,6 +134,15 @@ class Spout(ABC):
         """
         return self
 
+    def after_batch(self, feedback: BatchFeedback) -> None:
+        """Learn from a finished batch of the spout's query (an adaptive spout sizes the next
+        batches from its duration).
+
+        Driver, once per successful batch (after its last attempt), in the query's batch
+        thread; it must not fail the batch that finished. The default does nothing.
+        """
+        return None
+
     @property
     def address(self) -> str | None:
         """Where the spout reads from (a broker's ``host:port``), named when it does not answer;
@@ -114,4 +150,4 @@ class Spout(ABC):
         return None
 
 
-__all__ = ["MALFORMED_COLUMN", "READ_MS_COLUMN", "Spout", "SpoutRun"]
+__all__ = ["MALFORMED_COLUMN", "READ_MS_COLUMN", "BatchFeedback", "Spout", "SpoutRun"]

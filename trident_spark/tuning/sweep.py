@@ -226,7 +226,7 @@ class StreamSlice:
 
 def kafka_spouts(topology: TridentTopology) -> list[SpoutNode]:
     """The topology's spout nodes; every one must be a KafkaSpout (a sweep replays Kafka offsets)."""
-    from trident_spark.spout.kafka import KafkaSpout
+    from trident_spark.spout.kafka.spout import KafkaSpout
 
     nodes = list(topology._spouts.values())
     others = [n for n in nodes if not isinstance(n.spout, KafkaSpout)]
@@ -247,7 +247,7 @@ def measure_slice(node: SpoutNode, start: dict[str, dict[str, int]] | None,
                   records: int | None) -> StreamSlice:
     """Ask the broker for the slice of ``node``'s spout: start offsets (``start``, else the
     earliest), high watermarks, and record sizes sampled at the start."""
-    from trident_spark.spout.kafka_client import KafkaBrokerClient
+    from trident_spark.spout.kafka.client import KafkaBrokerClient
 
     config = node.spout.config
     client = KafkaBrokerClient(config)

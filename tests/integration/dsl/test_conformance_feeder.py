@@ -17,7 +17,7 @@ import pytest
 
 from trident_spark import TridentTopology
 from trident_spark.spout import FeederBatchSpout
-from trident_spark.spout.feeder_files import chunk_bounds
+from trident_spark.spout.testing.batch_files import chunk_bounds
 
 pytestmark = pytest.mark.integration
 

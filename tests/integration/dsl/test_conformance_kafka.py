@@ -27,7 +27,7 @@ import pytest
 from trident_spark import TridentTopology
 from trident_spark.local.kafka import create_topic, produce
 from trident_spark.spout import KafkaSpout
-from trident_spark.spout.kafka_client import KafkaBrokerClient
+from trident_spark.spout.kafka.client import KafkaBrokerClient
 
 pytestmark = pytest.mark.integration
 

@@ -23,7 +23,7 @@ from trident_spark import TridentTopology
 from trident_spark.local.kafka import produce
 from trident_spark.operation import Aggregator
 from trident_spark.spout import KafkaSpout
-from trident_spark.spout.kafka_adaptive import INITIAL_LIMIT_BYTES, AdaptiveController, Observation
+from trident_spark.spout.kafka.adaptive import INITIAL_LIMIT_BYTES, AdaptiveController, Observation
 
 pytestmark = pytest.mark.integration
 

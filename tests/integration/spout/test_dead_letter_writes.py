@@ -7,11 +7,11 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from trident_spark.errors import UnknownTopicError
-from trident_spark.spout.dead_letters import DeadLetter, send_dead_letters, source_of
-from trident_spark.spout.kafka_config import KafkaSpoutConfig
-from trident_spark.spout.kafka_offsets import OffsetRange
-from trident_spark.spout.kafka_pool import borrowed_consumer
-from trident_spark.spout.kafka_read import read_conf
+from trident_spark.spout.kafka.config import KafkaSpoutConfig
+from trident_spark.spout.kafka.dead_letters import DeadLetter, send_dead_letters, source_of
+from trident_spark.spout.kafka.offsets import OffsetRange
+from trident_spark.spout.kafka.pool import borrowed_consumer
+from trident_spark.spout.kafka.read import read_conf
 
 pytestmark = pytest.mark.integration
 
@@ -87,7 +87,7 @@ def test_split_ranges_of_one_batch_find_each_others_letters(kafka_bootstrap, new
 
 
 def test_a_long_dead_letter_partition_is_read_back_in_steps(kafka_bootstrap, new_topic, monkeypatch):
-    from trident_spark.spout import dead_letters as module
+    from trident_spark.spout.kafka import dead_letters as module
 
     monkeypatch.setattr(module, "SCAN_CHUNK", 3)
     dlq = new_topic(prefix="dlq", partitions=2)
@@ -133,7 +133,7 @@ def huge(offset: int, size: int = 1_500_000) -> DeadLetter:
 
 
 def test_a_1_5_mb_dead_letter_is_sent_cut_to_fit_and_the_others_arrive(kafka_bootstrap, new_topic):
-    from trident_spark.spout.dead_letters import TRUNCATED
+    from trident_spark.spout.kafka.dead_letters import TRUNCATED
 
     dlq = new_topic(prefix="dlq")
     config = spout_config(kafka_bootstrap, dlq)
@@ -154,7 +154,7 @@ def test_a_1_5_mb_dead_letter_is_sent_cut_to_fit_and_the_others_arrive(kafka_boo
 def test_a_letter_refused_for_its_size_is_sent_in_its_smallest_form(kafka_bootstrap, new_topic, monkeypatch):
     """A broker whose limit is below the producer's refuses the cut letter: played by letting the
     letter through uncut (the limit taken as 100 MB), so librdkafka refuses it."""
-    from trident_spark.spout import dead_letters as module
+    from trident_spark.spout.kafka import dead_letters as module
 
     monkeypatch.setattr(module, "record_limit", lambda config: 100_000_000)
     dlq = new_topic(prefix="dlq")
@@ -168,7 +168,7 @@ def test_a_letter_refused_for_its_size_is_sent_in_its_smallest_form(kafka_bootst
 
 
 def test_a_letter_too_large_in_every_form_is_skipped_and_counted(kafka_bootstrap, new_topic):
-    from trident_spark.spout.dead_letters import skipped_dead_letters
+    from trident_spark.spout.kafka.dead_letters import skipped_dead_letters
 
     dlq = new_topic(prefix="dlq")
     config = KafkaSpoutConfig(kafka_bootstrap, topics=("src",), on_malformed="dead_letter",

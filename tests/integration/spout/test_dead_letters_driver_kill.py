@@ -20,7 +20,7 @@ from tests.driver_processes import kill_token_processes
 from tests.integration.spout.test_dead_letter_writes import dead_letters
 from tests.schema_registry_server import schema_registry
 from trident_spark.local.kafka import produce
-from trident_spark.spout.schema_registry import wire_format
+from trident_spark.spout.formats.schema_registry import wire_format
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 

@@ -14,7 +14,7 @@ import pytest
 
 from trident_spark.object_values import OBJECT_METADATA, decode_value
 from trident_spark.spout import FeederBatchSpout
-from trident_spark.spout.feeder_source import FeederDataSource, FeederStreamReader
+from trident_spark.spout.testing.feeder_source import FeederDataSource, FeederStreamReader
 
 pytestmark = pytest.mark.integration
 

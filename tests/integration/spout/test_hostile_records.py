@@ -19,8 +19,8 @@ from trident_spark.builtin import Count
 from trident_spark.errors import MalformedRecordError
 from trident_spark.local.kafka import produce
 from trident_spark.spout import KafkaSpout
-from trident_spark.spout.dead_letters import TRUNCATED, source_of
-from trident_spark.spout.schema_registry import clear_cache, wire_format
+from trident_spark.spout.formats.schema_registry import clear_cache, wire_format
+from trident_spark.spout.kafka.dead_letters import TRUNCATED, source_of
 
 pytestmark = pytest.mark.integration
 

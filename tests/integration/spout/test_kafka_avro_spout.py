@@ -21,7 +21,7 @@ from trident_spark.builtin import Count
 from trident_spark.local.kafka import produce
 from trident_spark.operation import BaseFunction
 from trident_spark.spout import KafkaSpout
-from trident_spark.spout.schema_registry import wire_format
+from trident_spark.spout.formats.schema_registry import wire_format
 
 pytestmark = pytest.mark.integration
 

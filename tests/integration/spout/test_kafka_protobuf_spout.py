@@ -14,8 +14,8 @@ from tests.schema_registry_server import schema_registry
 from trident_spark import TridentTopology
 from trident_spark.local.kafka import produce
 from trident_spark.spout import KafkaSpout
-from trident_spark.spout.protobuf_decode import example_click_class
-from trident_spark.spout.schema_registry import wire_format
+from trident_spark.spout.formats.protobuf import example_click_class
+from trident_spark.spout.formats.schema_registry import wire_format
 
 pytestmark = pytest.mark.integration
 

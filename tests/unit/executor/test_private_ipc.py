@@ -21,8 +21,11 @@ from pathlib import Path
 import pytest
 
 from trident_spark.executor import instances, private_ipc
+from trident_spark.executor.host_wire import END as _END
+from trident_spark.executor.host_wire import STOP as _STOP
+from trident_spark.executor.host_wire import receive as _receive
+from trident_spark.executor.host_wire import send as _send
 from trident_spark.executor.instance_host import _Host
-from trident_spark.executor.instances import _END, _STOP, _receive, _send
 from trident_spark.executor.private_ipc import (
     ForeignPeerError,
     PrivateDirectoryError,

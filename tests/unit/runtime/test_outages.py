@@ -260,8 +260,8 @@ class FlakyClient:
         return {tp: 0 for tp in partitions}
 
     def probe(self, starts, sample_bytes):
-        from trident_spark.spout.kafka_client import ProbeResult
-        from trident_spark.spout.kafka_offsets import PartitionSample
+        from trident_spark.spout.kafka.client import ProbeResult
+        from trident_spark.spout.kafka.offsets import PartitionSample
 
         return {tp: ProbeResult(10, PartitionSample(offsets=list(range(10)), sizes=[5] * 10, complete=True))
                 for tp in starts}
@@ -271,8 +271,8 @@ class FlakyClient:
 
 
 def planning_reader(failures: int, budget: float, outage_dir: Path):
-    from trident_spark.spout.kafka_config import KafkaSpoutConfig
-    from trident_spark.spout.kafka_source import KafkaStreamReader
+    from trident_spark.spout.kafka.config import KafkaSpoutConfig
+    from trident_spark.spout.kafka.source import KafkaStreamReader
 
     config = KafkaSpoutConfig(BROKER, topics=("words",), outage_budget_s=budget, outage_dir=str(outage_dir))
     reader = KafkaStreamReader(config, None)  # type: ignore[arg-type]
@@ -351,9 +351,9 @@ class PausedBrokerConsumer:
 def test_a_read_from_a_paused_broker_is_an_outage_not_data_loss():
     import pyarrow as pa
 
-    from trident_spark.spout.kafka_config import KafkaSpoutConfig
-    from trident_spark.spout.kafka_offsets import OffsetRange
-    from trident_spark.spout.kafka_read import _read
+    from trident_spark.spout.kafka.config import KafkaSpoutConfig
+    from trident_spark.spout.kafka.offsets import OffsetRange
+    from trident_spark.spout.kafka.read import _read
 
     config = KafkaSpoutConfig(BROKER, topics=("events",), timeout_s=0.2)
     with pytest.raises(BrokerUnavailableError) as caught:

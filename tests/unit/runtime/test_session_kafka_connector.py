@@ -10,7 +10,7 @@ import pytest
 from trident_spark.local import maven
 from trident_spark.runtime import session
 from trident_spark.spout import KafkaSpout
-from trident_spark.spout.jvm import MissingConnectorError, missing_connector
+from trident_spark.spout.kafka.jvm import MissingConnectorError, missing_connector
 
 
 def test_only_a_spout_on_sparks_own_source_asks_for_the_connector():

@@ -14,9 +14,14 @@ import pyarrow as pa
 import pytest
 
 from tests.schema_registry_server import schema_registry
-from trident_spark.spout.avro_bounds import MAX_EMPTY_ITEMS, AvroBoundsError, avro_bounds, check_record
-from trident_spark.spout.avro_decode import AvroDecoder
-from trident_spark.spout.schema_registry import clear_cache, wire_format
+from trident_spark.spout.formats.avro import AvroDecoder
+from trident_spark.spout.formats.avro_bounds import (
+    MAX_EMPTY_ITEMS,
+    AvroBoundsError,
+    avro_bounds,
+    check_record,
+)
+from trident_spark.spout.formats.schema_registry import clear_cache, wire_format
 
 READER = {"type": "record", "name": "Click", "fields": [{"name": "user", "type": "string"}]}
 # What a hostile producer registers: the reader's record and an array of nulls (items of no bytes).

@@ -14,8 +14,8 @@ import pytest
 
 from tests.schema_registry_server import schema_registry
 from trident_spark.errors import InvalidArgumentError, SchemaRegistryError
-from trident_spark.spout.avro_decode import AvroDecoder, avro_schema_text, avro_spark_type
-from trident_spark.spout.schema_registry import clear_cache, wire_format
+from trident_spark.spout.formats.avro import AvroDecoder, avro_schema_text, avro_spark_type
+from trident_spark.spout.formats.schema_registry import clear_cache, wire_format
 
 CLICK = {"type": "record", "name": "Click", "namespace": "shop", "fields": [
     {"name": "user", "type": "string"},

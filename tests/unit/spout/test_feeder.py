@@ -22,9 +22,9 @@ from trident_spark.errors import SpoutError
 from trident_spark.fields import Fields
 from trident_spark.object_values import OBJECT_METADATA, decode_column
 from trident_spark.spout import FeederBatchSpout
-from trident_spark.spout.feeder_files import batch_path, chunk_bounds, chunk_sizes, read_batch
-from trident_spark.spout.feeder_source import FeederStreamReader
-from trident_spark.spout.feeder_types import parse_type
+from trident_spark.spout.field_types import parse_type
+from trident_spark.spout.testing.batch_files import batch_path, chunk_bounds, chunk_sizes, read_batch
+from trident_spark.spout.testing.feeder_source import FeederStreamReader
 
 
 @dataclasses.dataclass(frozen=True)
@@ -422,8 +422,8 @@ def test_structs_given_as_tuples_or_dicts_are_stored_alike_even_nested():
         {"ps": [{"x": 1, "y": "a"}, {"x": 2, "y": None}]}, {"ps": [{"x": 3, "y": "c"}]}]
 
 
-@pytest.mark.parametrize("name", ["trident_spark.spout.feeder", "trident_spark.spout.feeder_types",
-                                  "trident_spark.spout.feeder_files"])
+@pytest.mark.parametrize("name", ["trident_spark.spout.testing.feeder", "trident_spark.spout.field_types",
+                                  "trident_spark.spout.testing.batch_files"])
 def test_docstring_examples(name):
     failures, attempted = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert failures == 0 and attempted > 0
@@ -438,7 +438,7 @@ def test_a_spouts_fields_as_it_shows_them_make_an_equal_spout():
 def test_a_directory_written_with_typed_undeclared_fields_is_refused_saying_what_to_do(tmp_path):
     import pyarrow as pa
 
-    from trident_spark.spout.feeder_files import write_batch
+    from trident_spark.spout.testing.batch_files import write_batch
 
     write_batch(str(tmp_path), 0, pa.table({"word": pa.array(["cat"]), "n": pa.array([1])}))
     with pytest.raises(ValueError) as info:

@@ -9,7 +9,7 @@ import pytest
 
 from trident_spark import Fields, TopologyError, TridentTopology
 from trident_spark.spout import BaseRichSpout, ITridentSpout, RichSpoutBatchExecutor
-from trident_spark.spout.user_batches import ReplayedMetadata, TridentSpoutMaker
+from trident_spark.spout.user.batches import ReplayedMetadata, TridentSpoutMaker
 
 
 class Coordinator(ITridentSpout.BatchCoordinator):

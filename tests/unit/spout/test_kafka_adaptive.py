@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from trident_spark.spout.kafka_adaptive import (
+from trident_spark.spout.kafka.adaptive import (
     AT_BOUND,
     AT_FLOOR,
     DECREASE,

@@ -14,9 +14,9 @@ import pytest
 from tests.unit.spout.test_kafka_read_batch import FakeMessage
 from trident_spark.errors import InvalidArgumentError, MissingExtraError, SchemaRegistryError
 from trident_spark.spout import KafkaSpout
-from trident_spark.spout.kafka_config import KafkaSpoutConfig
-from trident_spark.spout.kafka_offsets import OffsetRange
-from trident_spark.spout.kafka_read import to_record_batch
+from trident_spark.spout.kafka.config import KafkaSpoutConfig
+from trident_spark.spout.kafka.offsets import OffsetRange
+from trident_spark.spout.kafka.read import to_record_batch
 
 BROKER = "127.0.0.1:9092"
 CLICK = {"type": "record", "name": "Click", "fields": [{"name": "user", "type": "string"},
@@ -120,7 +120,7 @@ def test_a_read_batch_keeps_its_dead_letters_as_read():
 
 
 def test_avro_and_protobuf_keys():
-    from trident_spark.spout.protobuf_decode import example_click_class
+    from trident_spark.spout.formats.protobuf import example_click_class
 
     spout = KafkaSpout(BROKER, ["clicks"], key_format="avro", key_schema="string")
     assert spout.config.schema_ddl().startswith("key STRING, value STRING, ")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from trident_spark.spout import KafkaSpout
-from trident_spark.spout.kafka_config import (
+from trident_spark.spout.kafka.config import (
     CONSUMER_DEFAULTS,
     KafkaSpoutConfig,
     parse_trigger_delay,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from trident_spark.spout.kafka_decode import decode_column
+from trident_spark.spout.formats.decode import decode_column
 
 USER = pa.struct([("user", pa.string()), ("clicks", pa.int32())])
 
@@ -134,7 +134,7 @@ def test_json_nested_100000_deep_is_one_malformed_record():
 
 
 def test_a_record_slower_than_the_decode_bound_is_malformed(monkeypatch):
-    from trident_spark.spout import kafka_decode
+    from trident_spark.spout.formats import decode as kafka_decode
 
     clock = iter([0.0, 0.5, 15.5, 15.6])  # the second record takes 15 s
     monkeypatch.setattr(kafka_decode.time, "perf_counter", lambda: next(clock))

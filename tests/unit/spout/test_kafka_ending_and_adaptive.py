@@ -12,11 +12,11 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes
 
 from trident_spark.spout import KafkaSpout
-from trident_spark.spout.kafka_adaptive import INITIAL_LIMIT_BYTES, write_feedback
-from trident_spark.spout.kafka_client import ProbeResult
-from trident_spark.spout.kafka_config import DEFAULT_ADAPTIVE_BOUND_BYTES, KafkaSpoutConfig
-from trident_spark.spout.kafka_offsets import PartitionSample
-from trident_spark.spout.kafka_source import KafkaStreamReader
+from trident_spark.spout.kafka.adaptive import INITIAL_LIMIT_BYTES, write_feedback
+from trident_spark.spout.kafka.client import ProbeResult
+from trident_spark.spout.kafka.config import DEFAULT_ADAPTIVE_BOUND_BYTES, KafkaSpoutConfig
+from trident_spark.spout.kafka.offsets import PartitionSample
+from trident_spark.spout.kafka.source import KafkaStreamReader
 
 BROKER = "127.0.0.1:9092"
 RECORD = 100

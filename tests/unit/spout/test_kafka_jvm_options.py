@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from trident_spark.spout.jvm import jvm_options
-from trident_spark.spout.kafka_config import KafkaSpoutConfig
+from trident_spark.spout.kafka.config import KafkaSpoutConfig
+from trident_spark.spout.kafka.jvm import jvm_options
 
 BROKER = "b1:9092,b2:9092"
 

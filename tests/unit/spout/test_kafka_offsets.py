@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from trident_spark.spout.kafka_offsets import (
+from trident_spark.spout.kafka.offsets import (
     OffsetRange,
     PartitionSample,
     RecordSizeEstimate,

@@ -10,10 +10,10 @@ import pytest
 
 from trident_spark.errors import DataLossError, OffsetOutOfRangeError
 from trident_spark.spout import KafkaSpout
-from trident_spark.spout.kafka_client import ProbeResult
-from trident_spark.spout.kafka_config import KafkaSpoutConfig
-from trident_spark.spout.kafka_offsets import PartitionSample
-from trident_spark.spout.kafka_source import KafkaStreamReader
+from trident_spark.spout.kafka.client import ProbeResult
+from trident_spark.spout.kafka.config import KafkaSpoutConfig
+from trident_spark.spout.kafka.offsets import PartitionSample
+from trident_spark.spout.kafka.source import KafkaStreamReader
 
 BROKER = "127.0.0.1:9092"
 STARTING_EXAMPLE = ("starting_offsets={'words': {0: 1200, 1: -2}} (partition 0 from offset 1200, "
@@ -225,7 +225,7 @@ def test_a_starting_offset_before_the_first_stored_one_is_data_loss_unless_allow
 # --- the docstring examples -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["trident_spark.spout.kafka_config", "trident_spark.spout.kafka_offsets"])
+@pytest.mark.parametrize("name", ["trident_spark.spout.kafka.config", "trident_spark.spout.kafka.offsets"])
 def test_docstring_examples(name):
     failures, attempted = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert failures == 0 and attempted > 0

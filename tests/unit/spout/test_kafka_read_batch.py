@@ -19,9 +19,9 @@ from pyspark.sql.types import (
 )
 
 from trident_spark.errors import MalformedRecordError
-from trident_spark.spout.kafka_config import KafkaSpoutConfig
-from trident_spark.spout.kafka_offsets import OffsetRange
-from trident_spark.spout.kafka_read import to_record_batch
+from trident_spark.spout.kafka.config import KafkaSpoutConfig
+from trident_spark.spout.kafka.offsets import OffsetRange
+from trident_spark.spout.kafka.read import to_record_batch
 
 
 class FakeMessage:
@@ -213,7 +213,7 @@ def test_skip_with_json_and_headers():
 
 
 def test_a_decoder_error_no_record_was_blamed_for_is_found_record_by_record(monkeypatch):
-    from trident_spark.spout import kafka_read
+    from trident_spark.spout.kafka import read as kafka_read
 
     real = kafka_read.decode_column
 

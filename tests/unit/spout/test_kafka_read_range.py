@@ -7,9 +7,9 @@ import pytest
 from confluent_kafka import KafkaError
 
 from trident_spark.errors import DataLossError
-from trident_spark.spout.kafka_config import KafkaSpoutConfig
-from trident_spark.spout.kafka_offsets import OffsetRange
-from trident_spark.spout.kafka_read import _read
+from trident_spark.spout.kafka.config import KafkaSpoutConfig
+from trident_spark.spout.kafka.offsets import OffsetRange
+from trident_spark.spout.kafka.read import _read
 
 
 class EmptyLogConsumer:

@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 
 from trident_spark.errors import DataLossError
-from trident_spark.spout.kafka_client import ProbeResult
-from trident_spark.spout.kafka_config import KafkaSpoutConfig
-from trident_spark.spout.kafka_offsets import PartitionSample
-from trident_spark.spout.kafka_source import KafkaStreamReader
+from trident_spark.spout.kafka.client import ProbeResult
+from trident_spark.spout.kafka.config import KafkaSpoutConfig
+from trident_spark.spout.kafka.offsets import PartitionSample
+from trident_spark.spout.kafka.source import KafkaStreamReader
 
 TP = ("events", 0)
 

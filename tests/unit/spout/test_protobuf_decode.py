@@ -14,15 +14,15 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from tests.schema_registry_server import schema_registry
 from trident_spark.errors import InvalidArgumentError, MissingExtraError
 from trident_spark.spout import KafkaSpout
-from trident_spark.spout.kafka_config import KafkaSpoutConfig
-from trident_spark.spout.protobuf_decode import (
+from trident_spark.spout.formats.protobuf import (
     ProtobufDecoder,
     example_click_class,
     protobuf_schema_text,
     protobuf_spark_type,
     skip_message_indexes,
 )
-from trident_spark.spout.schema_registry import clear_cache, wire_format
+from trident_spark.spout.formats.schema_registry import clear_cache, wire_format
+from trident_spark.spout.kafka.config import KafkaSpoutConfig
 
 F = descriptor_pb2.FieldDescriptorProto
 

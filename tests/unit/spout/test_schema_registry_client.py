@@ -8,7 +8,7 @@ import pytest
 
 from tests.schema_registry_server import schema_registry
 from trident_spark.errors import SchemaRegistryError
-from trident_spark.spout.schema_registry import (
+from trident_spark.spout.formats.schema_registry import (
     NotWireFormatError,
     SchemaRegistryClient,
     UnknownSchemaError,

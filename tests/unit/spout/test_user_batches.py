@@ -17,9 +17,9 @@ from trident_spark.spout import (
     Spout,
     SpoutRun,
 )
-from trident_spark.spout.tuple_rows import TupleRows
-from trident_spark.spout.user_batches import ReplayedMetadata, batch_maker, emit_again
-from trident_spark.spout.user_spout import UserSpout
+from trident_spark.spout.user.batches import ReplayedMetadata, batch_maker, emit_again
+from trident_spark.spout.user.spout import UserSpout
+from trident_spark.spout.user.tuple_rows import TupleRows
 
 
 class Part:
@@ -381,10 +381,11 @@ def test_a_declared_type_is_checked_naming_the_tuple_and_field():
         rows.table([["a", 1], ["b", "two"]], "spout S, batch 0")
 
 
-@pytest.mark.parametrize("name", ["trident_spark.spout.batch_spout", "trident_spark.spout.partitioned",
-                                  "trident_spark.spout.opaque", "trident_spark.spout.collector",
-                                  "trident_spark.spout.transaction", "trident_spark.spout.user_batches",
-                                  "trident_spark.spout.user_spout", "trident_spark.spout.tuple_rows"])
+@pytest.mark.parametrize("name", ["trident_spark.spout.user.ibatch_spout",
+                                  "trident_spark.spout.user.partitioned",
+                                  "trident_spark.spout.user.opaque", "trident_spark.spout.user.collector",
+                                  "trident_spark.spout.user.transaction", "trident_spark.spout.user.batches",
+                                  "trident_spark.spout.user.spout", "trident_spark.spout.user.tuple_rows"])
 def test_docstring_examples(name: str):
     import doctest
     import importlib

@@ -15,7 +15,7 @@ from pyspark.sql.types import BinaryType, LongType, StructField, StructType
 from trident_spark.errors import SpoutError
 from trident_spark.object_values import decode_value
 from trident_spark.spout import IPartitionedTridentSpout
-from trident_spark.spout.user_source import UserSpoutStreamReader, pickle_spout, write_spout
+from trident_spark.spout.user.source import UserSpoutStreamReader, pickle_spout, write_spout
 
 ROWS = {"a": [("x", 1), ("y", 2), ("z", 3)], "b": [("w", 4)]}
 

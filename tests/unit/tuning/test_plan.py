@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from trident_spark.durations import parse_seconds
-from trident_spark.spout.kafka import KafkaSpout
+from trident_spark.spout.kafka.spout import KafkaSpout
 from trident_spark.state import MemoryState
 from trident_spark.tuning import PlanInputs, TuningPlan, plan, plan_inputs
 
