@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
-from trident_spark.errors import InvalidArgumentError, OperatorError
+from trident_spark.errors import InvalidArgumentError
 
 #: The type of a field declared without one: it carries any Python value.
 DEFAULT_TYPE = "object"  # trident_spark.object_values.OBJECT
@@ -290,25 +290,3 @@ def java_string(value: Any) -> str:
     if isinstance(value, dict):
         return "{" + ", ".join(f"{java_string(k)}={java_string(v)}" for k, v in value.items()) + "}"
     return str(value)
-
-
-def declared_values(label: str, values: Sequence[Any], fields: Sequence[str]) -> Sequence[Any]:
-    """An emitted tuple's values for the declared ``fields``: more values than fields keep the
-    first ones, the rest unaddressable and gone (Trident's tuple view indexes only the declared
-    fields: no accessor, ``toString`` or downstream operation sees the extra values); fewer is
-    an error naming the operation.
-
-    Examples
-    --------
-    >>> declared_values("stateQuery(TupleCollectionGet)", ["cat", 3], ["word"])
-    ['cat']
-    >>> declared_values("each(Split)", [], ["word"])
-    Traceback (most recent call last):
-      ...
-    trident_spark.errors.OperatorError: each(Split): emitted 0 values [] but declared 1 fields ['word']
-    """
-    if values is None or len(values) < len(fields):
-        count = 0 if values is None else len(values)
-        raise OperatorError(f"{label}: emitted {count} values {values!r:.100} but declared "
-                            f"{len(fields)} fields {list(fields)}")
-    return values if len(values) == len(fields) else list(values[:len(fields)])

@@ -22,31 +22,15 @@ from typing import Any
 
 import pyarrow as pa
 
-from trident_spark.errors import FailedException, OperatorError
 from trident_spark.executor.instances import task_instances
+from trident_spark.executor.kernel import AggStep as AggStep  # the stages' and planner's name for it
+from trident_spark.executor.kernel import RunningAggregate, combine_all, combiner_inits, tuple_views, zeros
 from trident_spark.executor.metrics import StageClock
-from trident_spark.executor.python_stage import MAX_TUPLE_CHARS, partition_index, to_arrow_column
-from trident_spark.fields import Fields, TridentTuple, declared_values
+from trident_spark.executor.python_stage import partition_index, to_arrow_column
+from trident_spark.fields import TridentTuple
 from trident_spark.object_values import decode_column, hashable
-from trident_spark.operation import (
-    Aggregator,
-    CombinerAggregator,
-    OperationContext,
-    ReportedErrors,
-    TridentCollector,
-)
+from trident_spark.operation import CombinerAggregator, OperationContext, ReportedErrors
 from trident_spark.worker_gc import settle_imports
-
-
-@dataclass
-class AggStep:
-    """One aggregator of an aggregation, as the executor needs it."""
-
-    label: str
-    aggregator: Any
-    input_fields: Fields
-    function_fields: Fields
-    errors: ReportedErrors | None = None  # what it reports (collector.reportError) in the running task
 
 
 class StageMode(StrEnum):
@@ -113,61 +97,11 @@ def run_aggregate(steps: Sequence[AggStep], layout: AggLayout, txid: int, conf: 
 
 
 # --- full: every aggregator kind ---------------------------------------------------------
-class _Running:
-    """One aggregator's state for one group, with what it emitted so far."""
-
-    __slots__ = ("collector", "state", "step")
-
-    def __init__(self, step: AggStep, txid: int) -> None:
-        self.step = step
-        self.collector = TridentCollector(step.errors)
-        agg = step.aggregator
-        if isinstance(agg, Aggregator):
-            self.state = guard(step, None, agg.init, txid, self.collector)
-        elif isinstance(agg, CombinerAggregator):
-            self.state = guard(step, None, agg.zero)
-        else:
-            self.state = guard(step, None, agg.init)
-
-    def add(self, t: TridentTuple) -> None:
-        agg = self.step.aggregator
-        if isinstance(agg, Aggregator):
-            new = guard(self.step, t, agg.aggregate, self.state, t, self.collector)
-            if new is not None:  # Python aggregators may return the new state instead of mutating it
-                self.state = new
-        elif isinstance(agg, CombinerAggregator):
-            self.state = guard(self.step, t, agg.combine, self.state, guard(self.step, t, agg.init, t))
-        else:
-            self.state = guard(self.step, t, agg.reduce, self.state, t)
-
-    def add_value(self, value: Any) -> None:
-        """A Combiner's already-combined value for several tuples (the Arrow fast path)."""
-        self.state = guard(self.step, None, self.step.aggregator.combine, self.state, value)
-
-    def finish(self) -> list[list[Any]]:
-        agg = self.step.aggregator
-        if isinstance(agg, Aggregator):
-            guard(self.step, None, agg.complete, self.state, self.collector)
-        else:
-            self.collector.emit([self.state])
-        emitted = self.collector.reset()
-        width = len(self.step.function_fields)
-        if any(values is None or len(values) != width for values in emitted):
-            # fewer values than fields: an error; more: the extra values go, as in Trident
-            emitted = [list(declared_values(self.step.label, values, self.step.function_fields))
-                       for values in emitted]
-        return emitted
-
-
-#: One aggregator over one group's tuples: ``add`` each tuple, then ``finish`` (the window task's too).
-RunningAggregate = _Running
-
-
 def _full(steps: Sequence[AggStep], layout: AggLayout, txid: int,
           batches: Iterator[pa.RecordBatch]) -> list[list[Any]]:
-    groups: dict[Any, tuple[list[Any], list[_Running]]] = {}
+    groups: dict[Any, tuple[list[Any], list[RunningAggregate]]] = {}
     if layout.single_emit:
-        groups[()] = ([], [_Running(step, txid) for step in steps])
+        groups[()] = ([], [RunningAggregate(step, txid) for step in steps])
     for batch in batches:
         if batch.num_rows == 0:
             continue
@@ -178,7 +112,7 @@ def _full(steps: Sequence[AggStep], layout: AggLayout, txid: int,
         for row, key in enumerate(keys):
             entry = groups.get(key[0])
             if entry is None:
-                entry = groups[key[0]] = (key[1], [_Running(step, txid) for step in steps])
+                entry = groups[key[0]] = (key[1], [RunningAggregate(step, txid) for step in steps])
             for running, spec_tuples in zip(entry[1], tuples, strict=True):
                 running.add(spec_tuples[row])
     rows: list[list[Any]] = []
@@ -189,7 +123,7 @@ def _full(steps: Sequence[AggStep], layout: AggLayout, txid: int,
     return rows
 
 
-def _fast_path(steps: Sequence[AggStep], batch: pa.RecordBatch, runs: list[_Running]) -> bool:
+def _fast_path(steps: Sequence[AggStep], batch: pa.RecordBatch, runs: list[RunningAggregate]) -> bool:
     """Ungrouped Combiners with an Arrow form take a whole batch at once."""
     values = []
     for step in steps:
@@ -223,8 +157,7 @@ def _partial(steps: Sequence[AggStep], layout: AggLayout,
                 continue
         tuples = [_tuples(batch, step, layout.untyped_in) for step in steps]
         for row, key in enumerate(keys):
-            inits = [guard(s, ts[row], c.init, ts[row]) for s, c, ts in zip(steps, combiners, tuples,
-                                                                                 strict=True)]
+            inits = combiner_inits(steps, tuples, row)
             found = groups.get(key[0])
             if found is None or found[1] is None:
                 groups[key[0]] = [key[1], inits]
@@ -246,24 +179,15 @@ def _final(steps: Sequence[AggStep], layout: AggLayout,
             entry = groups.get(key[0])
             if entry is None:
                 # Trident combines from zero() (CombinerAggregatorCombineImpl)
-                groups[key[0]] = [key[1], combine_all(steps, _zeros(steps), values)]
+                groups[key[0]] = [key[1], combine_all(steps, zeros(steps), values)]
             else:
                 entry[1] = combine_all(steps, entry[1], values)
     if layout.single_emit and not groups:
-        groups[()] = [[], _zeros(steps)]
+        groups[()] = [[], zeros(steps)]
     return [[*values, *accs] for values, accs in groups.values()]
 
 
-def _zeros(steps: Sequence[AggStep]) -> list[Any]:
-    return [guard(s, None, s.aggregator.zero) for s in steps]
-
-
 # --- helpers -----------------------------------------------------------------------------
-def combine_all(steps: Sequence[AggStep], left: list[Any], right: list[Any]) -> list[Any]:
-    """Each aggregator's ``combine`` of its left and right value."""
-    return [guard(s, None, s.aggregator.combine, a, b) for s, a, b in zip(steps, left, right, strict=True)]
-
-
 def dump_partial(value: Any) -> bytes:
     """A partial value as the ``final`` stage reads it: pickled (cloudpickle when pickle cannot)."""
     try:
@@ -305,25 +229,7 @@ def group_keys(columns: Sequence[list[Any]]) -> list[tuple[Any, list[Any]]]:
 def _tuples(batch: pa.RecordBatch, step: AggStep,
             untyped: frozenset[str] = frozenset()) -> list[TridentTuple]:
     fields = step.input_fields
-    index = {name: i for i, name in enumerate(fields)}
-    columns = [_values(batch, f, untyped) for f in fields]
-    if not columns:
-        return [TridentTuple([], fields, index)] * batch.num_rows
-    return [TridentTuple(values, fields, index) for values in zip(*columns, strict=True)]
-
-
-def guard(step: AggStep, t: TridentTuple | None, fn: Any, *args: Any) -> Any:
-    """``fn(*args)``; an error other than ours is an OperatorError naming the aggregator and tuple."""
-    try:
-        return fn(*args)
-    except FailedException:
-        raise
-    except OperatorError:
-        raise
-    except Exception as exc:
-        where = fn.__name__ if hasattr(fn, "__name__") else "call"
-        shown = "" if t is None else f" on tuple {repr(t)[:MAX_TUPLE_CHARS]}"
-        raise OperatorError(f"{step.label}.{where} failed{shown}: {type(exc).__name__}: {exc}") from exc
+    return tuple_views(fields, [_values(batch, f, untyped) for f in fields], batch.num_rows)
 
 
 def _producer(name: str, steps: Sequence[AggStep]) -> str | None:

@@ -4,7 +4,8 @@ A DRPC request is one batch of one tuple (Trident's own rule: a batch per reques
 stream only runs Python operations, aggregations and state reads, Spark's per-batch floor (a
 job, its stages and tasks: hundreds of milliseconds) is all the latency there is; answered
 here, a request takes what its operations and state reads take. :class:`DirectStream` runs
-such a stream with the semantics of the Spark path: the same operation interfaces, an
+such a stream with the semantics of the Spark path: the same operation interfaces, called by
+the same code (:mod:`trident_spark.executor.kernel`, as the Spark stages call them), an
 ungrouped aggregation's single emit on an empty batch, ``prepare``/``cleanup`` once per run,
 state read as the other queries wrote it (uncached: the values of the store now).
 
@@ -16,15 +17,25 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from trident_spark.errors import FailedException, OperatorError
-from trident_spark.fields import Fields, TridentTuple, declared_values
+from trident_spark.executor.aggregate_stage import group_keys
+from trident_spark.executor.kernel import (
+    AggStep,
+    RunningAggregate,
+    consume,
+    each_values,
+    keep_indices,
+    map_values,
+    query_state,
+    tuple_views,
+)
+from trident_spark.executor.state_stage import is_plain_map
+from trident_spark.fields import Fields, TridentTuple
 from trident_spark.graph import (
     AggregateNode,
     AggregationScope,
-    AggSpec,
     EachNode,
     FilterNode,
     MapNode,
@@ -36,22 +47,16 @@ from trident_spark.graph import (
     StateQueryNode,
 )
 from trident_spark.operation import (
-    Aggregator,
     BaseFilter,
     BaseFunction,
-    CombinerAggregator,
     Consumer,
     Operation,
     OperationContext,
     ReportedErrors,
-    TridentCollector,
 )
 from trident_spark.state import BatchState, StateSource
-from trident_spark.state.map import MAP_KINDS
 from trident_spark.state.state_api import make_state
 
-#: Characters of a tuple an error message shows.
-_SHOWN = 200
 Row = dict[str, Any]
 
 
@@ -170,118 +175,65 @@ class DirectStream:
 
     def _step(self, node: Node, rows: list[Row], txid: int) -> list[Row]:
         if isinstance(node, EachNode):
-            return self._each(node, rows, txid)
+            return self._each(node, self._operation(node, node.function, txid), rows)
         if isinstance(node, FilterNode):
-            keep = self._operation(node, node.filter, txid)
-            assert isinstance(keep, BaseFilter)
-            return [row for row in rows if _keeps(node, keep, row)]
+            return self._each(node, self._operation(node, node.filter, txid), rows)
         if isinstance(node, PeekNode):
             consumer = self._operation(node, node.consumer, txid)
-            assert isinstance(consumer, Consumer)
-            for row in rows:
-                t = _tuple(row, node.fields)
-                _call(node, consumer.accept, t, t)
+            consume(node.label, consumer.accept, _tuples(rows, node.fields))
             return rows
         if isinstance(node, MapNode):
-            return self._map(node, rows, txid)
+            execute = self._operation(node, node.function, txid).execute
+            _, emitted = map_values(node.label, execute, _tuples(rows, node.inputs[0].fields), node.fields,
+                                    flat=node.flat)
+            return [dict(zip(node.fields, values, strict=True)) for values in emitted]
         if isinstance(node, ProjectNode | RepartitionNode):
             return [{name: row[name] for name in node.fields} for row in rows]
         if isinstance(node, AggregateNode):
             return self._aggregate(node, rows, txid)
         if isinstance(node, StateQueryNode):
-            return self._state_query(node, rows, txid)
+            function = self._operation(node, node.function, txid)
+            state = self._state(node)
+            # A program's subclass of a map state gets the state itself (its own methods), as in Trident.
+            view = BatchState(state, txid, reads_before_batch=False) if is_plain_map(state) else state
+            parents, emitted = query_state(node.label, function, view, _tuples(rows, node.input_fields),
+                                           node.function_fields, ReportedErrors(node.label))
+            return _appended(rows, parents, emitted, node.function_fields)
         raise ValueError(f"{node.label}: not a step this stream runs")  # why_not_direct refused it
 
-    def _each(self, node: EachNode, rows: list[Row], txid: int) -> list[Row]:
-        operation = self._operation(node, node.function, txid)
+    def _each(self, node: EachNode | FilterNode, operation: Any, rows: list[Row]) -> list[Row]:
+        tuples = _tuples(rows, node.input_fields)
         if isinstance(operation, BaseFilter):
-            return [row for row in rows if _keeps(node, operation, row)]
+            return [rows[i] for i in keep_indices(node.label, operation.isKeep, tuples)]
         if isinstance(operation, Consumer):
-            for row in rows:
-                t = _tuple(row, node.input_fields)
-                _call(node, operation.accept, t, t)
+            consume(node.label, operation.accept, tuples)
             return rows
-        assert isinstance(operation, BaseFunction)
-        collector = TridentCollector(ReportedErrors(node.label))
-        out: list[Row] = []
-        for row in rows:
-            t = _tuple(row, node.input_fields)
-            _call(node, operation.execute, t, t, collector)
-            for values in collector.reset():
-                out.append({**row, **_named(node, node.function_fields, values)})
-        return out
-
-    def _map(self, node: MapNode, rows: list[Row], txid: int) -> list[Row]:
-        operation = self._operation(node, node.function, txid)
-        execute: Callable[[TridentTuple], Any] = operation.execute  # type: ignore[attr-defined]
-        fields = node.inputs[0].fields
-        out: list[Row] = []
-        for row in rows:
-            t = _tuple(row, fields)
-            result = _call(node, execute, t, t)
-            for values in (result if node.flat else [result]):
-                if not isinstance(values, list | tuple):
-                    values = [values]  # a single value for a one-field tuple
-                out.append(_named(node, node.fields, values))
-        return out
+        assert isinstance(operation, BaseFunction) and isinstance(node, EachNode)
+        parents, emitted = each_values(node.label, operation.execute, tuples, node.function_fields,
+                                       ReportedErrors(node.label))
+        return _appended(rows, parents, emitted, node.function_fields)
 
     def _aggregate(self, node: AggregateNode, rows: list[Row], txid: int) -> list[Row]:
-        groups: dict[tuple[Any, ...], list[Row]] = {}
-        if not node.group_fields:
-            groups[()] = []  # an ungrouped aggregation emits even for an empty batch (Trident's)
-        for row in rows:
-            groups.setdefault(tuple(_hashable(row[name]) for name in node.group_fields), []).append(row)
+        steps = [AggStep(node.label, self._operation(node, spec.aggregator, txid), spec.input_fields,
+                         spec.function_fields, ReportedErrors(node.label)) for spec in node.specs]
+        groups: dict[Any, tuple[list[Any], list[RunningAggregate]]] = {}
+        if not node.group_fields:  # an ungrouped aggregation emits even for an empty batch (Trident's)
+            groups[()] = ([], [RunningAggregate(step, txid) for step in steps])
+        keys = (group_keys([[row[name] for row in rows] for name in node.group_fields]) if node.group_fields
+                else [((), [])] * len(rows))
+        tuples = [_tuples(rows, step.input_fields) for step in steps]
+        for i, (key, group_values) in enumerate(keys):
+            entry = groups.get(key)
+            if entry is None:
+                entry = groups[key] = (group_values, [RunningAggregate(step, txid) for step in steps])
+            for running, step_tuples in zip(entry[1], tuples, strict=True):
+                running.add(step_tuples[i])
         out: list[Row] = []
-        for members in groups.values():
-            group_values = [members[0][name] for name in node.group_fields] if members else []
-            emitted = [self._aggregated(node, spec, members, txid) for spec in node.specs]
+        for group_values, runs in groups.values():
+            emitted = [run.finish() for run in runs]
             for combo in itertools.product(*emitted):
                 values = [*group_values, *(v for values in combo for v in values)]
                 out.append(dict(zip(node.fields, values, strict=True)))
-        return out
-
-    def _aggregated(self, node: AggregateNode, spec: AggSpec, rows: list[Row], txid: int) -> list[list[Any]]:
-        """One aggregator over one group's tuples: what it emitted."""
-        agg = self._operation(node, spec.aggregator, txid)
-        collector = TridentCollector(ReportedErrors(node.label))
-        tuples = [_tuple(row, spec.input_fields) for row in rows]
-        if isinstance(agg, Aggregator):
-            state = _call(node, agg.init, None, txid, collector)
-            for t in tuples:
-                new = _call(node, agg.aggregate, t, state, t, collector)
-                if new is not None:  # Python aggregators may return the new state instead of mutating it
-                    state = new
-            _call(node, agg.complete, None, state, collector)
-            emitted = collector.reset()
-        elif isinstance(agg, CombinerAggregator):
-            value = _call(node, agg.zero, None)
-            for t in tuples:
-                value = _call(node, agg.combine, t, value, _call(node, agg.init, t, t))
-            emitted = [[value]]
-        else:
-            value = _call(node, agg.init, None)  # type: ignore[attr-defined]
-            for t in tuples:
-                value = _call(node, agg.reduce, t, value, t)  # type: ignore[attr-defined]
-            emitted = [[value]]
-        return [list(declared_values(node.label, values, spec.function_fields)) for values in emitted]
-
-    def _state_query(self, node: StateQueryNode, rows: list[Row], txid: int) -> list[Row]:
-        function = self._operation(node, node.function, txid)
-        state = self._state(node)
-        # A program's subclass of a map state gets the state itself (its own methods), as in Trident.
-        plain = type(state) in MAP_KINDS.values()
-        view = BatchState(state, txid, reads_before_batch=False) if plain else state
-        tuples = [_tuple(row, node.input_fields) for row in rows]
-        results = list(_call(node, function.batchRetrieve, None, view, tuples))  # type: ignore[attr-defined]
-        if len(results) != len(tuples):
-            raise OperatorError(f"{node.label}: batchRetrieve returned {len(results)} results for "
-                                f"{len(tuples)} tuples; return one result per tuple, in order")
-        collector = TridentCollector(ReportedErrors(node.label))
-        out: list[Row] = []
-        for row, t, result in zip(rows, tuples, results, strict=True):
-            _call(node, function.execute, t, t, result, collector)  # type: ignore[attr-defined]
-            for values in collector.reset():
-                out.append({**row, **_named(node, node.function_fields, values)})
         return out
 
     def _state(self, node: StateQueryNode) -> Any:
@@ -304,36 +256,14 @@ _RUNS = (SpoutNode, EachNode, FilterNode, PeekNode, MapNode, ProjectNode, Repart
          StateQueryNode)
 
 
-def _keeps(node: FilterNode | EachNode, keep: BaseFilter, row: Row) -> bool:
-    t = _tuple(row, node.input_fields)
-    return bool(_call(node, keep.isKeep, t, t))
+def _tuples(rows: list[Row], fields: Fields) -> list[TridentTuple]:
+    return tuple_views(fields, [[row[name] for row in rows] for name in fields], len(rows))
 
 
-def _tuple(row: Row, fields: Fields) -> TridentTuple:
-    return TridentTuple([row[name] for name in fields], fields)
-
-
-def _named(node: Node, fields: Fields, values: Sequence[Any]) -> Row:
-    return dict(zip(fields, declared_values(node.label, values, fields), strict=True))
-
-
-def _hashable(value: Any) -> Any:
-    try:
-        hash(value)
-    except TypeError:
-        return repr(value)
-    return value
-
-
-def _call(node: Node, fn: Callable[..., Any], shown: TridentTuple | None, *args: Any) -> Any:
-    """``fn(*args)``; an error names the operation and the tuple (``FailedException`` passes)."""
-    try:
-        return fn(*args)
-    except FailedException:
-        raise
-    except Exception as exc:
-        on = "" if shown is None else f" on tuple {shown!r:.{_SHOWN}}"
-        raise OperatorError(f"{node.label} failed{on}: {type(exc).__name__}: {exc}") from exc
+def _appended(rows: list[Row], parents: list[int], emitted: list[Any], fields: Fields) -> list[Row]:
+    """Each emitted tuple: its parent row with the emitted fields."""
+    return [{**rows[i], **dict(zip(fields, values, strict=True))}
+            for i, values in zip(parents, emitted, strict=True)]
 
 
 __all__ = ["DirectStream", "why_not_direct"]

@@ -14,8 +14,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from trident_spark.errors import FailedException, OperatorError, is_int
-from trident_spark.executor.python_stage import MAX_TUPLE_CHARS
+from trident_spark.errors import OperatorError, is_int
+from trident_spark.executor.kernel import MAX_TUPLE_CHARS, grouping_choices, tuple_views
 from trident_spark.fields import Fields, TridentTuple
 
 #: The column of each row's chosen partition index.
@@ -32,7 +32,6 @@ def choose_partitions(label: str, grouping: Any, fields: list[str], partitions: 
 
     settle_imports()
     names = Fields(*fields)
-    index = {name: i for i, name in enumerate(fields)}
     for batch in batches:
         if batch.num_rows == 0:
             continue
@@ -40,9 +39,9 @@ def choose_partitions(label: str, grouping: Any, fields: list[str], partitions: 
                    for f in fields]
         rows: list[int] = []
         targets: list[int] = []
-        for row, values in enumerate(zip(*columns, strict=True)):
-            t = TridentTuple(values, names, index)
-            for target in _targets(label, grouping, t, partitions):
+        tuples = tuple_views(names, columns, batch.num_rows)
+        for row, chosen in enumerate(grouping_choices(label, grouping, tuples, partitions)):
+            for target in _targets(label, chosen, tuples[row], partitions):
                 rows.append(row)
                 targets.append(target)
         if not rows:
@@ -52,14 +51,7 @@ def choose_partitions(label: str, grouping: Any, fields: list[str], partitions: 
                                          names=[*fields, TARGET])
 
 
-def _targets(label: str, grouping: Any, t: TridentTuple, partitions: int) -> list[int]:
-    try:
-        chosen = grouping(t, partitions)
-    except FailedException:
-        raise
-    except Exception as exc:
-        raise OperatorError(f"{label}: the grouping failed on tuple {repr(t)[:MAX_TUPLE_CHARS]}: "
-                            f"{type(exc).__name__}: {exc}") from exc
+def _targets(label: str, chosen: Any, t: TridentTuple, partitions: int) -> list[int]:
     many = chosen if isinstance(chosen, list | tuple) else [chosen]
     for target in many:
         if not is_int(target, 0, partitions - 1):

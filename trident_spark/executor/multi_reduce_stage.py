@@ -15,9 +15,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from trident_spark.errors import FailedException, OperatorError
 from trident_spark.executor.instances import task_instances
-from trident_spark.executor.python_stage import MAX_TUPLE_CHARS, partition_index, to_arrow_column
+from trident_spark.executor.kernel import aggregator_call, reduced_values
+from trident_spark.executor.python_stage import partition_index, to_arrow_column
 from trident_spark.fields import Fields, TridentTuple
 from trident_spark.object_values import decode_column, decode_value, hashable
 from trident_spark.operation import OperationContext, TridentCollector
@@ -62,26 +62,19 @@ def run_multi_reduce(step: MultiReduceStep, streams: int, txid: int, conf: dict[
     collector = TridentCollector()
     rows: list[list[Any]] = []
     width = len(step.group_fields)
-    emitted_width = len(step.output_fields) - width
     input_names = [Fields(*names) for names in step.input_fields]
     indexes = [{name: i for i, name in enumerate(names)} for names in step.input_fields]
     group_names = Fields(*step.group_fields)
 
     def drain(group_values: Sequence[Any]) -> None:
         for values in collector.reset():
-            if values is None or len(values) != emitted_width:
-                raise OperatorError(
-                    f"{step.label}: emitted {0 if values is None else len(values)} values {values!r:.100} "
-                    "but "
-                    f"the output fields {step.output_fields} leave {emitted_width} for it"
-                    + (f" after the {width} group value(s)" if width else ""))
-            rows.append([*group_values, *values])
+            rows.append([*group_values, *reduced_values(step.label, values, step.output_fields, width)])
 
     try:
         groups: dict[Any, tuple[TridentTuple, Any]] = {}
         state: Any = None
         if not step.grouped:
-            state = _call(step, None, reducer.init, collector)
+            state = aggregator_call(step.label, None, reducer.init, collector)
             drain(())
         for batch in batches:
             if batch.num_rows == 0:
@@ -100,7 +93,7 @@ def run_multi_reduce(step: MultiReduceStep, streams: int, txid: int, conf: dict[
                               for name, v in zip(step.input_fields[i], values, strict=True)]
                 tuple_ = TridentTuple(values, input_names[i], indexes[i])
                 if not step.grouped:
-                    _call(step, tuple_, reducer.execute, state, i, tuple_, collector)
+                    aggregator_call(step.label, tuple_, reducer.execute, state, i, tuple_, collector)
                     drain(())
                     continue
                 group_values = [column[row] for column in group_columns]
@@ -108,16 +101,17 @@ def run_multi_reduce(step: MultiReduceStep, streams: int, txid: int, conf: dict[
                 entry = groups.get(key)
                 if entry is None:
                     group = TridentTuple(group_values, group_names)
-                    entry = groups[key] = (group, _call(step, None, reducer.init, collector, group))
+                    entry = groups[key] = (group, aggregator_call(step.label, None, reducer.init, collector,
+                                                                  group))
                     drain(group_values)
-                _call(step, tuple_, reducer.execute, entry[1], i, entry[0], tuple_, collector)
+                aggregator_call(step.label, tuple_, reducer.execute, entry[1], i, entry[0], tuple_, collector)
                 drain(group_values)
         if step.grouped:
             for group, group_state in groups.values():
-                _call(step, None, reducer.complete, group_state, group, collector)
+                aggregator_call(step.label, None, reducer.complete, group_state, group, collector)
                 drain(group.getValues())
         else:
-            _call(step, None, reducer.complete, state, collector)
+            aggregator_call(step.label, None, reducer.complete, state, collector)
             drain(())
         if rows:
             arrays = [to_arrow_column(name, [r[j] for r in rows], step.output_types[name],
@@ -136,17 +130,6 @@ def _key(values: list[Any]) -> Any:
         return key
     except TypeError:
         return hashable(values)
-
-
-def _call(step: MultiReduceStep, t: TridentTuple | None, fn: Any, *args: Any) -> Any:
-    try:
-        return fn(*args)
-    except (FailedException, OperatorError):
-        raise
-    except Exception as exc:
-        shown = "" if t is None else f" on tuple {repr(t)[:MAX_TUPLE_CHARS]}"
-        raise OperatorError(f"{step.label}.{getattr(fn, '__name__', 'call')} failed{shown}: "
-                            f"{type(exc).__name__}: {exc}") from exc
 
 
 __all__ = ["STREAM", "MultiReduceStep", "run_hosted", "run_multi_reduce"]

@@ -22,7 +22,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from trident_spark.executor.aggregate_stage import AggStep, combine_all, dump_partial, group_keys, guard
+from trident_spark.executor.aggregate_stage import dump_partial, group_keys
+from trident_spark.executor.kernel import AggStep, combine_all, combiner_inits, tuple_views
 from trident_spark.executor.metrics import StageClock, StageName
 from trident_spark.executor.python_stage import to_arrow_column
 from trident_spark.fields import Fields, TridentTuple
@@ -102,8 +103,7 @@ class PartitionPartials:
         tuples = [_tuples(column, step, rows) for step in steps]
         groups = self.groups
         for row, (key, values) in enumerate(keys):
-            inits = [guard(step, ts[row], step.aggregator.init, ts[row]) for step, ts in zip(steps, tuples,
-                                                                                             strict=True)]
+            inits = combiner_inits(steps, tuples, row)
             found = groups.get(key)
             if found is None:
                 groups[key] = [values, inits]
@@ -165,11 +165,7 @@ def _tuples(column: Callable[[str], list[Any]], step: AggStep, rows: int) -> Seq
     """The tuples ``step``'s aggregator sees: its input fields' values (none for an aggregator
     that reads no field, such as Count: the stage does not ship the fields it was given)."""
     fields = step.input_fields if getattr(step.aggregator, "reads_fields", True) else Fields()
-    index = {name: i for i, name in enumerate(fields)}
-    if not fields:
-        return [TridentTuple([], fields, index)] * rows
-    return [TridentTuple(list(values), fields, index)
-            for values in zip(*(column(name) for name in fields), strict=True)]
+    return tuple_views(fields, [column(name) for name in fields], rows)
 
 
 __all__ = ["PartialCombine", "PartitionPartials"]

@@ -16,10 +16,12 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
-from trident_spark.errors import FailedException, OperatorError, TopologyError
+from trident_spark.errors import OperatorError, TopologyError
 from trident_spark.executor.instances import host_partition, task_instances
+from trident_spark.executor.kernel import MAX_TUPLE_CHARS as MAX_TUPLE_CHARS  # the tests' bound
+from trident_spark.executor.kernel import consume, each_values, keep_indices, map_values, tuple_views
 from trident_spark.executor.metrics import StageClock
-from trident_spark.fields import Fields, TridentTuple, declared_values
+from trident_spark.fields import Fields
 from trident_spark.object_values import UncarriableValueError, decode_column, encode_column
 from trident_spark.operation import (
     BaseFilter,
@@ -28,11 +30,8 @@ from trident_spark.operation import (
     Operation,
     OperationContext,
     ReportedErrors,
-    TridentCollector,
 )
 from trident_spark.worker_gc import gc_paused, settle_imports
-
-MAX_TUPLE_CHARS = 300
 
 
 @dataclass
@@ -188,85 +187,37 @@ def partition_index() -> int:
 
 
 def _apply(step: PythonStep, batch: _Batch, errors: ReportedErrors | None = None) -> None:
-    inputs = [batch.column(name) for name in step.input_fields]
-    index = {name: i for i, name in enumerate(step.input_fields)}
+    fields = step.input_fields
+    tuples = tuple_views(fields, [batch.column(name) for name in fields], len(batch.rows))
     op = step.operation
-    if inputs:
-        tuples = (TridentTuple(values, step.input_fields, index) for values in zip(*inputs, strict=True))
-    else:  # each(function, out): Trident hands the function an empty tuple for each tuple
-        tuples = (TridentTuple((), step.input_fields, index) for _ in range(len(batch.rows)))
     if step.kind in ("map", "flatMap"):
-        _apply_map(step, batch, tuples)
+        parents, emitted = map_values(step.label, op.execute, tuples,  # type: ignore[attr-defined]
+                                      step.function_fields, flat=step.kind == "flatMap")
+        _append(step, batch, parents, emitted)
     elif isinstance(op, BaseFilter):
-        kept = [i for i, t in enumerate(tuples) if _call(step, op.isKeep, t)]
+        kept = keep_indices(step.label, op.isKeep, tuples)
         if len(kept) != len(batch.rows):
             batch.keep(kept)
     elif isinstance(op, Consumer):
-        for t in tuples:
-            _call(step, op.accept, t)
+        consume(step.label, op.accept, tuples)
     elif isinstance(op, BaseFunction):
-        _apply_function(step, op, batch, tuples, errors)
+        parents, emitted = each_values(step.label, op.execute, tuples, step.function_fields, errors)
+        _append(step, batch, parents, emitted)
     else:
         raise TopologyError(f"{step.label}: unsupported operation {op!r}")
 
 
-def _apply_function(step: PythonStep, op: BaseFunction, batch: _Batch,
-                    tuples: Iterator[TridentTuple], errors: ReportedErrors | None = None) -> None:
-    """A Function over the batch: everything emitted goes to one list; how many values
-    each tuple emitted is read off its length (no per-emit Python work besides ``emit``)."""
-    collector = TridentCollector(errors)
-    emitted = collector.emitted
-    execute = op.execute
-    counts: list[int] = []
-    before = 0
-    for t in tuples:
-        _call(step, execute, t, collector)
-        after = len(emitted)
-        counts.append(after - before)
-        before = after
-    width = len(step.function_fields)
-    if any(len(values) != width for values in emitted):  # fewer: an error; more: the extra values go
-        emitted = [list(declared_values(step.label, values, step.function_fields)) for values in emitted]
-    batch.keep([i for i, n in enumerate(counts) for _ in range(n)])
-    if width == 1:
+def _append(step: PythonStep, batch: _Batch, parents: list[int], emitted: list[Any]) -> None:
+    """The emitted tuples as the batch's tuples: each its parent's, with the new fields' values
+    (a map's output replaces the fields)."""
+    batch.keep(parents)
+    if step.kind != "each":
+        batch.extra = {}
+    if len(step.function_fields) == 1:
         batch.extra[step.function_fields[0]] = [values[0] for values in emitted]
     else:
         for j, name in enumerate(step.function_fields):
             batch.extra[name] = [values[j] for values in emitted]
-
-
-def _apply_map(step: PythonStep, batch: _Batch, tuples: Iterator[TridentTuple]) -> None:
-    """``map``: one tuple of ``function_fields`` per input; ``flatMap``: any number."""
-    execute = step.operation.execute  # type: ignore[attr-defined]
-    width = len(step.function_fields)
-    parents: list[int] = []
-    emitted: list[Sequence[Any]] = []
-    flat = step.kind == "flatMap"
-    for i, t in enumerate(tuples):
-        result = _call(step, execute, t)
-        for values in (result if flat else [result]):
-            if not isinstance(values, list | tuple):
-                values = [values]  # a single value for a one-field tuple
-            if len(values) != width:
-                raise OperatorError(
-                    f"{step.label}: returned {len(values)} values {values!r:.100} for {width} fields "
-                    f"{list(step.function_fields)}")
-            parents.append(i)
-            emitted.append(values)
-    batch.keep(parents)
-    batch.extra = {name: [values[j] for values in emitted] for j, name in enumerate(step.function_fields)}
-
-
-def _call(step: PythonStep, fn: Any, t: TridentTuple, *args: Any) -> Any:
-    try:
-        return fn(t, *args)
-    except FailedException:
-        raise
-    except Exception as exc:
-        shown = repr(t)
-        if len(shown) > MAX_TUPLE_CHARS:
-            shown = shown[:MAX_TUPLE_CHARS] + "...(truncated)"
-        raise OperatorError(f"{step.label} failed on tuple {shown}: {type(exc).__name__}: {exc}") from exc
 
 
 def _to_arrow(batch: _Batch, schema: pa.Schema, untyped: frozenset[str] = frozenset(),

@@ -24,14 +24,14 @@ from typing import Any, TypeGuard
 
 import pyarrow as pa
 
-from trident_spark.errors import FailedException, OperatorError, SpoutError, TopologyError
 from trident_spark.executor.instances import task_instances
+from trident_spark.executor.kernel import STATE_PASSES, call, declared_rows, query_state, tuple_views
 from trident_spark.executor.metrics import StageClock, StageName
 from trident_spark.executor.python_stage import partition_index, to_arrow_column
-from trident_spark.fields import Fields, TridentTuple, declared_values
+from trident_spark.fields import Fields, TridentTuple
 from trident_spark.object_values import decode_column
 from trident_spark.operation import Operation, OperationContext, ReportedErrors, TridentCollector
-from trident_spark.state import BatchState, MapState, StateError, StateSource
+from trident_spark.state import BatchState, MapState, StateSource
 from trident_spark.state.keys import GLOBAL_KEY, encode_key
 from trident_spark.state.map import MAP_KINDS
 from trident_spark.state.state_api import make_state
@@ -148,23 +148,9 @@ def _gather(batches: Iterator[pa.RecordBatch]) -> pa.Table | None:
 
 
 def _tuples(table: pa.Table, fields: Fields, untyped: frozenset[str] = frozenset()) -> list[TridentTuple]:
-    index = {name: i for i, name in enumerate(fields)}
-    if not fields:
-        return [TridentTuple([], fields, index) for _ in range(table.num_rows)]
     columns = [decode_column(table.column(name)) if name in untyped else table.column(name).to_pylist()
                for name in fields]
-    return [TridentTuple(list(values), fields, index) for values in zip(*columns, strict=True)]
-
-
-def _user_call(step: StateStep, what: str, fn: Any, *args: Any) -> Any:
-    try:
-        return fn(*args)
-    except (FailedException, StateError, TopologyError, SpoutError):
-        # The state's and the spout's own errors go up as they are; everything else (a user's
-        # mistake included, even one raised as an InvalidArgumentError) is named after the step.
-        raise
-    except Exception as exc:
-        raise OperatorError(f"{step.label} failed in {what}: {type(exc).__name__}: {exc}") from exc
+    return tuple_views(fields, columns, table.num_rows)
 
 
 def _count(step: StateStep, state: Any, before: dict[str, int], store_stages: bool) -> None:
@@ -241,17 +227,21 @@ def persist(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: in
     collector = TridentCollector(errors)
     with _partition_state(step, txid, conf, num_partitions, errors, store_stages=True) as (view, updater):
         if isinstance(view, BatchState):
-            _user_call(step, "updateState", updater.updateState, view, tuples, collector)
+            call(step.label, updater.updateState, view, tuples, collector, where="in updateState",
+                 passes=STATE_PASSES)
         else:  # a user's own state: the batch's updates between beginCommit and commit (Trident's order)
-            _user_call(step, f"{type(view).__name__}.beginCommit({txid})", view.beginCommit, txid)
-            _user_call(step, "updateState", updater.updateState, view, tuples, collector)
-            _user_call(step, f"{type(view).__name__}.commit({txid})", view.commit, txid)
+            call(step.label, view.beginCommit, txid, where=f"in {type(view).__name__}.beginCommit({txid})",
+                 passes=STATE_PASSES)
+            call(step.label, updater.updateState, view, tuples, collector, where="in updateState",
+                 passes=STATE_PASSES)
+            call(step.label, view.commit, txid, where=f"in {type(view).__name__}.commit({txid})",
+                 passes=STATE_PASSES)
     if collector.emitted:
         yield _emitted(step, collector.emitted)
 
 
 def _emitted(step: StateStep, emitted: list[list[Any]]) -> pa.RecordBatch:
-    emitted = [list(declared_values(step.label, values, step.output_fields)) for values in emitted]
+    emitted = declared_rows(step.label, emitted, step.output_fields)
     arrays = [to_arrow_column(name, [values[j] for values in emitted], step.new_types[name],
                               untyped=name in step.untyped_out, operator=step.label)
               for j, name in enumerate(step.output_fields)]
@@ -302,25 +292,11 @@ def query(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: int,
         return
     tuples = _tuples(table, step.input_fields, step.untyped_in)
     errors = ReportedErrors(step.label)
+    new = [name for name in step.output_fields if name in step.new_types]
     with _partition_state(step, txid, conf, num_partitions, errors) as (view, function):
-        results = _user_call(step, "batchRetrieve", function.batchRetrieve, view, tuples)
-        results = list(results)
-        if len(results) != len(tuples):
-            raise OperatorError(f"{step.label}: batchRetrieve returned {len(results)} results for "
-                                f"{len(tuples)} tuples; return one result per tuple, in order")
-        collector = TridentCollector(errors)
-        emitted = collector.emitted
-        rows: list[int] = []
-        for i, (t, result) in enumerate(zip(tuples, results, strict=True)):
-            before_emit = len(emitted)
-            _user_call(step, f"execute on tuple {t!r:.200}", function.execute, t, result, collector)
-            rows.extend([i] * (len(emitted) - before_emit))
+        rows, emitted = query_state(step.label, function, view, tuples, new, errors)
     if not rows:
         return
-    new = [name for name in step.output_fields if name in step.new_types]
-    # Fewer values than declared fields: an error; more (TupleCollectionGet's key values and value
-    # under fewer fields): the extra values go, as Trident's tuple view never shows them.
-    emitted = [list(declared_values(step.label, values, new)) for values in emitted]
     take = pa.array(rows, pa.int64())
     arrays = []
     for name in step.output_fields:

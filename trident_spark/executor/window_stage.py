@@ -18,11 +18,10 @@ from typing import Any
 import pyarrow as pa
 
 from trident_spark.errors import OperatorError
-from trident_spark.executor.aggregate_stage import AggStep, RunningAggregate
 from trident_spark.executor.instances import task_instances
+from trident_spark.executor.kernel import AggStep, RunningAggregate, row_views
 from trident_spark.executor.metrics import StageClock
 from trident_spark.executor.python_stage import partition_index, to_arrow_column
-from trident_spark.fields import TridentTuple
 from trident_spark.object_values import decode_column
 from trident_spark.operation import Operation, OperationContext, ReportedErrors
 from trident_spark.windowing.config import BaseWindowConfig
@@ -99,13 +98,10 @@ def run_window(step: WindowStep, txid: int, batch_ms: int, conf: dict[str, Any],
         processor = WindowProcessor(holder.store, f"{step.namespace}/{partition}", step.config,
                                     event_time=stamps is not None, lateness_ms=step.lateness_ms)
         result = processor.run_batch(txid, batch_ms, values, stamps)
-        fields = agg.input_fields
-        index = {name: i for i, name in enumerate(fields)}
         rows: list[list[Any]] = []
         for window in result.windows:
             running = RunningAggregate(agg, txid)
-            for tuple_values in window:
-                running.add(TridentTuple(tuple_values, fields, index))
+            running.add_all(row_views(agg.input_fields, window))
             rows.extend(running.finish())
         if rows:
             arrays = [to_arrow_column(name, [r[j] for r in rows], step.output_types[name],

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from trident_spark import checkpoint_files as files
 from trident_spark.errors import (
     FailedException,
-    OperatorError,
     StateUnavailableError,
     TridentSparkError,
 )
@@ -373,6 +372,7 @@ def _finish_named(output: Output, result: DataFrame, batch_id: int) -> None:
 
 def _hand_over(sink: DataFrameSink, result: DataFrame, batch_id: int) -> None:
     """``stream.foreachBatch``: the batch's DataFrame, untyped fields as Spark columns, to the function."""
+    from trident_spark.executor.kernel import user_failure
     from trident_spark.executor.object_columns import from_objects, object_names
 
     untyped = object_names(result.schema)
@@ -383,7 +383,7 @@ def _hand_over(sink: DataFrameSink, result: DataFrame, batch_id: int) -> None:
     except (FailedException, TridentSparkError):
         raise
     except Exception as exc:
-        raise OperatorError(f"{sink.label} failed for batch {batch_id}: {type(exc).__name__}: {exc}") from exc
+        raise user_failure(sink.label, exc, f"for batch {batch_id}") from exc
 
 
 def python_rows(df: DataFrame) -> list[dict[str, Any]]:
