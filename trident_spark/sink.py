@@ -59,7 +59,7 @@ class DRPCResultSink(CollectSink):
 
     ``topology.newDRPCStream`` adds one to the last node of the DRPC stream's part of the
     topology when it runs; the runtime takes each batch's tuples once the batch ends and posts
-    them to the DRPC server (``runtime/drpc_results``).
+    them to the DRPC server (``runtime/drpc/answers``).
 
     Examples
     --------

@@ -7,7 +7,7 @@ the checkpoint until the batch commits, and puts the request's id in the batch's
 which Spark logs before the batch runs (the args never go into Spark's offsets log). The
 batch's one tuple is ``[args]``. The driver finds the request of batch ``T`` in the offsets log
 (:func:`request_of_batch`), and when the batch ends posts what reached the end of the DRPC
-stream as its result, or fails it (``runtime/drpc_results``). A replayed batch re-reads the
+stream as its result, or fails it (``runtime/drpc/answers``). A replayed batch re-reads the
 same request: its id from the log, its args from their file.
 """
 

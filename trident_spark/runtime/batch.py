@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from pyspark import Accumulator
     from pyspark.sql import DataFrame
 
-    from trident_spark.runtime.drpc_results import DRPCResults
+    from trident_spark.runtime.drpc.answers import DRPCResults
 
 log = logging.getLogger(__name__)
 

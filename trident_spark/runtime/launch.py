@@ -13,13 +13,13 @@ from trident_spark.checkpoint_files import join, mkdirs
 from trident_spark.drpc.client import topology_side
 from trident_spark.drpc.spout import DRPCSpout, RunServer, resolve_run_server, run_token
 from trident_spark.errors import TopologyError
-from trident_spark.executor.direct_stream import why_not_direct
 from trident_spark.executor.sources import query_source
 from trident_spark.graph import PersistNode, StateQueryNode
 from trident_spark.planner.query import QueryPlan
 from trident_spark.runtime.batch import BatchRunner
-from trident_spark.runtime.drpc_direct import DirectDRPC
-from trident_spark.runtime.drpc_results import DRPCResults
+from trident_spark.runtime.drpc.answers import DRPCResults
+from trident_spark.runtime.drpc.driver_path import DirectDRPC
+from trident_spark.runtime.drpc.driver_stream import why_not_direct
 from trident_spark.runtime.offsets_log import check_offsets_log
 from trident_spark.sink import DRPCResultSink
 from trident_spark.spout.base import Spout, SpoutRun

@@ -1,7 +1,7 @@
 """One retry policy for a batch: what replays it, how an outage is waited out, the one failure text.
 
 Both ways a batch runs use it: the Spark batch runner (:class:`~.batch.BatchRunner`, each
-micro-batch in ``foreachBatch``) and the DRPC driver path (:class:`~.drpc_direct.DirectDRPC`,
+micro-batch in ``foreachBatch``) and the DRPC driver path (:class:`~.drpc.driver_path.DirectDRPC`,
 a request run as its own batch by a thread of the driver). The rules are the Spark path's:
 
 * ``FailedException`` (an operation asks for a replay, Trident's rule) and
@@ -19,7 +19,7 @@ a request run as its own batch by a thread of the driver). The rules are the Spa
 A replay runs with the same txid (the same batch, the same data). Where the txids come from:
 the Spark path's txid is Spark's batch id, logged in the query's checkpoint before the batch
 runs, so a restarted query never gives an id to other data. The driver path has no offsets log
-of its own; it takes its txids from :class:`~.txids.TxidBlocks`, kept in the same query
+of its own; it takes its txids from :class:`~.drpc.txids.TxidBlocks`, kept in the same query
 checkpoint directory (see that module for why).
 """
 

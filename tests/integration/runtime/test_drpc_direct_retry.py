@@ -41,7 +41,7 @@ from trident_spark.local.probes import redis_answers
 from trident_spark.local.process import free_port, wait_until
 from trident_spark.operation import BaseFunction
 from trident_spark.outage import WAIT_FILE
-from trident_spark.runtime.drpc_direct import DirectDRPC
+from trident_spark.runtime.drpc.driver_path import DirectDRPC
 from trident_spark.spout import FeederBatchSpout
 from trident_spark.state import RedisState
 

@@ -1,4 +1,4 @@
-"""The one retry policy (runtime/retry.py) and the driver path's txids (runtime/txids.py): which
+"""The one retry policy (runtime/retry.py) and the driver path's txids (runtime/drpc/txids.py): which
 failures replay a batch, how outages are waited, the one failure text, txids never reused.
 
 No Spark and no real waiting: attempts raise scripted errors and time is a fake clock.
@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+import trident_spark.runtime.drpc.txids
 import trident_spark.runtime.retry
-import trident_spark.runtime.txids
 from trident_spark.errors import (
     BrokerUnavailableError,
     FailedException,
@@ -25,8 +25,8 @@ from trident_spark.errors import (
     TopologyError,
 )
 from trident_spark.outage import Outage
+from trident_spark.runtime.drpc.txids import TXIDS_FILE, TxidBlocks
 from trident_spark.runtime.retry import RetryPolicy, chained_cause, exhausted
-from trident_spark.runtime.txids import TXIDS_FILE, TxidBlocks
 
 STORE = "redis://127.0.0.1:6379/0?prefix=wc"
 
@@ -245,6 +245,6 @@ def test_a_block_must_hold_a_txid() -> None:
 
 
 def test_the_module_examples_run() -> None:
-    for module in (trident_spark.runtime.retry, trident_spark.runtime.txids):
+    for module in (trident_spark.runtime.retry, trident_spark.runtime.drpc.txids):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0 and result.attempted > 0, module.__name__

@@ -1,10 +1,10 @@
 """DRPC requests answered in the driver, without a Spark job (the direct path).
 
 A DRPC stream that only runs Python operations, aggregations and state reads
-(:func:`~trident_spark.executor.direct_stream.why_not_direct`) needs no Spark job: a few
+(:func:`~trident_spark.runtime.drpc.driver_stream.why_not_direct`) needs no Spark job: a few
 worker threads of the driver take its function's requests from the DRPC server, run each one
 as its own batch (Trident's rule: a batch per request) through a
-:class:`~trident_spark.executor.direct_stream.DirectStream`, and post the result. A request
+:class:`~trident_spark.runtime.drpc.driver_stream.DirectStream`, and post the result. A request
 then takes what its operations and state reads take (milliseconds), not Spark's per-batch
 floor; the requests of several callers are answered side by side, one per worker.
 
@@ -15,7 +15,7 @@ A request is retried as a Spark batch is (:class:`~trident_spark.runtime.retry.R
 ``FailedException`` and state conflicts replay it with the same txid, a store that does not
 answer is waited out within the outage budget, and a request whose batch fails for good fails
 with the Spark path's text (``DRPC request failed in batch N: ...``). Its txid comes from the
-query's checkpoint (:class:`~trident_spark.runtime.txids.TxidBlocks`), never reused after a restart.
+query's checkpoint (:class:`~trident_spark.runtime.drpc.txids.TxidBlocks`), never reused after a restart.
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ from typing import Any, Protocol
 
 from trident_spark.drpc.spout import values_json
 from trident_spark.errors import TridentSparkError
-from trident_spark.executor.direct_stream import DirectStream
 from trident_spark.graph import Node
 from trident_spark.outage import Outage
+from trident_spark.runtime.drpc.driver_stream import DirectStream
+from trident_spark.runtime.drpc.txids import TxidBlocks
 from trident_spark.runtime.retry import RetryPolicy, chained_cause
-from trident_spark.runtime.txids import TxidBlocks
 
 LOG = logging.getLogger(__name__)
 

@@ -9,7 +9,6 @@ import pytest
 from trident_spark import Fields, TridentTopology, TridentTuple
 from trident_spark.builtin import Count, FilterNull, MapGet, Split, Sum
 from trident_spark.errors import OperatorError
-from trident_spark.executor.direct_stream import DirectStream, why_not_direct
 from trident_spark.graph import Node, ancestors
 from trident_spark.operation import (
     Aggregator,
@@ -20,6 +19,7 @@ from trident_spark.operation import (
     ReducerAggregator,
     TridentCollector,
 )
+from trident_spark.runtime.drpc.driver_stream import DirectStream, why_not_direct
 from trident_spark.spout import FeederBatchSpout
 from trident_spark.state import BatchState, IBackingMap, MemoryState, NonTransactionalMap, StateFactory
 from trident_spark.stream import Stream
