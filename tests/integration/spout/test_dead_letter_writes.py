@@ -12,6 +12,7 @@ from trident_spark.spout.kafka.dead_letters import DeadLetter, send_dead_letters
 from trident_spark.spout.kafka.offsets import OffsetRange
 from trident_spark.spout.kafka.pool import borrowed_consumer
 from trident_spark.spout.kafka.read import read_conf
+from trident_spark.spout.kafka.run import KafkaRun
 
 pytestmark = pytest.mark.integration
 
@@ -42,14 +43,14 @@ def letter(offset: int, topic: str = "src", partition: int = 0) -> DeadLetter:
                       1_700_000_000_000 + offset, [("origin", b"test")], f"value {offset} is not Avro")
 
 
-def send(config: KafkaSpoutConfig, r: OffsetRange, letters: list[DeadLetter]) -> int:
+def send(config: KafkaSpoutConfig, r: OffsetRange, letters: list[DeadLetter], writer: str = "/ckpt/a") -> int:
     with borrowed_consumer(read_conf(config)) as consumer:
-        return send_dead_letters(config, r, letters, consumer)
+        return send_dead_letters(config, r, letters, consumer, KafkaRun(writer))
 
 
-def spout_config(bootstrap: str, dlq: str, writer: str = "/ckpt/a") -> KafkaSpoutConfig:
+def spout_config(bootstrap: str, dlq: str) -> KafkaSpoutConfig:
     return KafkaSpoutConfig(bootstrap, topics=("src",), on_malformed="dead_letter", dead_letter_topic=dlq,
-                            dead_letter_writer=writer, timeout_s=10)
+                            timeout_s=10)
 
 
 def test_each_dead_letter_once_across_attempts_batches_and_streams(kafka_bootstrap, new_topic):
@@ -63,7 +64,7 @@ def test_each_dead_letter_once_across_attempts_batches_and_streams(kafka_bootstr
     assert send(config, batch1, [letter(12)]) == 1
     assert send(config, batch1, [letter(12)]) == 0
     # another stream (checkpoint) reading the same records writes its own
-    assert send(spout_config(kafka_bootstrap, dlq, "/ckpt/b"), batch1, [letter(12)]) == 1
+    assert send(spout_config(kafka_bootstrap, dlq), batch1, [letter(12)], "/ckpt/b") == 1
     found = dead_letters(kafka_bootstrap, dlq)
     assert [(source, key) for source, key, _ in found] == [
         (("/ckpt/a", "src", 0, 2), b"k2"), (("/ckpt/a", "src", 0, 5), b"k5"),
@@ -172,7 +173,7 @@ def test_a_letter_too_large_in_every_form_is_skipped_and_counted(kafka_bootstrap
 
     dlq = new_topic(prefix="dlq")
     config = KafkaSpoutConfig(kafka_bootstrap, topics=("src",), on_malformed="dead_letter",
-                              dead_letter_topic=dlq, dead_letter_writer="/ckpt/a", timeout_s=10,
+                              dead_letter_topic=dlq, timeout_s=10,
                               kafka_options={"message.max.bytes": 1000})
     wordy = DeadLetter("src", 0, 6, b"k6", b"bad 6", None, [], "value is not JSON " + "x" * 3000)
     before = skipped_dead_letters()

@@ -272,10 +272,11 @@ class FlakyClient:
 
 def planning_reader(failures: int, budget: float, outage_dir: Path):
     from trident_spark.spout.kafka.config import KafkaSpoutConfig
+    from trident_spark.spout.kafka.run import KafkaRun
     from trident_spark.spout.kafka.source import KafkaStreamReader
 
-    config = KafkaSpoutConfig(BROKER, topics=("words",), outage_budget_s=budget, outage_dir=str(outage_dir))
-    reader = KafkaStreamReader(config, None)  # type: ignore[arg-type]
+    config = KafkaSpoutConfig(BROKER, topics=("words",))
+    reader = KafkaStreamReader(config, None, KafkaRun(str(outage_dir), outage_budget_s=budget))  # type: ignore[arg-type]
     client = FlakyClient(failures)
     reader._client = client  # type: ignore[assignment]
     clock = Clock()
@@ -321,9 +322,9 @@ def test_the_runtime_gives_the_kafka_spout_its_budget_and_checkpoint(tmp_path):
     from trident_spark.spout.base import SpoutRun
 
     spout = KafkaSpout(BROKER, ["words"])
-    config = spout.for_run(SpoutRun(tmp_path / "words", 240.0)).config
-    assert (config.outage_budget_s, config.outage_dir) == (240.0, str(tmp_path / "words"))
-    assert spout.config.outage_budget_s == 0.0  # the user's spout is left as it was
+    run = spout.for_run(SpoutRun(tmp_path / "words", 240.0)).run
+    assert (run.outage_budget_s, run.checkpoint) == (240.0, str(tmp_path / "words"))
+    assert spout.run.outage_budget_s == 0.0  # the user's spout is left as it was
 
 
 # --- a batch's read on an executor ------------------------------------------------------------------

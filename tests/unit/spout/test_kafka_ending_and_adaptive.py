@@ -16,6 +16,7 @@ from trident_spark.spout.kafka.adaptive import INITIAL_LIMIT_BYTES, write_feedba
 from trident_spark.spout.kafka.client import ProbeResult
 from trident_spark.spout.kafka.config import DEFAULT_ADAPTIVE_BOUND_BYTES, KafkaSpoutConfig
 from trident_spark.spout.kafka.offsets import PartitionSample
+from trident_spark.spout.kafka.run import KafkaRun
 from trident_spark.spout.kafka.source import KafkaStreamReader
 
 BROKER = "127.0.0.1:9092"
@@ -48,8 +49,9 @@ class StubBroker:
         pass
 
 
-def reader(broker: StubBroker, **options) -> KafkaStreamReader:
-    made = KafkaStreamReader(KafkaSpoutConfig(BROKER, topics=("t",), **options), None)  # type: ignore[arg-type]
+def reader(broker: StubBroker, feedback_dir: str | None = None, **options) -> KafkaStreamReader:
+    made = KafkaStreamReader(KafkaSpoutConfig(BROKER, topics=("t",), **options), None,  # type: ignore[arg-type]
+                             KafkaRun(feedback_dir))
     made._client = broker  # type: ignore[assignment]
     return made
 
@@ -136,10 +138,11 @@ def test_config_copies_carry_the_new_fields_through_json():
     spout = KafkaSpout(BROKER, ["t"], ending_offsets={"t": {0: 10}}, adaptive_target_ms=800)
     assert spout.config.ending_offsets == {"t": {"0": 10}}
     copy = dataclasses.replace(spout.config, max_fetch_bytes=5000, starting_offsets={"t": {"0": 2}},
-                               ending_offsets="latest", feedback_dir="/tmp/x")
+                               ending_offsets="latest")
     again = KafkaSpoutConfig.from_json(copy.to_json())
+    again_run = KafkaRun.from_json(KafkaRun("/tmp/x").to_json())
     assert again == copy
-    assert (again.max_fetch_bytes, again.ending_offsets, again.adaptive_target_ms, again.feedback_dir) == (
+    assert (again.max_fetch_bytes, again.ending_offsets, again.adaptive_target_ms, again_run.checkpoint) == (
         5000, "latest", 800, "/tmp/x")
     with pytest.raises(ValueError, match="ending_offsets='end'"):
         dataclasses.replace(spout.config, ending_offsets="end")

@@ -24,8 +24,8 @@ def test_the_kafka_spout_names_its_broker_and_takes_the_run_settings_on_a_copy(t
     spout = KafkaSpout("127.0.0.1:9092", ["words"])
     run = spout.for_run(SpoutRun(tmp_path, 30.0))
     assert spout.address == "127.0.0.1:9092"
-    assert run is not spout and run.config.outage_dir == str(tmp_path)
-    assert spout.config.outage_dir != str(tmp_path)
+    assert run is not spout and run.run.checkpoint == str(tmp_path)
+    assert spout.run.checkpoint != str(tmp_path)
 
 
 def test_run_refuses_a_spout_that_is_not_a_spout_before_spark_starts(tmp_path):

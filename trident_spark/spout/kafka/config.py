@@ -1,7 +1,7 @@
 """The Kafka spout's settings: validated once, serialisable to the Spark source options.
 
-The settings travel to Spark's Python planner and to executors as one JSON
-option, so everything here is plain data.
+The user's settings travel to Spark's Python planner and to executors as one JSON
+option (the run's own settings as another, spout/kafka/run.py), so everything here is plain data.
 """
 
 from __future__ import annotations
@@ -59,7 +59,16 @@ READ_MS_COLUMN = spout_base.READ_MS_COLUMN
 
 @dataclass(frozen=True)
 class KafkaSpoutConfig:
-    """Everything the Kafka source needs, as plain JSON-able data."""
+    """What the user set on ``KafkaSpout(...)``, checked, as plain JSON-able data.
+
+    The runtime's settings of a query (its checkpoint directory, outage budget, read metrics)
+    are not here: they are :class:`~trident_spark.spout.kafka.run.KafkaRun`, shipped beside it.
+
+    Examples
+    --------
+    >>> KafkaSpoutConfig("127.0.0.1:9092", topics=("words",)).topics
+    ('words',)
+    """
 
     bootstrap_servers: str
     topics: tuple[str, ...] = ()
@@ -82,29 +91,15 @@ class KafkaSpoutConfig:
     schema_registry_url: str | None = None
     #: on_malformed="dead_letter": where records that cannot be decoded are sent.
     dead_letter_topic: str | None = None
-    #: Set by the runtime: the query's checkpoint directory, which names the stream's dead
-    #: letters (spout/kafka/dead_letters.py).
-    dead_letter_writer: str | None = None
     kafka_options: dict[str, Any] = field(default_factory=dict)
     size_sample_bytes: int = 256 * 1024
     timeout_s: float = 20.0
     arrow_batch_rows: int = 50_000
-    #: Set by the runtime: add the column READ_MS_COLUMN, the read time of each Arrow batch on its
-    #: first row, which the runtime sums per batch (the source's stage time) and drops.
-    read_metrics: bool = False
     #: Where batches stop: "latest" (the high watermarks when the query starts) or
     #: {topic: {partition: offset}} (-1 = latest); None reads on without end.
     ending_offsets: str | dict[str, dict[str, int]] | None = None
     #: Adaptive batching: the batch duration (ms) the per-partition read limit steers to.
     adaptive_target_ms: float | None = None
-    #: The query's checkpoint directory, where the driver leaves each batch's measured
-    #: duration for the planner (set by the runtime when adaptive batching is on).
-    feedback_dir: str | None = None
-    #: Set by the runtime (``run(outage_budget=)``): seconds planning a batch on the driver keeps
-    #: retrying a broker that does not answer (0: fail at once), and the query's checkpoint
-    #: directory, where the wait is recorded for ``trident-spark run`` and ``status``.
-    outage_budget_s: float = 0.0
-    outage_dir: str | None = None
     #: Seconds one record may take to decode (Avro, Protobuf, JSON read record by record); a record
     #: that took longer is malformed, with the reason. Checked between records (a decoder in C
     #: cannot be interrupted): the bounds checked before decoding are what stop an endless one.
@@ -316,8 +311,9 @@ class KafkaSpoutConfig:
             return DEFAULT_ADAPTIVE_BOUND_BYTES
         return self.max_fetch_bytes
 
-    def schema_ddl(self) -> str:
-        """The Spark schema of the spout's records, as a DDL string."""
+    def schema_ddl(self, read_metrics: bool = False) -> str:
+        """The Spark schema of the spout's records, as a DDL string (with the read-time column
+        when the run reports it, ``KafkaRun.read_metrics``)."""
         key = f"key {self._spark_type('key')}"
         if self.value_format == "json":
             value = f"value STRUCT<{_struct_body(self.value_schema or '')}>"
@@ -328,7 +324,7 @@ class KafkaSpoutConfig:
             columns.append("headers ARRAY<STRUCT<key: STRING, value: BINARY>>")
         if self.on_malformed != "fail":
             columns.append("malformed STRING")
-        if self.read_metrics:
+        if read_metrics:
             columns.append(f"{READ_MS_COLUMN} DOUBLE")
         return ", ".join(columns)
 

@@ -46,6 +46,7 @@ from trident_spark.errors import BrokerUnavailableError, UnknownTopicError
 from trident_spark.spout.kafka.config import KafkaSpoutConfig
 from trident_spark.spout.kafka.offsets import OffsetRange
 from trident_spark.spout.kafka.pool import LIBRDKAFKA_LOG
+from trident_spark.spout.kafka.run import KafkaRun
 
 log = logging.getLogger(__name__)
 
@@ -225,10 +226,11 @@ def source_of(headers: Sequence[tuple[str, bytes | None]] | None) -> tuple[str, 
 
 
 def send_dead_letters(config: KafkaSpoutConfig, r: OffsetRange, letters: Sequence[DeadLetter],
-                      consumer: Any) -> int:
+                      consumer: Any, run: KafkaRun | None = None) -> int:
     """Write the dead letters of range ``r`` not written by an earlier attempt; return how many
     were written (those skipped for their size, logged and counted, are not). ``consumer``
-    (unassigned on return) reads the dead-letter topic back.
+    (unassigned on return) reads the dead-letter topic back; ``run``'s checkpoint directory
+    names the writer (the stream) in each letter's headers.
 
     Raises ``UnknownTopicError`` when the dead-letter topic does not exist, and
     ``BrokerUnavailableError`` when the broker does not take the records (but for their size:
@@ -238,7 +240,7 @@ def send_dead_letters(config: KafkaSpoutConfig, r: OffsetRange, letters: Sequenc
 
     topic = config.dead_letter_topic
     assert topic is not None
-    checkpoint = config.dead_letter_writer or ""
+    checkpoint = (run.checkpoint if run is not None else None) or ""
     target = TopicPartition(topic, dead_letter_partition(r.topic, r.partition, _partitions(config, consumer)))
     try:
         written = _written(config, consumer, target, checkpoint, r)

@@ -41,6 +41,7 @@ from trident_spark.spout.kafka.config import READ_MS_COLUMN, KafkaSpoutConfig
 from trident_spark.spout.kafka.dead_letters import DeadLetter, send_dead_letters
 from trident_spark.spout.kafka.offsets import OffsetRange
 from trident_spark.spout.kafka.pool import borrowed_consumer
+from trident_spark.spout.kafka.run import KafkaRun
 from trident_spark.worker_gc import gc_paused, settle_imports
 
 log = logging.getLogger(__name__)
@@ -63,8 +64,10 @@ def read_conf(config: KafkaSpoutConfig) -> dict[str, Any]:
     return config.consumer_conf(**{k: v for k, v in READ_DEFAULTS.items() if k not in config.kafka_options})
 
 
-def read_range(config: KafkaSpoutConfig, schema: pa.Schema, r: OffsetRange) -> Iterator[pa.RecordBatch]:
-    """Yield records ``[r.start, r.until)`` of ``r.topic[r.partition]`` in ``schema``.
+def read_range(config: KafkaSpoutConfig, schema: pa.Schema, r: OffsetRange, run: KafkaRun | None = None
+               ) -> Iterator[pa.RecordBatch]:
+    """Yield records ``[r.start, r.until)`` of ``r.topic[r.partition]`` in ``schema``, as the query's
+    ``run`` reads them (its read-time column, outage budget and dead-letter writer).
 
     Guarantee relied on by replay: the same range always yields the same records,
     because Kafka offsets are immutable (records may only disappear through
@@ -76,13 +79,14 @@ def read_range(config: KafkaSpoutConfig, schema: pa.Schema, r: OffsetRange) -> I
     if config.schema_registry_url is not None:
         forget_misses()  # ids the registry lacked are asked for again once per range
     with borrowed_consumer(read_conf(config)) as consumer:
-        yield from _read(config, schema, r, consumer)
+        yield from _read(config, schema, r, consumer, run)
 
 
-def _read(config: KafkaSpoutConfig, schema: pa.Schema, r: OffsetRange, consumer: Any
-          ) -> Iterator[pa.RecordBatch]:
+def _read(config: KafkaSpoutConfig, schema: pa.Schema, r: OffsetRange, consumer: Any,
+          run: KafkaRun | None = None) -> Iterator[pa.RecordBatch]:
     from confluent_kafka import TopicPartition
 
+    run = run if run is not None else KafkaRun()
     consumer.assign([TopicPartition(r.topic, r.partition, r.start)])
     position = r.start
     letters: list[DeadLetter] = []
@@ -92,19 +96,19 @@ def _read(config: KafkaSpoutConfig, schema: pa.Schema, r: OffsetRange, consumer:
             columns = _Columns(config.include_headers or config.on_malformed == "dead_letter")
             with gc_paused():
                 position = _fill(config, consumer, r, position, columns)
-                batch = columns.record_batch(config, schema, r, letters) if columns.rows else None
+                batch = columns.record_batch(config, schema, r, letters, run) if columns.rows else None
             if batch is not None:
-                yield with_read_time(batch, config, (time.perf_counter() - started) * 1000)
+                yield with_read_time(batch, run, (time.perf_counter() - started) * 1000)
         if letters:  # the range read whole: its dead letters, once (spout/kafka/dead_letters.py)
             consumer.unassign()
-            send_dead_letters(config, r, letters, consumer)
+            send_dead_letters(config, r, letters, consumer, run)
     finally:
         consumer.unassign()
 
 
-def with_read_time(batch: pa.RecordBatch, config: KafkaSpoutConfig, ms: float) -> pa.RecordBatch:
-    """Set the read-time column (when the runtime asked for it): ``ms`` on the first row."""
-    if not config.read_metrics:
+def with_read_time(batch: pa.RecordBatch, run: KafkaRun, ms: float) -> pa.RecordBatch:
+    """Set the read-time column (when the run asked for it): ``ms`` on the first row."""
+    if not run.read_metrics:
         return batch
     index = batch.schema.get_field_index(READ_MS_COLUMN)
     values = pa.array([ms] + [None] * (batch.num_rows - 1), pa.float64())
@@ -224,16 +228,19 @@ def _handle_events(config: KafkaSpoutConfig, consumer: Any, r: OffsetRange, posi
 
 
 def to_record_batch(config: KafkaSpoutConfig, schema: pa.Schema, r: OffsetRange,
-                    msgs: Sequence[Any], letters: list[DeadLetter] | None = None) -> pa.RecordBatch:
+                    msgs: Sequence[Any], letters: list[DeadLetter] | None = None,
+                    run: KafkaRun | None = None) -> pa.RecordBatch:
     """Turn consumed messages into one Arrow record batch in the spout's schema (with
-    ``on_malformed="dead_letter"``, the malformed ones are added to ``letters``)."""
+    ``on_malformed="dead_letter"``, the malformed ones are added to ``letters``), as ``run``
+    reads them (no run: no read-time column, no outage budget)."""
     columns = _Columns(config.include_headers or config.on_malformed == "dead_letter")
     columns.add(msgs)
-    return columns.record_batch(config, schema, r, [] if letters is None else letters)
+    return columns.record_batch(config, schema, r, [] if letters is None else letters,
+                                run if run is not None else KafkaRun())
 
 
-def _decode(config: KafkaSpoutConfig, part: str, raw: list[bytes | None], arrow_type: pa.DataType,
-            errors: list[str | None]) -> pa.Array:
+def _decode(config: KafkaSpoutConfig, run: KafkaRun, part: str, raw: list[bytes | None],
+            arrow_type: pa.DataType, errors: list[str | None]) -> pa.Array:
     """The record keys or values ``raw`` decoded as the spout's ``key_format`` or ``value_format``.
 
     Records are untrusted: whatever a decoder raises for the column (but a registry that does not
@@ -242,7 +249,7 @@ def _decode(config: KafkaSpoutConfig, part: str, raw: list[bytes | None], arrow_
     ``on_malformed="fail"``.
     """
     try:
-        return _decode_with(config, part, raw, arrow_type, errors)
+        return _decode_with(config, run, part, raw, arrow_type, errors)
     except SchemaRegistryError:
         raise
     except Exception:  # a decoder's error no record was blamed for: find which records raise
@@ -251,7 +258,7 @@ def _decode(config: KafkaSpoutConfig, part: str, raw: list[bytes | None], arrow_
     for i, item in enumerate(raw):
         one: list[str | None] = [errors[i]]
         try:
-            values.append(_decode_with(config, part, [item], arrow_type, one))
+            values.append(_decode_with(config, run, part, [item], arrow_type, one))
             errors[i] = one[0]
         except SchemaRegistryError:
             raise
@@ -261,13 +268,13 @@ def _decode(config: KafkaSpoutConfig, part: str, raw: list[bytes | None], arrow_
     return pa.concat_arrays(values) if values else pa.nulls(0, arrow_type)
 
 
-def _decode_with(config: KafkaSpoutConfig, part: str, raw: list[bytes | None], arrow_type: pa.DataType,
-                 errors: list[str | None]) -> pa.Array:
+def _decode_with(config: KafkaSpoutConfig, run: KafkaRun, part: str, raw: list[bytes | None],
+                 arrow_type: pa.DataType, errors: list[str | None]) -> pa.Array:
     kind, schema = getattr(config, f"{part}_format"), getattr(config, f"{part}_schema")
     if kind in ("avro", "protobuf"):
         assert schema is not None
         decoder = avro_decoder if kind == "avro" else protobuf_decoder
-        found = decoder(schema, config.schema_registry_url, config.timeout_s, part, config.outage_budget_s,
+        found = decoder(schema, config.schema_registry_url, config.timeout_s, part, run.outage_budget_s,
                         config.decode_timeout_s)
         return found.decode(raw, arrow_type, errors)
     return decode_column(raw, arrow_type, "key" if part == "key" else kind, errors, config.decode_timeout_s)
@@ -304,7 +311,7 @@ class _Columns:
         self.rows += n
 
     def record_batch(self, config: KafkaSpoutConfig, schema: pa.Schema, r: OffsetRange,
-                     letters: list[DeadLetter]) -> pa.RecordBatch:
+                     letters: list[DeadLetter], run: KafkaRun) -> pa.RecordBatch:
         """The gathered records as one Arrow batch; with ``on_malformed="dead_letter"`` the records
         that cannot be decoded are appended to ``letters`` (and kept in the batch, marked malformed)."""
         n = self.rows
@@ -313,8 +320,8 @@ class _Columns:
         missing = millis < 0  # no timestamp
         timestamps = pa.array(millis, pa.timestamp("ms", tz="UTC"), mask=missing if missing.any() else None)
         errors: list[str | None] = [None] * n
-        key = _decode(config, "key", self.keys, schema.field("key").type, errors)
-        value = _decode(config, "value", self.values, schema.field("value").type, errors)
+        key = _decode(config, run, "key", self.keys, schema.field("key").type, errors)
+        value = _decode(config, run, "value", self.values, schema.field("value").type, errors)
         columns: dict[str, pa.Array] = {
             "key": key,
             "value": value,
@@ -338,7 +345,7 @@ class _Columns:
             if not clean and config.on_malformed == "dead_letter":
                 letters.extend(self._dead_letters(r, offsets, millis, errors))
             columns["malformed"] = pa.nulls(n, pa.string()) if clean else pa.array(errors, pa.string())
-        if config.read_metrics:
+        if run.read_metrics:
             columns[READ_MS_COLUMN] = pa.nulls(n, pa.float64())  # filled in by with_read_time
         return pa.RecordBatch.from_arrays([columns[name] for name in schema.names], schema=schema)
 

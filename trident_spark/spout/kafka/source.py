@@ -74,6 +74,7 @@ from trident_spark.spout.kafka.offsets import (
     plan_ranges,
     prorate_max_rows,
 )
+from trident_spark.spout.kafka.run import KafkaRun
 from trident_spark.task_errors import reporting
 
 log = logging.getLogger(__name__)
@@ -105,17 +106,20 @@ def _lost_range(tp: TopicPartition, needed: int, earliest: int) -> str:
 
 
 class KafkaDataSource(DataSource):
-    """Spark data source ``trident_kafka``; its one option ``config`` is a KafkaSpoutConfig as JSON."""
+    """Spark data source ``trident_kafka``; its options are ``config``, a KafkaSpoutConfig as JSON,
+    and ``run``, the query's KafkaRun as JSON (absent: no run settings)."""
 
     @classmethod
     def name(cls) -> str:
         return FORMAT_NAME
 
     def schema(self) -> str:
-        return KafkaSpoutConfig.from_json(self.options["config"]).schema_ddl()
+        run = KafkaRun.from_json(self.options.get("run"))
+        return KafkaSpoutConfig.from_json(self.options["config"]).schema_ddl(run.read_metrics)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return KafkaStreamReader(KafkaSpoutConfig.from_json(self.options["config"]), schema)
+        return KafkaStreamReader(KafkaSpoutConfig.from_json(self.options["config"]), schema,
+                                 KafkaRun.from_json(self.options.get("run")))
 
 
 class KafkaInputPartition(InputPartition):
@@ -133,8 +137,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     its planner process and pickles one to executors for :meth:`read`.
     """
 
-    def __init__(self, config: KafkaSpoutConfig, schema: StructType) -> None:
+    def __init__(self, config: KafkaSpoutConfig, schema: StructType, run: KafkaRun | None = None) -> None:
         self.config = config
+        self.run = run if run is not None else KafkaRun()
         self.schema = schema
         self._client: KafkaBrokerClient | None = None
         self._available_now_target: Offsets | None = None
@@ -145,16 +150,16 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._until: Offsets | None = None
         self._decision: Decision | None = None
         self._fed_batch: int | None = None
-        where = config.outage_dir
-        self._outage = Outage(config.outage_budget_s, name_of(where) if where else ",".join(config.topics),
+        where = self.run.checkpoint
+        self._outage = Outage(self.run.outage_budget_s, name_of(where) if where else ",".join(config.topics),
                               "planning the next batch", checkpoint_location(where) if where else None)
 
     def __getstate__(self) -> dict[str, Any]:
         # Only settings travel to executors; driver-side connections stay behind.
-        return {"config": self.config, "schema": self.schema}
+        return {"config": self.config, "schema": self.schema, "run": self.run}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["config"], state["schema"])  # type: ignore[misc]
+        self.__init__(state["config"], state["schema"], state["run"])  # type: ignore[misc]
 
     @property
     def client(self) -> KafkaBrokerClient:
@@ -311,7 +316,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if last is None:
             self._decision = Decision(controller.initial(), INITIAL)
             return
-        feedback = read_feedback(self.config.feedback_dir) if self.config.feedback_dir else None
+        feedback = read_feedback(self.run.checkpoint) if self.run.checkpoint else None
         if feedback is None or (self._fed_batch is not None and feedback.batch_id <= self._fed_batch):
             self._decision = Decision(min(bound, int(last)), NO_FEEDBACK, reference,  # type: ignore[arg-type]
                                       previous)  # type: ignore[arg-type]
@@ -516,7 +521,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
         assert isinstance(partition, KafkaInputPartition)
         schema = to_arrow_schema(self.schema, timezone="UTC")
-        return read_range(self.config, schema, partition.offset_range)
+        return read_range(self.config, schema, partition.offset_range, self.run)
 
     def commit(self, end: dict[str, Any]) -> None:
         """Nothing to do: progress lives in Spark's checkpoint, not in a consumer group."""

@@ -22,6 +22,7 @@ from trident_spark.spout.kafka.config import (
     offsets_option,
     parse_trigger_delay,
 )
+from trident_spark.spout.kafka.run import KafkaRun
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -220,6 +221,8 @@ class KafkaSpout(Spout):
         if engine not in ("python", "jvm"):
             raise InvalidArgumentError(f"KafkaSpout(engine={engine!r}): use 'python' or 'jvm'")
         self.engine: Engine = engine
+        #: The run-time settings (set by :meth:`for_run`; the defaults outside a run).
+        self.run = KafkaRun()
 
     def __repr__(self) -> str:
         config = self.config
@@ -278,25 +281,22 @@ class KafkaSpout(Spout):
         if not getattr(spark, "_trident_kafka_registered", False):
             spark.dataSource.register(KafkaDataSource)
             spark._trident_kafka_registered = True  # type: ignore[attr-defined]
-        return spark.readStream.format(FORMAT_NAME).option("config", self.config.to_json()).load()
+        return (spark.readStream.format(FORMAT_NAME).option("config", self.config.to_json())
+                .option("run", self.run.to_json()).load())
 
     def for_run(self, run: SpoutRun) -> KafkaSpout:
         """The spout as a run reads it: read by our Python source, it also reports its read time
         per batch (the ``source`` stage of the batch's metrics), an adaptive one learns where the
         driver leaves batch durations (``run.checkpoint``, see :mod:`trident_spark.spout.kafka.adaptive`),
         and planning waits through a broker outage within ``run.outage_budget`` seconds,
-        recording the wait in the query's checkpoint directory. Spark's own source
-        (``engine="jvm"``) runs as it is."""
+        recording the wait in the query's checkpoint directory, which also names the stream's
+        dead letters. These go to the copy's :attr:`run` (a :class:`KafkaRun`); its
+        :attr:`config` stays what the user set. Spark's own source (``engine="jvm"``) runs as
+        it is."""
         if self.engine != "python":
             return self
-        config = self.config
         spout = copy.copy(self)
-        here = str(run.checkpoint) if run.checkpoint is not None else None
-        feedback = here if here is not None and config.adaptive else config.feedback_dir
-        spout.config = dataclasses.replace(
-            config, read_metrics=True, feedback_dir=feedback, outage_budget_s=run.outage_budget,
-            outage_dir=here if here is not None else config.outage_dir,
-            dead_letter_writer=here if here is not None else config.dead_letter_writer)
+        spout.run = KafkaRun.of(run)
         return spout
 
     def _parts_from_registry(self) -> list[str]:
