@@ -11,7 +11,7 @@ import fastavro
 import pyarrow as pa
 import pytest
 
-from tests.unit.spout.test_kafka_read_batch import FakeMessage
+from tests.unit.spout.kafka.test_kafka_read_batch import FakeMessage
 from trident_spark.errors import InvalidArgumentError, MissingExtraError, SchemaRegistryError
 from trident_spark.spout import KafkaSpout
 from trident_spark.spout.kafka.config import KafkaSpoutConfig
