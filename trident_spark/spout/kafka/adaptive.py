@@ -50,10 +50,8 @@ from __future__ import annotations
 import json
 import math
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from trident_spark import checkpoint_files as files
 from trident_spark.errors import InvalidArgumentError
@@ -255,30 +253,3 @@ def record_feedback(adaptive: bool, feedback: BatchFeedback) -> None:
     if not adaptive or feedback.checkpoint is None:
         return
     write_feedback(feedback.checkpoint, feedback.batch_id, feedback.duration_ms, warmup=feedback.warmup)
-
-
-def wants_feedback(query: Any) -> bool:
-    """Whether a query reads a spout with adaptive batching on (its planner needs feedback)."""
-    return any(getattr(getattr(getattr(node, "spout", None), "config", None), "adaptive_target_ms", None)
-               for node in getattr(query, "spouts", ()))
-
-
-#: (id of the query plan, checkpoint) of the runs that have finished a batch in this process.
-_warm: set[tuple[int, str]] = set()
-
-
-def after_batch(query: Any, checkpoint: str | os.PathLike[str] | None, batch_id: int,
-                started: float) -> None:
-    """After a successful batch of ``query``: leave its duration for the planner, if it reads an
-    adaptive spout (the runtime calls each spout's ``Spout.after_batch`` instead; this is the same
-    record for a caller holding a query and no spout).
-
-    ``started`` is ``time.monotonic()`` when the batch's (last) attempt began. Does
-    nothing unless the query has an adaptive spout. The first batch of each run
-    (one query plan object) is marked as the warm-up.
-    """
-    if checkpoint is None or not wants_feedback(query):
-        return
-    run = (id(query), str(checkpoint))
-    write_feedback(checkpoint, batch_id, (time.monotonic() - started) * 1000, warmup=run not in _warm)
-    _warm.add(run)

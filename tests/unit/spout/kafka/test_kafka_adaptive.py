@@ -22,7 +22,6 @@ from trident_spark.spout.kafka.adaptive import (
     AdaptiveController,
     Feedback,
     Observation,
-    after_batch,
     feedback_path,
     read_feedback,
     write_feedback,
@@ -192,31 +191,19 @@ def test_unreadable_feedback_is_no_feedback(tmp_path):
     assert read_feedback(tmp_path) is None
 
 
-class _Config:
-    def __init__(self, target):
-        self.adaptive_target_ms = target
+def test_after_batch_writes_only_for_adaptive_spouts(tmp_path):
+    """The runtime tells every spout a batch finished (``Spout.after_batch``, the first of a run
+    marked as the warm-up: ``BatchRunner``); only an adaptive KafkaSpout records it."""
+    from trident_spark.spout import KafkaSpout
+    from trident_spark.spout.base import BatchFeedback
 
-
-class _Node:
-    def __init__(self, target):
-        self.spout = type("Spout", (), {"config": _Config(target)})()
-
-
-class _Query:
-    def __init__(self, *targets):
-        self.spouts = [_Node(t) for t in targets]
-
-
-def test_after_batch_writes_only_for_adaptive_queries(tmp_path):
-    import time
-
-    after_batch(_Query(None), tmp_path, 0, time.monotonic())
+    KafkaSpout("127.0.0.1:9092", ["words"]).after_batch(BatchFeedback(0, 10.0, tmp_path, warmup=True))
     assert read_feedback(tmp_path) is None
-    query = _Query(None, 800)
-    after_batch(query, tmp_path, 7, time.monotonic() - 0.25)
+    spout = KafkaSpout("127.0.0.1:9092", ["words"], adaptive_target_ms=800)
+    spout.after_batch(BatchFeedback(7, 250.0, tmp_path, warmup=True))
     feedback = read_feedback(tmp_path)
     assert feedback is not None and feedback.batch_id == 7 and 250 <= feedback.duration_ms < 1000
     assert feedback.warmup  # the run's first batch: workers starting, code loading
-    after_batch(query, tmp_path, 8, time.monotonic())
+    spout.after_batch(BatchFeedback(8, 0.0, tmp_path, warmup=False))
     assert read_feedback(tmp_path) == Feedback(8, pytest.approx(0, abs=50), warmup=False)
-    after_batch(_Query(800), None, 8, time.monotonic())  # no checkpoint: nothing to do
+    spout.after_batch(BatchFeedback(8, 0.0, None))  # no checkpoint: nothing to do
