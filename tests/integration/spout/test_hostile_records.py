@@ -13,7 +13,7 @@ import pytest
 
 from tests.integration.spout.test_dead_letter_writes import dead_letter_records
 from tests.schema_registry_server import schema_registry
-from tests.unit.spout.test_avro_bounds import READER, WRITER, avro, zigzag
+from tests.unit.spout.formats.test_avro_bounds import READER, WRITER, avro, zigzag
 from trident_spark import TridentTopology
 from trident_spark.builtin import Count
 from trident_spark.errors import MalformedRecordError
