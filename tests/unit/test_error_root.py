@@ -17,6 +17,7 @@ import pytest
 
 import trident_spark
 import trident_spark.state
+from tests.error_instances import built as _built
 from trident_spark import TridentSparkError
 from trident_spark import errors as package_errors
 from trident_spark.state import errors as state_errors
@@ -85,29 +86,6 @@ def test_every_message_is_redacted_and_survives_pickling(cls: type[Exception]) -
     assert str(err) == "cannot use es://es1:9200/wc?api_key=*** with redis://:***@cache:6379/0"
     again = pickle.loads(pickle.dumps(err))
     assert type(again) is cls and str(again) == str(err)
-
-
-def _dummy(parameter: inspect.Parameter) -> object:
-    annotation = str(parameter.annotation)
-    if "int" in annotation and "str" not in annotation:
-        return 7
-    if "Sequence" in annotation:
-        return ("cat",)
-    return "http://es1:9200" if parameter.name == "address" else f"the {parameter.name}"
-
-
-def _built(cls: type[BaseException]) -> BaseException:
-    """An instance of ``cls`` from its own constructor, each required argument given a plain value."""
-    args, kwargs = [], {}
-    for parameter in list(inspect.signature(cls.__init__).parameters.values())[1:]:
-        if parameter.default is not inspect.Parameter.empty or parameter.kind in (
-                inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
-            continue
-        if parameter.kind is inspect.Parameter.KEYWORD_ONLY:
-            kwargs[parameter.name] = _dummy(parameter)
-        else:
-            args.append(_dummy(parameter))
-    return cls(*args or ["a message"], **kwargs)
 
 
 @pytest.mark.parametrize("cls", [c for c in _exception_classes() if "__init__" in vars(c)],

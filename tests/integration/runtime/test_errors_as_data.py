@@ -10,7 +10,6 @@ state surfaces the ``UnstorableValueError`` the state guide promises.
 from __future__ import annotations
 
 import importlib
-import inspect
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -20,6 +19,7 @@ from typing import Any
 import pytest
 from pyspark import cloudpickle
 
+from tests.error_instances import built
 from trident_spark import TridentTopology
 from trident_spark.errors import TridentSparkError, UnstorableValueError
 from trident_spark.operation import StateUpdater
@@ -46,29 +46,6 @@ def error_classes() -> list[type[BaseException]]:
             found[f"{cls.__module__}.{cls.__qualname__}"] = cls
         pending.extend(cls.__subclasses__())
     return [found[name] for name in sorted(found)]
-
-
-def _dummy(parameter: inspect.Parameter) -> object:
-    annotation = str(parameter.annotation)
-    if "int" in annotation and "str" not in annotation:
-        return 7
-    if "Sequence" in annotation:
-        return ("cat", 2)
-    return "http://es1:9200" if parameter.name == "address" else f"the {parameter.name}"
-
-
-def built(cls: type[BaseException]) -> BaseException:
-    """An instance of ``cls`` from its own constructor (as tests/unit/test_error_root.py builds them)."""
-    args, kwargs = [], {}
-    for parameter in list(inspect.signature(cls.__init__).parameters.values())[1:]:
-        if parameter.default is not inspect.Parameter.empty or parameter.kind in (
-                inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
-            continue
-        if parameter.kind is inspect.Parameter.KEYWORD_ONLY:
-            kwargs[parameter.name] = _dummy(parameter)
-        else:
-            args.append(_dummy(parameter))
-    return cls(*args or ["a message"], **kwargs)
 
 
 def raising(error: BaseException) -> Any:
