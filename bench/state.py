@@ -20,7 +20,14 @@ counted, in alternating rounds in one SparkSession, by:
   like SQLite's synchronous=FULL).
 
 A contender may carry state settings, to compare them within one invocation:
-``redis[cache_size=10000]``, ``sqlite[synchronous=NORMAL,max_multi_get_batch_size=none]``.
+``redis[cache_size=10000]``, ``sqlite[synchronous=NORMAL,max_multi_get_batch_size=none]``; and
+how it splits: ``split=python`` (a per-tuple ``BaseFunction``, bench/dsl.py's ``Split``),
+``split=arrow`` (an ``ArrowFunction`` over the partition's Arrow batch, bench/arrow_split.py;
+it needs ``trident_spark.arrow_operation``) or the built-in ``Split()`` (the default).
+
+**The limit** (issue 31) runs in every round too, unless ``--no-limit``: one Python process (this
+one) consuming the topic with confluent-kafka, the spout's consumer library, and counting the
+words with a dict (bench/limit.py). Each contender's rate is reported as a fraction of it.
 
 Every backend reads through the same ``KafkaSpout`` options (``max_offsets_per_trigger``;
 native: the same ``maxOffsetsPerTrigger``), so all see identical batches; each run gets a fresh
@@ -31,20 +38,25 @@ against ``collections.Counter``; after every timed run the store's final counts 
 read back and checked again.
 
 Reported per contender: sentences/s (end to end, and per micro-batch without the
-first ``--warm-batches``), the ratio to native, store round trips per batch, keys
+first ``--warm-batches``: "steady"), the ratio to native per round and its median, the fraction
+of the limit, issue 31's target met or missed with the term that binds it, store round trips per
+batch, keys
 touched per batch (the distinct words of the batch), cache hit rate, and keys read
 from the store as a share of keys touched with a warm cache; also CPU seconds of the
 process tree (JVM, Python workers, driver, Kafka broker, the store's server) and the
 wall time of the batch's two Spark stages (read + split + partial count; shuffle +
-final count + state), from Spark's REST API. After the rounds, each backend's state task
+final count + state), from Spark's REST API; and, one table per contender, where each batch's
+time goes: task time by term (read, operations, state, Spark) from the run's own metrics.
+After the rounds, each backend's state task
 (the executor's ``persist()`` on one shuffle partition's rows of each batch) also runs
 outside Spark in this process, timed with its store round trips, in the scenarios of
 ``TASK_SCENARIOS`` of bench/state_tasks.py (the same Python worker every batch or
 alternating ones; cache sizes);
 ``--no-task-profile`` skips it.
 
-This VM's speed drifts up to 2x within an hour: contenders interleave, each round
-starting with another one, and ratios use medians. Results go to
+This VM's speed drifts up to 2x within an hour: contenders interleave, odd rounds in the
+listed order (the limit first), even rounds reversed (two rounds: A B B A), and ratios use
+medians. Results go to
 ``bench/results/state-<timestamp>.json`` (and a PNG when matplotlib is installed).
 
 Run: ``.venv/bin/python bench/state.py`` (``--quick`` for a smoke run); ``--help`` for options.
@@ -68,12 +80,13 @@ from pathlib import Path
 from typing import Any
 
 from bench_results import save_results
-from dsl import fill_topic, spout_for, wait_readable
+from dsl import fill_topic, settle, spout_for, wait_readable
+from limit import run_limit
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from state_contenders import SETTINGS, Contender, parse_contenders
-from state_report import plot, print_summary, summarise
+from state_contenders import SETTINGS, Contender, parse_contenders, round_order
+from state_report import plot, print_summary, summarise, summarise_limit
 from state_runs import Services, run_contender, run_native, state_factory
 from state_tasks import print_tasks, profile_tasks
 from state_workload import batch_keys, make_sentences, make_vocabulary
@@ -100,6 +113,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--shuffle-partitions", type=int, default=None,
                         help="spark.sql.shuffle.partitions (default: local_session's, the core count)")
     parser.add_argument("--cores", type=int, default=2, help="local[N] for Spark (2)")
+    parser.add_argument("--no-limit", action="store_true",
+                        help="skip the limit (one Python process consuming the topic and counting in a dict)")
     parser.add_argument("--no-task-profile", action="store_true",
                         help="skip the state task outside Spark (persist() timed in this process)")
     parser.add_argument("--quick", action="store_true",
@@ -110,6 +125,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.max_offsets_per_trigger % PARTITIONS:
         parser.error(f"--max-offsets-per-trigger must be a multiple of {PARTITIONS} (equal batches)")
     args.contenders = parse_contenders(args.backends)
+    if any(c.split == "arrow" for c in args.contenders):
+        from arrow_split import ARROW_MISSING
+
+        if ARROW_MISSING:
+            parser.error(ARROW_MISSING)
     return args
 
 
@@ -159,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         "sentences": args.sentences, "batch": args.max_offsets_per_trigger, "rounds": args.rounds,
         "partitions": PARTITIONS, "vocabulary": args.vocabulary, "zipf": args.zipf,
         "warm_batches": args.warm_batches, "contenders": [c.name for c in contenders], "cores": args.cores,
+        "limit": not args.no_limit, "order": "odd rounds as listed (limit first), even rounds reversed",
         "cpu_count": os.cpu_count(), "machine": platform.platform(), "python": sys.version.split()[0],
         "load_average_at_start": os.getloadavg(), "started": stamp, "state_provider": ROCKSDB_PROVIDER,
         "code": code_version()},
@@ -225,17 +246,33 @@ def main(argv: list[str] | None = None) -> int:
                 else:
                     run_contender(c, spark, services, warmup_topic, args.max_offsets_per_trigger, vocabulary,
                                   warmup_expected)
+            if not args.no_limit:
+                run_limit(services.bootstrap, warmup_topic, PARTITIONS, len(warmup_sentences),
+                          warmup_expected)
             result["warmup_s"] = time.perf_counter() - started
         console.print(f"warm-up: {result['warmup_s']:.1f} s; every contender's totals equal Python's Counter "
                       "(and are checked again after every run)")
 
+        by_name = {c.name: c for c in contenders}
+        runs = (["limit"] if not args.no_limit else []) + [c.name for c in contenders]
+
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns, console=console) as progress:
-            overall = progress.add_task("all runs", total=args.rounds * len(contenders) * args.sentences)
+            overall = progress.add_task("all runs", total=args.rounds * len(runs) * args.sentences)
             for n in range(1, args.rounds + 1):
                 this: dict[str, Any] = {}
-                first = (n - 1) % len(contenders)
-                for c in contenders[first:] + contenders[:first]:
+                for name in round_order(runs, n):
+                    if name == "limit":
+                        settle(spark)
+                        this["limit"] = got = run_limit(services.bootstrap, topic, PARTITIONS, args.sentences,
+                                                        expected)
+                        progress.advance(overall, args.sentences)
+                        progress.console.print(
+                            f"round {n}: {'limit (one process, dict)':28s} {got['records_per_s']:>9,.0f} "
+                            f"sentences/s ({got['seconds']:.2f} s, CPU {got['cpu_us_per_record']:.1f} "
+                            "us/sentence)")
+                        continue
+                    c = by_name[name]
                     current = progress.add_task(escape(f"round {n}/{args.rounds}: {c.name}"),
                                                 total=args.sentences)
 
@@ -272,6 +309,7 @@ def main(argv: list[str] | None = None) -> int:
                                                 args.warm_batches)
 
     result["summary"] = summarise(result, contenders)
+    result["limit"] = summarise_limit(result, contenders)
     print_summary(console, result, contenders)
     if "tasks" in result:
         print_tasks(console, result["tasks"], args.warm_batches)

@@ -1,5 +1,6 @@
-"""bench/state.py's report: medians over the rounds, ratios to native, state counters per warm
-batch; printed as tables and plotted."""
+"""bench/state.py's report: medians over the rounds, ratios to native (end to end and steady, per
+round), fractions of the limit, issue 31's targets, state counters per warm batch, and where each
+contender's batches spend their time; printed as tables and plotted."""
 
 from __future__ import annotations
 
@@ -9,11 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from bench_results import pyplot, save_figure
+from limit import limit_fractions
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from state_contenders import Contender
 from state_runs import CPU_PARTS
+from state_stages import COLUMNS, batch_rows
+from state_targets import verdict
 from tree_cpu import cpu_bars
 
 #: With a warm cache, keys read from the store per batch at most this share of keys touched.
@@ -62,6 +66,38 @@ def batch_profile(runs: list[dict[str, Any]], warm: int) -> dict[str, float | No
         "records_per_s": _median([b["rows"] * 1000 / b["ms"] for b in batches if b.get("ms")])}
 
 
+def steady_rate(run: dict[str, Any], warm: int) -> float | None:
+    """One run's steady sentences/s: the median over its batches after the first ``warm`` of
+    each batch's rows over its wall time (Spark's ``triggerExecution``).
+
+    Examples
+    --------
+    >>> steady_rate({"batches": [{"rows": 100, "ms": 1000}, {"rows": 100, "ms": 500},
+    ...                          {"rows": 100, "ms": 250}]}, 1)
+    300.0
+    """
+    return _median([b["rows"] * 1000 / b["ms"] for b in run["batches"][warm:] if b.get("ms")])
+
+
+def summarise_limit(result: dict[str, Any], contenders: list[Contender]) -> dict[str, Any] | None:
+    """The limit's rate (median over the rounds) and each contender's fraction of it, per round
+    (the runs of the same round) and of the medians; None when the limit did not run."""
+    rounds, cores = result["rounds"], result["setup"]["cores"]
+    if not rounds or "limit" not in rounds[0]:
+        return None
+    rates = [r["limit"]["records_per_s"] for r in rounds]
+    rate = statistics.median(rates)
+    out: dict[str, Any] = {
+        "records_per_s": rate, "round_rates": rates, "cores": cores, "contenders": {},
+        "cpu_us_per_record": statistics.median(r["limit"]["cpu_us_per_record"] for r in rounds)}
+    for c in contenders:
+        median_rate = statistics.median(r[c.name]["records_per_s"] for r in rounds)
+        out["contenders"][c.name] = limit_fractions(median_rate, rate, cores) | {
+            "rounds": [limit_fractions(r[c.name]["records_per_s"], limit, cores)["of_one"]
+                       for r, limit in zip(rounds, rates, strict=True)]}
+    return out
+
+
 def summarise(result: dict[str, Any], contenders: list[Contender]) -> dict[str, Any]:
     rounds, keys, warm = result["rounds"], result["setup"]["keys_per_batch"], result["setup"]["warm_batches"]
     summary: dict[str, Any] = {}
@@ -72,7 +108,9 @@ def summarise(result: dict[str, Any], contenders: list[Contender]) -> dict[str, 
             "batches": statistics.median(len(r["batches"]) for r in runs),
             "batch": batch_profile(runs, warm),
             "cpu_us_per_record": statistics.median(r["cpu_us_per_record"] for r in runs),
-            "cpu_s": {k: statistics.median(r["cpu_s"][k] for r in runs) for k in (*CPU_PARTS, "total")}}
+            "cpu_s": {k: statistics.median(r["cpu_s"][k] for r in runs) for k in (*CPU_PARTS, "total")},
+            "round_steady": [steady_rate(r, warm) for r in runs],
+            "batch_rows": batch_rows(runs, warm)}
         if c.kind != "native":
             summary[c.name]["state"] = state_profile(runs, keys, warm)
         else:
@@ -87,8 +125,14 @@ def summarise(result: dict[str, Any], contenders: list[Contender]) -> dict[str, 
         this["ratio"] = statistics.median(this["round_ratios"])
         steady, base_steady = this["batch"]["records_per_s"], base["batch"]["records_per_s"]
         this["steady_ratio"] = steady / base_steady if steady and base_steady else None
+        this["round_steady_ratios"] = [s / b if s and b else None for s, b in
+                                       zip(this["round_steady"], base["round_steady"], strict=True)]
         this["cpu_ratio"] = base["cpu_us_per_record"] / this["cpu_us_per_record"]
         this["target"] = c.target
+        if c.target is not None:
+            steady_row = this["batch_rows"][-1][1]
+            this["verdict"] = verdict(c.target, this["ratio"], this["steady_ratio"], steady_row,
+                                      result["setup"]["cores"], warm)
     return summary
 
 
@@ -115,6 +159,7 @@ def print_summary(console: Console, result: dict[str, Any], contenders: list[Con
     console.print(table)
     console.print(f"median: whole query per run (median of the runs' ratios); steady: one micro-batch, "
                   f"the first {setup['warm_batches']} of each run left out")
+    print_ratios(console, result, contenders)
 
     state = Table(title=f"state per warm batch (means over batches {setup['warm_batches']}+ of every run; "
                         "keys touched = distinct words of the batch)")
@@ -134,17 +179,8 @@ def print_summary(console: Console, result: dict[str, Any], contenders: list[Con
                       f"{first['store_reads']:.0f}/{first['store_writes']:.0f}")
     console.print(state)
 
-    parts = Table(title="one micro-batch, medians (ms): Spark's stages from its REST API")
-    for column in ("contender", "batch", "addBatch", "read+split+partial", "(task ms)", "shuffle+count+state",
-                   "(task ms)", "logs", "CPU JVM/py/driver/broker/store s per run"):
-        parts.add_column(column, justify="left" if column == "contender" else "right", overflow="fold")
     for c in contenders:
-        p, cpu = summary[c.name]["batch"], summary[c.name]["cpu_s"]
-        parts.add_row(escape(c.name), *(f"{p[k]:,.0f}" if p[k] is not None else "-" for k in
-                                ("ms", "add_batch_ms", "read_ms", "read_task_ms", "state_ms", "state_task_ms",
-                                 "logs_ms")),
-                      "/".join(f"{cpu[k]:.1f}" for k in CPU_PARTS))
-    console.print(parts)
+        print_batches(console, c, summary[c.name], setup["warm_batches"])
     n = summary["native"].get("native_state", {})
     console.print(f"native state operator per batch: {n.get('numRowsUpdated') or 0:,.0f} rows updated, "
                   f"updates {n.get('allUpdatesTimeMs') or 0:,.0f} ms, "
@@ -152,11 +188,12 @@ def print_summary(console: Console, result: dict[str, Any], contenders: list[Con
     for c in contenders[1:]:
         s = summary[c.name]
         share = s["state"]["read_share"]
-        line = (f"{c.label} / native: {s['ratio']:.2f} end to end, {s['steady_ratio'] or 0:.2f} per batch, "
-                f"{s['cpu_ratio']:.2f} in CPU")
-        if s["target"] is not None:
-            line += f"; target >= {s['target']}: " + ("[green]meets[/]" if s["ratio"] >= s["target"]
-                                                      else "[red]below[/]")
+        line = (f"{escape(c.label)} / native: {s['ratio']:.2f} end to end, {s['steady_ratio'] or 0:.2f} "
+                f"per batch, {s['cpu_ratio']:.2f} in CPU")
+        if "verdict" in s:
+            v = s["verdict"]
+            line += f"; issue 31's target >= {v['target']:g}: " + (
+                "[green]met[/]" if v["met"] else f"[red]missed[/] (binding: {escape(v['binding'])})")
         if share is not None:
             line += (f"; warm reads {share:.1%} of keys touched (<= {READ_SHARE_TARGET:.0%}: "
                      + ("[green]meets[/]" if share <= READ_SHARE_TARGET else "[red]above[/]") + ")")
@@ -189,3 +226,58 @@ def plot(result: dict[str, Any], path: Path) -> bool:
     right.tick_params(axis="x", labelrotation=20, labelsize=7)
     right.legend(fontsize=7)
     return save_figure(fig, path)
+
+
+def print_ratios(console: Console, result: dict[str, Any], contenders: list[Contender]) -> None:
+    """Issue 31's table: each contender's ratios to native per round (end to end / steady), their
+    medians, its fraction of the limit, and its target met or missed with the binding term."""
+    setup, summary, limit = result["setup"], result["summary"], result.get("limit")
+    table = Table(title="ratios to native per round (end to end / steady), fraction of the limit, targets")
+    table.add_column("contender")
+    for n in range(1, len(result["rounds"]) + 1):
+        table.add_column(f"round {n}", justify="right")
+    cores_limit = f"of {setup['cores']}-core limit"
+    for column in ("median", "steady", "of limit", cores_limit, "target", "binding term"):
+        table.add_column(column, justify="left" if column == "binding term" else "right", overflow="fold")
+    for c in contenders:
+        s = summary[c.name]
+        fractions = (limit or {}).get("contenders", {}).get(c.name)
+        of_limit = ("-", "-") if fractions is None else (f"{fractions['of_one']:.2f}",
+                                                          f"{fractions['of_cores']:.2f}")
+        if c.kind == "native":
+            table.add_row(escape(c.name), *("1.00 / 1.00" for _ in result["rounds"]), "1.00", "1.00",
+                          *of_limit, "", "")
+            continue
+        steady = [f"{x:.2f}" if x is not None else "-" for x in s["round_steady_ratios"]]
+        v = s.get("verdict")
+        target = "-" if v is None else (f">= {v['target']:g}: "
+                                        + ("[green]met[/]" if v["met"] else "[red]missed[/]"))
+        per_round = (f"{e:.2f} / {t}" for e, t in zip(s["round_ratios"], steady, strict=True))
+        binding = escape(v["binding"] or "") if v else ""
+        table.add_row(escape(c.name), *per_round, f"[bold]{s['ratio']:.2f}[/]",
+                      f"{s['steady_ratio'] or 0:.2f}", *of_limit, target, binding)
+    console.print(table)
+    if limit is not None:
+        rates = ", ".join(f"{r:,.0f}" for r in limit["round_rates"])
+        console.print(f"the limit: one Python process consuming the topic (confluent-kafka) and counting in "
+                      f"a dict, {limit['records_per_s']:,.0f} sentences/s (rounds {rates}; CPU "
+                      f"{limit['cpu_us_per_record']:.1f} us/sentence); 'of limit' is a contender's rate over "
+                      f"it, 'of {limit['cores']}-core limit' over {limit['cores']} such processes")
+    console.print("targets: issue 31's, end to end (median of the rounds' ratios); binding term: for a miss, "
+                  "the largest term of the steady batch (task time per core, or the driver's wall time), or "
+                  "the query's fixed costs when the steady ratio meets the target")
+
+
+def print_batches(console: Console, c: Contender, summary: dict[str, Any], warm: int) -> None:
+    """Where one contender's batches spend their time: the first ``warm`` batches and the steady
+    median, ms; the run's own metrics by term (task time summed over tasks) and Spark's stages."""
+    cpu = summary["cpu_s"]
+    table = Table(title=f"{escape(c.name)}: where the time goes per batch, ms (terms: task time summed over "
+                        f"tasks, from the run's metrics; CPU s per run JVM/py/driver/broker/store "
+                        + "/".join(f"{cpu[k]:.1f}" for k in CPU_PARTS) + ")")
+    table.add_column("batch")
+    for heading in COLUMNS.values():
+        table.add_column(heading, justify="right", overflow="fold")
+    for label, row in summary["batch_rows"]:
+        table.add_row(label, *(f"{row[k]:,.0f}" if row[k] is not None else "-" for k in COLUMNS))
+    console.print(table)

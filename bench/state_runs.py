@@ -20,6 +20,7 @@ from typing import Any
 
 from dsl import settle, spout_for
 from state_contenders import Contender
+from state_stages import stage_terms
 from tree_cpu import cpu_since as spent_since
 from tree_cpu import tree_cpu as tree_cpu_of
 
@@ -187,7 +188,8 @@ def run_native(spark: Any, spout: Any, tick: Callable[[int], None] | None = None
 def run_backend(spark: Any, spout: Any, factory: Any,
                 tick: Callable[[int], None] | None = None, split: str = "builtin") -> dict[str, Any]:
     """``persistentAggregate(factory, Count())`` of the words, ``run(trigger="available_now")``;
-    ``split``: ``builtin`` (Split(), Spark SQL) or ``python`` (a BaseFunction: ``str.split()``)."""
+    ``split``: ``builtin`` (Split(), Spark SQL), ``python`` (a BaseFunction: ``str.split()``) or
+    ``arrow`` (an ArrowFunction: bench/arrow_split.py)."""
     from dsl import Split as PythonSplit
     from dsl import _pickle_this_module_by_value
 
@@ -196,9 +198,19 @@ def run_backend(spark: Any, spout: Any, factory: Any,
 
     name = f"bench_state_{uuid.uuid4().hex[:6]}"
     topology = TridentTopology()
+    splitter: Any
     if split == "python":
         _pickle_this_module_by_value()  # executors cannot import bench/dsl.py
-    splitter = PythonSplit() if split == "python" else Split()
+        splitter = PythonSplit()
+    elif split == "arrow":
+        import arrow_split
+
+        if arrow_split.ARROW_MISSING:
+            raise SystemExit(arrow_split.ARROW_MISSING)
+        arrow_split.ship_by_value()  # nor bench/arrow_split.py
+        splitter = arrow_split.ArrowSplit()
+    else:
+        splitter = Split()
     (topology.newStream(name, spout).each(["value"], splitter, ["word:string"])
      .groupBy(["word"]).persistentAggregate(factory, Count(), ["count"]))
     checkpoint = tempfile.mkdtemp(prefix="trident-bench-ckpt-")
@@ -223,6 +235,9 @@ def run_backend(spark: Any, spout: Any, factory: Any,
         b = _batch(p)
         mine = ours.get(p["batchId"])
         b["state"] = dict(mine.state) if mine is not None else {}
+        # Where the batch's task time went, from the run's own metrics (read, operations, state).
+        b["stages"] = [dict(stage) for stage in mine.stages] if mine is not None else []
+        b["terms"] = stage_terms(b["stages"])
         batches.append(b)
     return {"records": sum(b["rows"] for b in batches), "seconds": seconds, "batches": batches,
             "marker": name}
