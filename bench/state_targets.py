@@ -13,17 +13,21 @@ DRIVER_PARTS = ("latest_offset_ms", "planning_ms", "logs_ms")
 
 def batch_terms(steady: dict[str, float | None], cores: int) -> dict[str, float]:
     """The terms of a steady batch in wall milliseconds: each task-time term divided by
-    ``cores`` (tasks of a term run side by side), and the driver's part as it is.
+    ``cores`` (tasks of a term run side by side), the driver's parts as they are, and ``rest``:
+    the batch's wall time that neither accounts for (the driver's own work inside addBatch, such
+    as planning the batch's DataFrames and committing state, and cores left idle).
 
     Examples
     --------
-    >>> batch_terms({"term_read": 200.0, "term_operations": 600.0, "term_state": 100.0,
-    ...              "term_spark": 50.0, "term_other": None,
-    ...              "latest_offset_ms": 10, "planning_ms": 30, "logs_ms": 60}, 2)
-    {'read': 100.0, 'operations': 300.0, 'state': 50.0, 'spark': 25.0, 'other': 0.0, 'driver': 100.0}
+    >>> terms = batch_terms({"ms": 800.0, "term_read": 200.0, "term_operations": 600.0,
+    ...                      "term_state": 100.0, "term_spark": 50.0, "term_other": None,
+    ...                      "latest_offset_ms": 10, "planning_ms": 30, "logs_ms": 60}, 2)
+    >>> terms["read"], terms["operations"], terms["other"], terms["driver"], terms["rest"]
+    (100.0, 300.0, 0.0, 100.0, 225.0)
     """
     out = {term: (steady.get(f"term_{term}") or 0.0) / cores for term in (*TERMS, "other")}
     out["driver"] = float(sum(steady.get(part) or 0.0 for part in DRIVER_PARTS))
+    out["rest"] = max(0.0, (steady.get("ms") or 0.0) - sum(out.values()))
     return out
 
 
@@ -33,7 +37,8 @@ def verdict(target: float, ratio: float, steady_ratio: float | None, steady: dic
 
     The binding term of a miss: when the steady ratio meets the target, the query's fixed costs
     (its first ``warm`` batches, start and stop); else the largest term of the steady batch
-    (:func:`batch_terms`), with the batch time the target needs at the same batch size.
+    (:func:`batch_terms`), with the batch time the target needs at the same batch size. A term
+    is named only where it was measured: ``rest`` is what no measured term accounts for.
 
     Examples
     --------
@@ -42,7 +47,7 @@ def verdict(target: float, ratio: float, steady_ratio: float | None, steady: dic
     >>> v = verdict(2.5, 1.1, 1.25, steady, cores=2, warm=2)
     >>> v["met"], v["binding"]
     (False, 'operations: 600 ms per core of a 1,000 ms batch; 2.5x needs a batch of <= 500 ms')
-    >>> print(verdict(1.5, 1.2, 1.6, steady, cores=2, warm=2)["binding"])
+    >>> print(verdict(1.5, 1.2, 1.6, steady, cores=2, warm=2)["binding"])  # doctest: +ELLIPSIS
     per-query fixed costs: steady 1.60 meets 1.5x, end to end 1.20 does not (the first 2 batches, ...)
     >>> verdict(1.5, 1.7, 1.6, steady, cores=2, warm=2)["binding"] is None
     True
@@ -65,7 +70,7 @@ def verdict(target: float, ratio: float, steady_ratio: float | None, steady: dic
         return out
     largest = max(terms, key=lambda t: terms[t])
     budget = batch_ms * steady_ratio / target
-    unit = "" if largest == "driver" else " per core"
+    unit = "" if largest in ("driver", "rest") else " per core"
     out["binding"] = (f"{largest}: {terms[largest]:,.0f} ms{unit} of a {batch_ms:,.0f} ms batch; "
                       f"{target:g}x needs a batch of <= {budget:,.0f} ms")
     return out

@@ -10,7 +10,7 @@ STEADY = {"ms": 1200.0, "term_read": 300.0, "term_operations": 500.0, "term_stat
 
 def test_terms_are_task_time_per_core_and_the_drivers_wall_time() -> None:
     assert batch_terms(STEADY, 2) == {"read": 150.0, "operations": 250.0, "state": 450.0, "spark": 50.0,
-                                      "other": 0.0, "driver": 150.0}
+                                      "other": 0.0, "driver": 150.0, "rest": 150.0}
 
 
 def test_a_met_target_has_no_binding_term() -> None:
@@ -32,6 +32,15 @@ def test_a_miss_bound_by_the_driver_says_so_without_per_core() -> None:
     v = verdict(1.5, 1.0, 1.0, steady, cores=2, warm=2)
 
     assert v["binding"] == "driver: 960 ms of a 1,200 ms batch; 1.5x needs a batch of <= 800 ms"
+
+
+def test_a_miss_bound_by_what_no_term_accounts_for_names_the_rest() -> None:
+    steady = STEADY | {"ms": 3000.0}
+
+    v = verdict(2.5, 1.0, 1.0, steady, cores=2, warm=2)
+
+    assert v["terms"]["rest"] == 1950.0
+    assert v["binding"] == "rest: 1,950 ms of a 3,000 ms batch; 2.5x needs a batch of <= 1,200 ms"
 
 
 def test_a_miss_end_to_end_only_is_bound_by_the_querys_fixed_costs() -> None:
