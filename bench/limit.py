@@ -43,12 +43,12 @@ def count_words(bootstrap: str, topic: str, partitions: int, records: int) -> tu
                 error = message.error()
                 if error is not None:
                     raise SystemExit(f"limit: reading {topic!r} at {bootstrap} failed: {error}")
+                seen += 1
                 value = message.value()
                 if value is None:
                     continue
                 for word in value.decode().split():
                     counts[word] = get(word, 0) + 1
-                seen += 1
     finally:
         consumer.close()
     return counts, seen
