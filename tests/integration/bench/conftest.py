@@ -1,5 +1,5 @@
 """The bench scripts import each other by bare name (they run as ``python bench/state.py``): put
-bench/ on the path for the tests of their pure logic."""
+bench/ on the path for the tests of the limit on a real broker."""
 
 from __future__ import annotations
 
