@@ -36,7 +36,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, ClassVar, Self, overload
+from typing import Any, ClassVar, NamedTuple, Self, overload
 
 from .base import BackingMap, Key, Versioned, VersionedBackingMap, as_versioned
 from .checks import check_int, is_int
@@ -76,9 +76,12 @@ def _encoded(key: Key) -> str | None:
         return None
 
 
-@dataclass(frozen=True)
-class _Decision:
-    """What one key's rule decided: write ``stored`` (or skip) and answer ``result``."""
+class _Decision(NamedTuple):
+    """What one key's rule decided: write ``stored`` (or skip) and answer ``result``.
+
+    A named tuple rather than a frozen dataclass: one is made per key per call, and a
+    tuple is made in a quarter of the time.
+    """
 
     write: bool
     stored: Any
