@@ -105,9 +105,11 @@ class BatchingMap(VersionedBackingMap):
             started = time.perf_counter_ns()
             at = slice(part.start, part.stop)
             keys_at, values_at, expected_at = list(keys[at]), list(values[at]), list(expected_versions[at])
-            outcomes.extend(self.delegate.multiPutIfVersion(keys_at, values_at, expected_at) if encoded is None
-                            else self.delegate.multiPutEncoded(keys_at, list(encoded[at]), values_at,
-                                                               expected_at))
+            if encoded is None:
+                outcomes.extend(self.delegate.multiPutIfVersion(keys_at, values_at, expected_at))
+            else:
+                outcomes.extend(self.delegate.multiPutEncoded(keys_at, list(encoded[at]), values_at,
+                                                              expected_at))
             self.stats.store_write_us += (time.perf_counter_ns() - started) // 1000
             self.stats.store_writes += 1
             self.stats.keys_written += len(part)

@@ -46,7 +46,6 @@ from .stats import StateStats
 from .value_updaters import Updater, ValueUpdater, as_updater
 from .values import OpaqueValue, StateType, TransactionalValue
 
-
 _IMMUTABLE = frozenset({int, float, str, bool, type(None)})
 
 
@@ -421,18 +420,18 @@ class MapState(ABC):
                       updaters: Sequence[Updater | ValueUpdater]) -> tuple[list[Any], list[str]]:
         """``multiUpdate(txid, keys, updaters)``: the new values, and the keys' encodings (made once
         here, for the caller's bookkeeping too: ``BatchState``)."""
-        keys, updaters = list(keys), [as_updater(u) for u in updaters]
-        if len(updaters) != len(keys):
-            raise StateError(f"{self.address}: multiUpdate got {len(keys)} keys but {len(updaters)} updaters")
+        keys, updates = list(keys), [as_updater(u) for u in updaters]
+        if len(updates) != len(keys):
+            raise StateError(f"{self.address}: multiUpdate got {len(keys)} keys but {len(updates)} updaters")
         stored_txid, keys, encoded = self._checked(txid, keys)
         again = self._written_in_batch(txid, encoded)
         update, update_again = self._update, self._update_again
         if again:
             results = self._apply(stored_txid, keys, encoded, lambda key, stored, t, i: (
-                update_again if i in again else update)(key, stored, t, updaters[i]))
+                update_again if i in again else update)(key, stored, t, updates[i]))
         else:
             results = self._apply(stored_txid, keys, encoded,
-                                  lambda key, stored, t, i: update(key, stored, t, updaters[i]))
+                                  lambda key, stored, t, i: update(key, stored, t, updates[i]))
         self._wrote(txid, encoded)
         return results, encoded
 
@@ -452,7 +451,8 @@ class MapState(ABC):
         if len(values) != len(keys):
             raise StateError(f"{self.address}: multiPut got {len(keys)} keys but {len(values)} values")
         stored_txid, keys, encoded = self._checked(txid, keys)
-        self._apply(stored_txid, keys, encoded, lambda key, stored, t, i: self._set(key, stored, t, values[i]))
+        set_ = self._set
+        self._apply(stored_txid, keys, encoded, lambda key, stored, t, i: set_(key, stored, t, values[i]))
         self._wrote(txid, encoded)
         return encoded
 
@@ -573,7 +573,8 @@ class MapState(ABC):
             if len(pending) == len(keys):
                 stored = self.backing.multiGetEncoded(keys, encoded)
             else:
-                stored = self.backing.multiGetEncoded([keys[i] for i in pending], [encoded[i] for i in pending])
+                stored = self.backing.multiGetEncoded([keys[i] for i in pending],
+                                                      [encoded[i] for i in pending])
             # Decide every key before writing any: an ahead key stops the whole call unwritten.
             decisions = [decide(keys[i], s, stored_txid, i) for i, s in zip(pending, stored, strict=True)]
             writes = [(i, s, d) for i, s, d in zip(pending, stored, decisions, strict=True) if d.write]

@@ -25,9 +25,10 @@ KEYS: list[tuple[list[Any], str]] = [
     ([1.5, None], "~d1.5|~n"),
     ([], "~global"),
 ]
-BEFORE = {StateType.OPAQUE: b"[4,10,7]", StateType.TRANSACTIONAL: b"[4,10]", StateType.NON_TRANSACTIONAL: b"10"}
-AFTER = {StateType.OPAQUE: b"[5,11,10]", StateType.TRANSACTIONAL: b"[5,11]", StateType.NON_TRANSACTIONAL: b"11"}
-NEW = {StateType.OPAQUE: b"[5,1,null]", StateType.TRANSACTIONAL: b"[5,1]", StateType.NON_TRANSACTIONAL: b"1"}
+OPAQUE, TX, NON_TX = StateType.OPAQUE, StateType.TRANSACTIONAL, StateType.NON_TRANSACTIONAL
+BEFORE = {OPAQUE: b"[4,10,7]", TX: b"[4,10]", NON_TX: b"10"}
+AFTER = {OPAQUE: b"[5,11,10]", TX: b"[5,11]", NON_TX: b"11"}
+NEW = {OPAQUE: b"[5,1,null]", TX: b"[5,1]", NON_TX: b"1"}
 
 
 def add_one(old: Any) -> Any:
