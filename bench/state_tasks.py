@@ -15,8 +15,8 @@ from rich.table import Table
 
 
 class StoreTimer:
-    """Seconds spent in store round trips in this process: wraps ``BatchingMap``'s two
-    methods (the layer right in front of the store) while in use. Only this process."""
+    """Seconds spent in store round trips in this process: wraps ``BatchingMap``'s read and
+    write methods (the layer right in front of the store) while in use. Only this process."""
 
     def __init__(self) -> None:
         self.read_s = self.write_s = 0.0
@@ -25,7 +25,8 @@ class StoreTimer:
     def __enter__(self) -> StoreTimer:
         from trident_spark.state.batching import BatchingMap
 
-        for name, slot in (("multiGetVersioned", "read_s"), ("multiPutIfVersion", "write_s")):
+        for name, slot in (("multiGetVersioned", "read_s"), ("multiGetEncoded", "read_s"),
+                           ("multiPutIfVersion", "write_s"), ("multiPutEncoded", "write_s")):
             original = BatchingMap.__dict__[name]
 
             def timed(this: Any, *args: Any, _original: Any = original, _slot: str = slot) -> Any:

@@ -188,6 +188,48 @@ class VersionedBackingMap(BackingMap):
             ``max_multi_put_batch_size``).
         """
 
+    def multiGetEncoded(self, keys: Sequence[Key], encoded: Sequence[str]) -> list[Versioned | None]:
+        """:meth:`multiGetVersioned` with each key's encoding (``keys.encode_keys``) already made.
+
+        The map rules encode a call's keys once and read through this, so the cache, the
+        batching layer and the built-in stores do not encode them again. This default
+        ignores ``encoded``: a store of a program's own needs nothing more than
+        :meth:`multiGetVersioned`.
+
+        Parameters
+        ----------
+        keys : sequence of Key
+            The keys.
+        encoded : sequence of str
+            ``encoded[i]`` is ``keys.encode_key(keys[i])``.
+
+        Examples
+        --------
+        >>> from trident_spark.state import MemoryState
+        >>> backing = MemoryState.nonTransactional(name="doc-get-encoded").open_backing_map()
+        >>> backing.multiPut([["cat"]], [3])
+        >>> [stored.value for stored in backing.multiGetEncoded([["cat"]], ["cat"])]
+        [3]
+        """
+        return self.multiGetVersioned(keys)
+
+    def multiPutEncoded(self, keys: Sequence[Key], encoded: Sequence[str], values: Sequence[Any],
+                        expected_versions: Sequence[Version | None]) -> list[Version | None]:
+        """:meth:`multiPutIfVersion` with each key's encoding already made (see :meth:`multiGetEncoded`).
+
+        This default ignores ``encoded``.
+
+        Examples
+        --------
+        >>> from trident_spark.state import MemoryState
+        >>> backing = MemoryState.nonTransactional(name="doc-put-encoded").open_backing_map()
+        >>> backing.multiPutEncoded([["cat"]], ["cat"], [3], [None]) != [None]
+        True
+        >>> backing.multiGet([["cat"]])
+        [3]
+        """
+        return self.multiPutIfVersion(keys, values, expected_versions)
+
     def scanVersioned(self, batch_size: int | None = None) -> Iterator[tuple[Key, Versioned]]:
         """Every stored key, as its group values, with its value and version. Optional.
 

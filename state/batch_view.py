@@ -107,6 +107,11 @@ class BatchState:
     def _wrote(self, keys: Sequence[Key]) -> None:
         self._written.update(e for e in (self._encoded(key) for key in keys) if e is not None)
 
+    def _rules_own(self, method: str) -> bool:
+        """Whether the state's ``method`` is the map rules' own (not a subclass's): then this view
+        calls the rules directly and keeps the keys' encodings they made (each key encoded once)."""
+        return getattr(type(self.state), method) is getattr(MapState, method)
+
     def getTuples(self) -> Iterator[list[Any]]:
         """Every stored key's group values followed by its value: ``MapState.getTuples``.
 
@@ -134,12 +139,19 @@ class BatchState:
 
     def multiUpdate(self, keys: Sequence[Key], updaters: Sequence[Updater]) -> list[Any]:
         """Apply one updater per key as this batch; returns the new values."""
+        if self._rules_own("multiUpdate"):
+            values, encoded = self.state._multi_update(self.txid, keys, updaters)
+            self._written.update(encoded)
+            return values
         values = self.state.multiUpdate(self.txid, keys, updaters)
         self._wrote(keys)
         return values
 
     def multiPut(self, keys: Sequence[Key], values: Sequence[Any]) -> None:
         """Set ``keys`` to ``values`` as this batch."""
+        if self._rules_own("multiPut"):
+            self._written.update(self.state._multi_put(self.txid, keys, values))
+            return
         self.state.multiPut(self.txid, keys, values)
         self._wrote(keys)
 

@@ -73,10 +73,18 @@ class BatchingMap(VersionedBackingMap):
         return self.delegate.address
 
     def multiGetVersioned(self, keys: Sequence[Key]) -> list[Versioned | None]:
+        return self._get(keys, None)
+
+    def multiGetEncoded(self, keys: Sequence[Key], encoded: Sequence[str]) -> list[Versioned | None]:
+        return self._get(keys, encoded)
+
+    def _get(self, keys: Sequence[Key], encoded: Sequence[str] | None) -> list[Versioned | None]:
         found: list[Versioned | None] = []
         for part in _chunks(len(keys), self.max_multi_get_batch_size):
             started = time.perf_counter_ns()
-            found.extend(self.delegate.multiGetVersioned([keys[i] for i in part]))
+            at = slice(part.start, part.stop)
+            found.extend(self.delegate.multiGetVersioned(list(keys[at])) if encoded is None
+                         else self.delegate.multiGetEncoded(list(keys[at]), list(encoded[at])))
             self.stats.store_read_us += (time.perf_counter_ns() - started) // 1000
             self.stats.store_reads += 1
             self.stats.keys_read += len(part)
@@ -84,11 +92,24 @@ class BatchingMap(VersionedBackingMap):
 
     def multiPutIfVersion(self, keys: Sequence[Key], values: Sequence[Any],
                           expected_versions: Sequence[Version | None]) -> list[Version | None]:
+        return self._put(keys, None, values, expected_versions)
+
+    def multiPutEncoded(self, keys: Sequence[Key], encoded: Sequence[str], values: Sequence[Any],
+                        expected_versions: Sequence[Version | None]) -> list[Version | None]:
+        return self._put(keys, encoded, values, expected_versions)
+
+    def _put(self, keys: Sequence[Key], encoded: Sequence[str] | None, values: Sequence[Any],
+             expected_versions: Sequence[Version | None]) -> list[Version | None]:
         outcomes: list[Version | None] = []
         for part in _chunks(len(keys), self.max_multi_put_batch_size):
             started = time.perf_counter_ns()
-            outcomes.extend(self.delegate.multiPutIfVersion(
-                [keys[i] for i in part], [values[i] for i in part], [expected_versions[i] for i in part]))
+            at = slice(part.start, part.stop)
+            keys_at, values_at, expected_at = list(keys[at]), list(values[at]), list(expected_versions[at])
+            if encoded is None:
+                outcomes.extend(self.delegate.multiPutIfVersion(keys_at, values_at, expected_at))
+            else:
+                outcomes.extend(self.delegate.multiPutEncoded(keys_at, list(encoded[at]), values_at,
+                                                              expected_at))
             self.stats.store_write_us += (time.perf_counter_ns() - started) // 1000
             self.stats.store_writes += 1
             self.stats.keys_written += len(part)

@@ -18,7 +18,7 @@ from typing import Any
 from .base import Key, Version, Versioned, VersionedBackingMap
 from .checks import check_int
 from .errors import StateConfigError
-from .keys import encode_key
+from .keys import encode_key, encode_keys
 from .stats import StateStats
 
 _NOT_CACHED = object()
@@ -77,20 +77,23 @@ class CachedMap(VersionedBackingMap):
             self._entries.popitem(last=False)
 
     def multiGetVersioned(self, keys: Sequence[Key]) -> list[Versioned | None]:
-        encoded = [encode_key(key) for key in keys]
+        return self.multiGetEncoded(keys, encode_keys(keys))
+
+    def multiGetEncoded(self, keys: Sequence[Key], encoded: Sequence[str]) -> list[Versioned | None]:
+        entries = self._entries
         found: list[Any] = []
         missing: list[int] = []
         for i, enc in enumerate(encoded):
-            entry = self._entries.get(enc, _NOT_CACHED)
+            entry = entries.get(enc, _NOT_CACHED)
             if entry is _NOT_CACHED:
                 missing.append(i)
             else:
-                self._entries.move_to_end(enc)
+                entries.move_to_end(enc)
             found.append(entry)
         self.stats.cache_hits += len(keys) - len(missing)
         self.stats.cache_misses += len(missing)
         if missing:
-            fetched = self.delegate.multiGetVersioned([keys[i] for i in missing])
+            fetched = self.delegate.multiGetEncoded([keys[i] for i in missing], [encoded[i] for i in missing])
             for i, stored in zip(missing, fetched, strict=True):
                 found[i] = stored
                 self._remember(encoded[i], stored)
@@ -98,12 +101,16 @@ class CachedMap(VersionedBackingMap):
 
     def multiPutIfVersion(self, keys: Sequence[Key], values: Sequence[Any],
                           expected_versions: Sequence[Version | None]) -> list[Version | None]:
-        outcomes = self.delegate.multiPutIfVersion(keys, values, expected_versions)
-        for key, value, new_version in zip(keys, values, outcomes, strict=True):
-            enc = encode_key(key)
+        return self.multiPutEncoded(keys, encode_keys(keys), values, expected_versions)
+
+    def multiPutEncoded(self, keys: Sequence[Key], encoded: Sequence[str], values: Sequence[Any],
+                        expected_versions: Sequence[Version | None]) -> list[Version | None]:
+        outcomes = self.delegate.multiPutEncoded(keys, encoded, values, expected_versions)
+        entries = self._entries
+        for enc, value, new_version in zip(encoded, values, outcomes, strict=True):
             if new_version is None:
                 # Lost: the entry is stale (or the key changed under us); the next read goes to the store.
-                self._entries.pop(enc, None)
+                entries.pop(enc, None)
             else:
                 self._remember(enc, Versioned(value, new_version))
         return outcomes

@@ -55,7 +55,7 @@ from .es_documents import RESERVED_FIELDS, index_mapping, state_document, stored
 from .es_scan import MAX_PAGE, IndexConnection, scan_index
 from .extras import require_extra
 from .factory import CREATED_BY, StoreStateFactory
-from .keys import encode_key
+from .keys import encode_key, encode_keys
 from .serializers import Serializer, deserialize_stored, serialize_stored
 from .url import Scheme, redact, register_scheme
 
@@ -309,9 +309,12 @@ class ElasticsearchBackingMap(VersionedBackingMap):
     # -- reads and writes -------------------------------------------------------------------
 
     def multiGetVersioned(self, keys: Sequence[Key]) -> list[Versioned | None]:
+        return self.multiGetEncoded(keys, encode_keys(keys))
+
+    def multiGetEncoded(self, keys: Sequence[Key], encoded: Sequence[str]) -> list[Versioned | None]:
         if not keys:
             return []
-        ids = [self.document_id(key) for key in keys]
+        ids = list(encoded)  # the document ids (document_id)
         body = json.dumps({"ids": ids}, ensure_ascii=False).encode("utf-8")
         target = f"/{self.spec.index}/_mget?realtime=true&_source_includes=state,state_base64"
         for attempt in range(2):
@@ -377,19 +380,24 @@ class ElasticsearchBackingMap(VersionedBackingMap):
 
     def multiPutIfVersion(self, keys: Sequence[Key], values: Sequence[Any],
                           expected_versions: Sequence[Version | None]) -> list[Version | None]:
-        if not len(keys) == len(values) == len(expected_versions):
+        return self.multiPutEncoded(keys, encode_keys(keys), values, expected_versions)
+
+    def multiPutEncoded(self, keys: Sequence[Key], encoded: Sequence[str], values: Sequence[Any],
+                        expected_versions: Sequence[Version | None]) -> list[Version | None]:
+        if not len(keys) == len(encoded) == len(values) == len(expected_versions):
             raise StateError(f"{self.address}: multiPutIfVersion needs as many values and versions as keys")
         if not keys:
             return []
         fields = self.spec.fields
+        serializer, address = self.serializer, self.address
         lines: list[tuple[bytes, bytes]] = []
-        for key, value, expected in zip(keys, values, expected_versions, strict=True):
-            data = serialize_stored(self.serializer, value, key=key, address=self.address)
+        for key, doc_id, value, expected in zip(keys, encoded, values, expected_versions, strict=True):
+            data = serialize_stored(serializer, value, key=key, address=address)
             try:
                 doc = state_document(key, value, data, fields)
             except StateError as exc:
-                raise StateError(f"{self.address}: {exc}") from None
-            action = self._action(self.document_id(key), expected)
+                raise StateError(f"{address}: {exc}") from None
+            action = self._action(doc_id, expected)
             try:
                 source = json.dumps(doc, ensure_ascii=False, allow_nan=False)
             except ValueError:          # NaN or infinity in the readable copy: JSON has no such numbers

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from .base import Key, Version, Versioned, VersionedBackingMap, check_scan_batch_size
 from .errors import StateConfigError, StateError
 from .factory import StoreStateFactory
-from .keys import decode_scanned_key, encode_key, is_reserved
+from .keys import decode_scanned_key, encode_key, encode_keys, is_reserved
 from .map import OpaqueMap
 from .memory_server import Address, MemoryServer, RemoteStore
 from .serializers import Serializer, deserialize_stored, serialize_stored
@@ -176,21 +176,29 @@ class MemoryBackingMap(VersionedBackingMap):
             raise StateError(f"{self.address}: the state was closed; open it again")
 
     def multiGetVersioned(self, keys: Sequence[Key]) -> list[Versioned | None]:
+        return self.multiGetEncoded(keys, encode_keys(keys))
+
+    def multiGetEncoded(self, keys: Sequence[Key], encoded: Sequence[str]) -> list[Versioned | None]:
         self._check_open()
-        entries = self.store.get_entries([encode_key(key) for key in keys])
+        entries = self.store.get_entries(list(encoded))
+        serializer, address = self.serializer, self.address
         return [None if entry is None else Versioned(
-                    deserialize_stored(self.serializer, entry[0], key=key, address=self.address), entry[1])
+                    deserialize_stored(serializer, entry[0], key=key, address=address), entry[1])
                 for key, entry in zip(keys, entries, strict=True)]
 
     def multiPutIfVersion(self, keys: Sequence[Key], values: Sequence[Any],
                           expected_versions: Sequence[Version | None]) -> list[Version | None]:
+        return self.multiPutEncoded(keys, encode_keys(keys), values, expected_versions)
+
+    def multiPutEncoded(self, keys: Sequence[Key], encoded: Sequence[str], values: Sequence[Any],
+                        expected_versions: Sequence[Version | None]) -> list[Version | None]:
         self._check_open()
-        if not len(keys) == len(values) == len(expected_versions):
+        if not len(keys) == len(encoded) == len(values) == len(expected_versions):
             raise StateError(f"{self.address}: multiPutIfVersion needs as many values and versions as keys")
-        encoded = [encode_key(key) for key in keys]
-        data = [serialize_stored(self.serializer, value, key=key, address=self.address)
+        serializer, address = self.serializer, self.address
+        data = [serialize_stored(serializer, value, key=key, address=address)
                 for key, value in zip(keys, values, strict=True)]
-        return list(self.store.put_if_version(encoded, data, list(expected_versions)))
+        return list(self.store.put_if_version(list(encoded), data, list(expected_versions)))
 
     def scanVersioned(self, batch_size: int | None = None) -> Iterator[tuple[Key, Versioned]]:
         """Every stored key in encoded-key order, from a snapshot taken when the scan starts.

@@ -55,7 +55,7 @@ from .checks import is_int
 from .errors import StateConfigError, StateError, StateUnavailableError
 from .extras import require_extra
 from .factory import CREATED_BY, StoreStateFactory
-from .keys import decode_scanned_key, encode_key, is_reserved
+from .keys import decode_scanned_key, encode_key, encode_keys, is_reserved
 from .serializers import Serializer, deserialize_stored, serialize_stored
 from .url import Scheme, parse_error, redact, register_scheme
 
@@ -262,17 +262,21 @@ class PostgresBackingMap(VersionedBackingMap):
     # -- reads and writes -------------------------------------------------------------------
 
     def multiGetVersioned(self, keys: Sequence[Key]) -> list[Versioned | None]:
+        return self.multiGetEncoded(keys, encode_keys(keys))
+
+    def multiGetEncoded(self, keys: Sequence[Key], encoded: Sequence[str]) -> list[Versioned | None]:
         if not keys:
             return []
-        encoded = [encode_key(key) for key in keys]
+        encoded = list(encoded)
         rows = self._run(f"SELECT of {len(keys)} keys",
                          f'SELECT k, v, version FROM "{self.table}" WHERE k = ANY(%s::text[])', (encoded,))
         found = {k: (v, version) for k, v, version in rows}
         result: list[Versioned | None] = []
+        serializer, address = self.serializer, self.address
         for key, enc in zip(keys, encoded, strict=True):
             row = found.get(enc)
             result.append(None if row is None else Versioned(
-                deserialize_stored(self.serializer, bytes(row[0]), key=key, address=self.address), row[1]))
+                deserialize_stored(serializer, bytes(row[0]), key=key, address=address), row[1]))
         return result
 
     def scanVersioned(self, batch_size: int | None = None) -> Iterator[tuple[Key, Versioned]]:
@@ -314,13 +318,17 @@ class PostgresBackingMap(VersionedBackingMap):
 
     def multiPutIfVersion(self, keys: Sequence[Key], values: Sequence[Any],
                           expected_versions: Sequence[Version | None]) -> list[Version | None]:
-        if not len(keys) == len(values) == len(expected_versions):
+        return self.multiPutEncoded(keys, encode_keys(keys), values, expected_versions)
+
+    def multiPutEncoded(self, keys: Sequence[Key], encoded: Sequence[str], values: Sequence[Any],
+                        expected_versions: Sequence[Version | None]) -> list[Version | None]:
+        if not len(keys) == len(encoded) == len(values) == len(expected_versions):
             raise StateError(f"{self.address}: multiPutIfVersion needs as many values and versions as keys")
         if not keys:
             return []
-        encoded = [encode_key(key) for key in keys]
         new_versions = [self._next_version(expected) for expected in expected_versions]
-        blobs = [serialize_stored(self.serializer, value, key=key, address=self.address)
+        serializer, address = self.serializer, self.address
+        blobs = [serialize_stored(serializer, value, key=key, address=address)
                  for key, value in zip(keys, values, strict=True)]
         up_keys: list[str] = []
         up_blobs: list[bytes] = []

@@ -89,7 +89,7 @@ from .base import Key, Version, Versioned, VersionedBackingMap, check_scan_batch
 from .errors import StateConfigError, StateError, StateUnavailableError, WrongTypeError
 from .extras import require_extra
 from .factory import StoreStateFactory
-from .keys import decode_scanned_key, encode_key, is_reserved
+from .keys import decode_scanned_key, encode_key, encode_keys, is_reserved
 from .redis_cluster import ClusterClient, RedirectCounts, SlotCall
 from .redis_slots import group_by_slot, key_slot
 from .serializers import Serializer, deserialize_stored, serialize_stored
@@ -360,13 +360,18 @@ class RedisBackingMap(VersionedBackingMap):
     # -- reads and writes -------------------------------------------------------------------
 
     def multiGetVersioned(self, keys: Sequence[Key]) -> list[Versioned | None]:
+        return self.multiGetEncoded(keys, encode_keys(keys))
+
+    def multiGetEncoded(self, keys: Sequence[Key], encoded: Sequence[str]) -> list[Versioned | None]:
         if not keys:
             return []
-        data = zip(keys, self._mget([self.redis_key(key) for key in keys]), strict=True)
-        return [None if raw is None else self._versioned(key, raw) for key, raw in data]
+        prefix = self.spec.key_prefix + ":"
+        data = zip(keys, self._mget([prefix + enc for enc in encoded]), strict=True)
+        address = self.address
+        return [None if raw is None else self._versioned(key, raw, address) for key, raw in data]
 
-    def _versioned(self, key: Key, raw: bytes) -> Versioned:
-        value = deserialize_stored(self.serializer, raw, key=key, address=self.address)
+    def _versioned(self, key: Key, raw: bytes, address: str | None = None) -> Versioned:
+        value = deserialize_stored(self.serializer, raw, key=key, address=address or self.address)
         return Versioned(value, version_token(raw))
 
     def scanVersioned(self, batch_size: int | None = None) -> Iterator[tuple[Key, Versioned]]:
@@ -455,12 +460,18 @@ class RedisBackingMap(VersionedBackingMap):
 
     def multiPutIfVersion(self, keys: Sequence[Key], values: Sequence[Any],
                           expected_versions: Sequence[Version | None]) -> list[Version | None]:
-        if not len(keys) == len(values) == len(expected_versions):
+        return self.multiPutEncoded(keys, encode_keys(keys), values, expected_versions)
+
+    def multiPutEncoded(self, keys: Sequence[Key], encoded: Sequence[str], values: Sequence[Any],
+                        expected_versions: Sequence[Version | None]) -> list[Version | None]:
+        if not len(keys) == len(encoded) == len(values) == len(expected_versions):
             raise StateError(f"{self.address}: multiPutIfVersion needs as many values and versions as keys")
         if not keys:
             return []
-        names = [self.redis_key(key) for key in keys]
-        data = [serialize_stored(self.serializer, value, key=key, address=self.address)
+        prefix = self.spec.key_prefix + ":"
+        names = [prefix + enc for enc in encoded]
+        serializer, address = self.serializer, self.address
+        data = [serialize_stored(serializer, value, key=key, address=address)
                 for key, value in zip(keys, values, strict=True)]
         args: list[bytes] = [self._px]
         for expected, blob in zip(expected_versions, data, strict=True):

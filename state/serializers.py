@@ -102,6 +102,14 @@ class _JSONSerializer:
         return f"{type(self).__name__}()"
 
 
+def _int_or_null(value: Any) -> str | None:
+    """The JSON text of an ``int`` or None, else None: the common count's value needs no
+    encoder (``json`` writes exactly ``str(int)`` and ``null``)."""
+    if type(value) is int:
+        return str(value)
+    return "null" if value is None else None
+
+
 def _is_txid(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -141,6 +149,9 @@ class JSONNonTransactionalSerializer(_JSONSerializer):
     """
 
     def serialize(self, value: Any) -> bytes:
+        text = _int_or_null(value)
+        if text is not None:
+            return text.encode("ascii")
         return self._dumps(self._value(value))
 
     def deserialize(self, data: bytes) -> Any:
@@ -165,6 +176,9 @@ class JSONTransactionalSerializer(_JSONSerializer):
     def serialize(self, value: Any) -> bytes:
         if not isinstance(value, TransactionalValue):
             raise TypeError(f"a transactional state stores TransactionalValue, got {value!r}")
+        val = _int_or_null(value.val)
+        if type(value.txid) is int and val is not None:
+            return f"[{value.txid},{val}]".encode("ascii")
         return self._dumps([value.txid, self._value(value.val)])
 
     def deserialize(self, data: bytes) -> Any:
@@ -192,6 +206,9 @@ class JSONOpaqueSerializer(_JSONSerializer):
     def serialize(self, value: Any) -> bytes:
         if not isinstance(value, OpaqueValue):
             raise TypeError(f"an opaque state stores OpaqueValue, got {value!r}")
+        curr, prev = _int_or_null(value.curr), _int_or_null(value.prev)
+        if type(value.txid) is int and curr is not None and prev is not None:
+            return f"[{value.txid},{curr},{prev}]".encode("ascii")
         return self._dumps([value.txid, self._value(value.curr), self._value(value.prev)])
 
     def deserialize(self, data: bytes) -> Any:

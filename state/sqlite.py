@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from typing import Self, Unpack
 
     from .factory import StoreSettings
-from .keys import decode_scanned_key, encode_key, is_reserved
+from .keys import decode_scanned_key, encode_keys, is_reserved
 from .serializers import Serializer, deserialize_stored, serialize_stored
 
 DEFAULT_TABLE = "trident_state"
@@ -199,7 +199,9 @@ class SqliteBackingMap(VersionedBackingMap):
             raise self._unavailable(exc) from exc
 
     def multiGetVersioned(self, keys: Sequence[Key]) -> list[Versioned | None]:
-        encoded = [encode_key(key) for key in keys]
+        return self.multiGetEncoded(keys, encode_keys(keys))
+
+    def multiGetEncoded(self, keys: Sequence[Key], encoded: Sequence[str]) -> list[Versioned | None]:
         rows: dict[str, tuple[bytes, int]] = {}
         with self._lock:
             for part in _chunks(encoded, _PARAMS_PER_STATEMENT):
@@ -208,10 +210,11 @@ class SqliteBackingMap(VersionedBackingMap):
                         f'SELECT k, v, version FROM "{self.table}" WHERE k IN ({marks})', part):
                     rows[k] = (v, version)
         found: list[Versioned | None] = []
+        serializer, address = self.serializer, self.address
         for key, enc in zip(keys, encoded, strict=True):
             row = rows.get(enc)
             found.append(None if row is None else Versioned(
-                deserialize_stored(self.serializer, row[0], key=key, address=self.address), row[1]))
+                deserialize_stored(serializer, row[0], key=key, address=address), row[1]))
         return found
 
     def scanVersioned(self, batch_size: int | None = None) -> Iterator[tuple[Key, Versioned]]:
@@ -285,14 +288,18 @@ class SqliteBackingMap(VersionedBackingMap):
 
     def multiPutIfVersion(self, keys: Sequence[Key], values: Sequence[Any],
                           expected_versions: Sequence[Version | None]) -> list[Version | None]:
-        if not len(keys) == len(values) == len(expected_versions):
+        return self.multiPutEncoded(keys, encode_keys(keys), values, expected_versions)
+
+    def multiPutEncoded(self, keys: Sequence[Key], encoded: Sequence[str], values: Sequence[Any],
+                        expected_versions: Sequence[Version | None]) -> list[Version | None]:
+        if not len(keys) == len(encoded) == len(values) == len(expected_versions):
             raise StateError(f"{self.address}: multiPutIfVersion needs as many values and versions as keys")
         table = self.table
+        serializer, address = self.serializer, self.address
         new_versions = [self._next_version(expected) for expected in expected_versions]
-        rows = [(encode_key(key), serialize_stored(self.serializer, value, key=key, address=self.address),
-                 expected, version)
-                for key, value, expected, version
-                in zip(keys, values, expected_versions, new_versions, strict=True)]
+        rows = [(enc, serialize_stored(serializer, value, key=key, address=address), expected, version)
+                for key, enc, value, expected, version
+                in zip(keys, encoded, values, expected_versions, new_versions, strict=True)]
 
         def statements() -> Iterator[tuple[str, Sequence[Any]]]:
             for enc, blob, expected, version in rows:
@@ -307,7 +314,7 @@ class SqliteBackingMap(VersionedBackingMap):
         return [version if count == 1 else None for version, count in zip(new_versions, changed, strict=True)]
 
     def multiRemove(self, keys: Sequence[Key]) -> None:
-        encoded = [encode_key(key) for key in keys]
+        encoded = encode_keys(keys)
         table = self.table
 
         def statements() -> Iterator[tuple[str, Sequence[Any]]]:

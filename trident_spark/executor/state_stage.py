@@ -32,10 +32,10 @@ from trident_spark.fields import Fields, TridentTuple
 from trident_spark.object_values import decode_column
 from trident_spark.operation import Operation, OperationContext, ReportedErrors, TridentCollector
 from trident_spark.state import BatchState, MapState, StateSource
-from trident_spark.state.keys import GLOBAL_KEY, encode_key
+from trident_spark.state.keys import GLOBAL_KEY, encode_keys
 from trident_spark.state.map import MAP_KINDS
 from trident_spark.state.state_api import make_state
-from trident_spark.worker_gc import settle_imports
+from trident_spark.worker_gc import gc_paused, settle_imports
 
 #: States opened in this process, by their settings: the run and store generation each was
 #: opened for, and the state.
@@ -222,10 +222,13 @@ def persist(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: in
     table = _gather(batches)
     if table is None:
         return
-    tuples = _tuples(table, step.input_fields, step.untyped_in)
     errors = ReportedErrors(step.label)
     collector = TridentCollector(errors)
-    with _partition_state(step, txid, conf, num_partitions, errors, store_stages=True) as (view, updater):
+    # The tuples, keys, values and records of a partition stay alive until the state is written:
+    # paused, the collector does not walk them again and again (never across the yield below).
+    with gc_paused(), _partition_state(step, txid, conf, num_partitions, errors,
+                                       store_stages=True) as (view, updater):
+        tuples = _tuples(table, step.input_fields, step.untyped_in)
         if isinstance(view, BatchState):
             call(step.label, updater.updateState, view, tuples, collector, where="in updateState",
                  passes=STATE_PASSES)
@@ -237,7 +240,9 @@ def persist(step: StateStep, txid: int, conf: dict[str, Any], num_partitions: in
             call(step.label, view.commit, txid, where=f"in {type(view).__name__}.commit({txid})",
                  passes=STATE_PASSES)
     if collector.emitted:
-        yield _emitted(step, collector.emitted)
+        with gc_paused():
+            out = _emitted(step, collector.emitted)
+        yield out
 
 
 def _emitted(step: StateStep, emitted: list[list[Any]]) -> pa.RecordBatch:
@@ -273,9 +278,10 @@ def check_not_ahead(step: StateStep, txid: int, written_before: bool, batches: I
     group = list(step.input_fields)
     keys = ([list(t) for t in _tuples(table, step.input_fields, step.untyped_in)] if group
             else [list(GLOBAL_KEY)])
-    distinct = list({encode_key(key): key for key in keys}.values())
+    by_encoding = dict(zip(encode_keys(keys), keys, strict=True))
+    distinct = list(by_encoding.values())
     stored_txid = txid + state.txid_offset
-    for key, stored in zip(distinct, state.backing.multiGetVersioned(distinct), strict=True):
+    for key, stored in zip(distinct, state.backing.multiGetEncoded(distinct, list(by_encoding)), strict=True):
         found = getattr(None if stored is None else stored.value, "txid", None)
         if isinstance(found, int) and (found > stored_txid or (found == stored_txid and not written_before)):
             raise StateAheadError(state.address, key, stored_txid=found, batch_txid=stored_txid,

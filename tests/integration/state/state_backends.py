@@ -88,6 +88,9 @@ def increment_from_threads(spec, workers: int, rounds: int, key=("cat",)) -> lis
         try:
             with spec.open() as state:
                 stats.append(state.stats)
+                # Connected (and the store's table made) before the race starts: else the first
+                # thread can do every round while the other still connects, and nothing races.
+                state.multiGet([["warm-up"]])
                 start.wait()
                 for txid in range(rounds):
                     state.multiUpdate(txid, [list(key)], [add(1)])

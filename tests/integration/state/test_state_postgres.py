@@ -87,6 +87,20 @@ globals().update(reused_rule_tests())
 
 # -- layout ----------------------------------------------------------------------------------------
 
+@pytest.mark.parametrize("cache_size", [1000, 0])
+def test_rows_written_by_earlier_versions_update_in_place(backend, cache_size):
+    earlier = [(["cat"], "cat"), (["~cat"], "%7Ecat"), (["a|b"], "a%7Cb"), (["us", 2024], "us|~i2024"),
+               ([(1, "x")], '~j{"~tuple":[1,"x"]}'), ([], "~global")]      # literal, not through keys.py
+    state = backend.spec(OPAQUE, cache_size=cache_size).open()
+    assert state.multiGet([["dog"]]) == [None]                             # the table, as ever created
+    for _, stored in earlier:
+        backend.sql(f'INSERT INTO "{backend.table}" (k, v, version) VALUES (%s, %s, 1)',
+                    (stored, b"[4,10,7]"))
+    keys = [key for key, _ in earlier] + [["dog"]]
+    assert state.multiUpdate(5, keys, [add(1)] * len(keys)) == [11] * len(earlier) + [1]
+    assert backend.rows() == {stored: b"[5,11,10]" for _, stored in earlier} | {"dog": b"[5,1,null]"}
+
+
 def test_one_row_per_key_with_storms_json_in_bytea(backend):
     backend.spec(OPAQUE).open().multiUpdate(3, [["cat"], ["us", 2024]], [add(2), add(5)])
     backend.spec(OPAQUE).open().update(3, add(9))

@@ -95,6 +95,23 @@ def command_calls(client, *names: str) -> dict[str, int]:
 
 # -- layout: Storm's Redis state format ------------------------------------------------------------
 
+#: Keys as earlier versions stored them (literal, not through keys.py), with what they hold.
+EARLIER_KEYS = [(["cat"], "cat"), (["~cat"], "%7Ecat"), (["a|b"], "a%7Cb"), (["us", 2024], "us|~i2024"),
+                ([(1, "x")], '~j{"~tuple":[1,"x"]}'), ([], "~global")]
+
+
+@pytest.mark.parametrize("cache_size", [1000, 0])
+def test_keys_written_by_earlier_versions_update_in_place(backend, cache_size):
+    for _, stored in EARLIER_KEYS:
+        backend.client.set(f"{backend.prefix}:{stored}", b"[4,10,7]")
+    keys = [key for key, _ in EARLIER_KEYS] + [["dog"]]
+    state = backend.spec(OPAQUE, cache_size=cache_size).open()
+    assert state.multiUpdate(5, keys, [add(1)] * len(keys)) == [11] * len(EARLIER_KEYS) + [1]
+    assert {stored: backend.raw(f"{backend.prefix}:{stored}") for _, stored in EARLIER_KEYS} == \
+        {stored: b"[5,11,10]" for _, stored in EARLIER_KEYS}
+    assert backend.raw(f"{backend.prefix}:dog") == b"[5,1,null]"
+
+
 def test_keys_are_prefix_and_encoded_key_and_values_are_storms_json(backend):
     backend.spec(OPAQUE).open().multiUpdate(3, [["cat"], ["us", 2024]], [add(2), add(5)])
     assert backend.raw(f"{backend.prefix}:cat") == b"[3,2,null]"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import gc
 from typing import Any
 
 import pyarrow as pa
@@ -98,6 +100,26 @@ def test_an_updater_error_names_the_operator():
     expected = r"^partitionPersist\(Broken\) failed in updateState: KeyError: 'nope'$"
     with pytest.raises(OperatorError, match=expected):
         list(persist(step, 0, {}, 1, iter([batch(word=["cat"])])))
+
+
+class SeesTheCollector(StateUpdater):
+    """Records whether Python's cyclic garbage collector ran while it updated the state."""
+
+    def updateState(self, state: Any, tuples: Any, collector: Any) -> None:
+        collector.emit([tuples[0][0], gc.isenabled()])
+
+
+def test_the_garbage_collector_is_paused_while_the_state_is_updated_and_on_again_after():
+    step = StateStep("partitionPersist(SeesTheCollector)", MemoryState.opaque(name="stage-gc"),
+                     SeesTheCollector(), Fields("word"), ["word", "collecting"],
+                     {"word": pa.string(), "collecting": pa.bool_()})
+    assert gc.isenabled()
+    out = rows(persist(step, 0, {}, 1, iter([batch(word=["cat"])])))
+    assert out == [{"word": "cat", "collecting": False}]
+    assert gc.isenabled()
+    with pytest.raises(OperatorError):
+        list(persist(dataclasses.replace(step, operation=Broken()), 1, {}, 1, iter([batch(word=["cat"])])))
+    assert gc.isenabled()
 
 
 def query_step(name: str, function: Any, before: bool = True) -> StateStep:

@@ -4,16 +4,18 @@ collides with no group's key."""
 from __future__ import annotations
 
 import datetime
+import hashlib
 import itertools
 import math
 import random
+from collections.abc import Sequence
 from decimal import Decimal
 from fractions import Fraction
 
 import pytest
 
 from trident_spark.state import GLOBAL_KEY, StateError, decode_key, encode_key
-from trident_spark.state.keys import MAX_KEY_BYTES, check_key, is_hashed
+from trident_spark.state.keys import MAX_KEY_BYTES, check_key, encode_keys, is_hashed
 
 TRICKY_TEXT = ["", "|", "||", "%", "%7C", "%25", "~", "~n", "~i1", "~e", "~global", "~h", "a|b", "a%7Cb",
                "1", "None", "null", "true", "\x00", "\n", "tab\there", "é", "日本", "🐍", " ", "%7E", "~~"]
@@ -244,3 +246,81 @@ def test_complex_numbers_are_not_group_values():
 def test_not_an_encoded_key():
     with pytest.raises(StateError, match="is not an encoded state key"):
         decode_key("~q12")
+
+
+# -- the fast paths: check_key for lists and tuples, encode_keys for one-word keys ----------------
+
+class Row(list):
+    """A list subclass: not the fast path's exact type, still a key."""
+
+
+class Pair:
+    """A Sequence that is neither list nor tuple (registered below)."""
+
+    def __init__(self, *values):
+        self.values = values
+
+    def __getitem__(self, i):
+        return self.values[i]
+
+    def __len__(self):
+        return len(self.values)
+
+
+Sequence.register(Pair)
+
+
+def test_check_key_returns_lists_and_tuples_themselves():
+    key, pair = ["cat", 1], ("cat", 1)
+    assert check_key(key) is key and check_key(pair) is pair
+    row, seq = Row(["cat"]), Pair("cat", 1)
+    assert check_key(row) is row and check_key(seq) is seq         # the general path: still keys
+
+
+@pytest.mark.parametrize("bad", ["cat", b"cat", bytearray(b"cat"), 3, 2.5, None, {"cat": 1}, {"cat"},
+                                 iter(["cat"])])
+def test_bad_keys_get_the_same_error_on_every_path(bad):
+    expected = (f"a state key is a list of group values, e.g. ['cat'], got {bad!r}; "
+                f"keys are lists of keys: multiGet([['cat'], ['dog']])")
+    for call in (check_key, encode_key, lambda key: encode_keys([["ok"], key])):
+        with pytest.raises(StateError) as caught:
+            call(bad)
+        assert str(caught.value) == expected
+
+
+def test_encode_keys_gives_encode_keys_answers_for_every_value():
+    words = ["cat", "Straße", "日本", "²", "x" * 128, "x" * 129, "ab9", "A1b2", "٣"]  # letters, any script
+    keys = ([[value] for value in ALL_VALUES] + [(value,) for value in SCALARS]
+            + [[text] for text in TRICKY_TEXT] + [[word] for word in words] + [(word,) for word in words]
+            + [[a, b] for a, b in zip(SCALARS, reversed(SCALARS), strict=True)]
+            + [GLOBAL_KEY, [], Row(["cat"]), Pair("cat", 2)])
+    assert encode_keys(keys) == [encode_key(key) for key in keys]
+    for max_bytes in (80, 100, 511):
+        assert encode_keys(keys, max_bytes) == [encode_key(key, max_bytes) for key in keys]
+
+
+def test_one_word_keys_are_their_own_encoding():
+    assert encode_keys([["cat"], ("dog",), ["Straße"], ["日本"], ["x" * 128]]) == [
+        "cat", "dog", "Straße", "日本", "x" * 128]
+    assert encode_keys([["~cat"], ["a|b"], [""], ["a b"], ["%"]]) == ["%7Ecat", "a%7Cb", "~e", "a b", "%25"]
+
+
+def _hashed(encoded: str, max_bytes: int = MAX_KEY_BYTES) -> str:
+    """The hashed form of a readable encoding, written out from the format (keys.py's doc)."""
+    raw = encoded.encode("utf-8")
+    digest = hashlib.sha256(raw).hexdigest()
+    readable = raw[:max_bytes - 2 - len(digest) - 1].decode("utf-8", errors="ignore")
+    return f"~h{digest}|{readable}"
+
+
+def test_the_byte_limit_is_counted_in_utf8_bytes_on_every_path():
+    fits, over = "é" * 256, "é" * 257                    # 512 and 514 UTF-8 bytes
+    snakes, more_snakes = "🐍" * 128, "🐍" * 129          # 512 and 516
+    for key, expected in (([fits], fits), ([over], _hashed(over)), ([snakes], snakes),
+                          ([more_snakes], _hashed(more_snakes)), (["x" * 512], "x" * 512),
+                          (["x" * 513], _hashed("x" * 513)), (["a", "x" * 510], "a|" + "x" * 510),
+                          (["a", "x" * 511], _hashed("a|" + "x" * 511))):
+        assert encode_key(key) == expected
+        assert encode_keys([key]) == [expected]
+    assert encode_keys([["y" * 20]], max_bytes=80) == ["y" * 20]
+    assert encode_keys([["y" * 81]], max_bytes=80) == [_hashed("y" * 81, 80)]
