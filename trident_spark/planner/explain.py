@@ -1,11 +1,12 @@
-"""``topology.explain()``: each query's Trident operations and the Spark plan of one batch."""
+"""``topology.explain()``: each query's Trident operations, the Spark plan of one batch, and
+how each spout is read: in one task with the stream's first operations (fused), or alone and why."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from trident_spark.errors import TopologyError
-from trident_spark.executor.sources import query_source, split_sources
+from trident_spark.executor.sources import query_input, split_sources
 from trident_spark.planner.compile import BatchFrames, describe_node
 from trident_spark.planner.query import QueryPlan
 from trident_spark.spout.base import SpoutRun
@@ -34,8 +35,9 @@ def explain(queries: list[QueryPlan], spark: SparkSession, mode: str) -> str:
             inputs = ", ".join(str(query.nodes.index(i)) for i in node.inputs)
             lines.append(f"  [{query.nodes.index(node)}] {describe_node(node)}"
                          + (f"  <- [{inputs}]" if inputs else ""))
-        empty = spark.createDataFrame([], query_source(spark, query.spouts, EXPLAIN_RUN).schema)
-        frames = BatchFrames(query, split_sources(empty, query.spouts), txid=0)
+        source = query_input(spark, query.spouts, EXPLAIN_RUN)
+        empty = spark.createDataFrame([], source.df.schema)
+        frames = BatchFrames(query, split_sources(empty, query.spouts, source.deferred), txid=0)
         for output in query.outputs:
             sink = " (collected)" if output.sinks else ""
             lines.append(f"-- Spark plan of [{query.nodes.index(output.node)}] "
@@ -44,5 +46,10 @@ def explain(queries: list[QueryPlan], spark: SparkSession, mode: str) -> str:
                 lines.append(spark_plan(frames.dataframe(output.node), mode).rstrip())
             except TopologyError as exc:
                 lines.append(f"(no Spark plan: {exc})")
+        lines.append("-- spouts and their first operations --")
+        for node in query.spouts:
+            why = source.not_deferred.get(id(node))
+            how = frames.fusion.get(node.stream_name) or ("read alone" + (f": {why}" if why else ""))
+            lines.append(f"  spout {node.stream_name!r}: {how}")
         lines.append("")
     return "\n".join(lines)
