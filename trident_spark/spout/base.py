@@ -99,7 +99,10 @@ class PythonSource:
         if self.format_name not in registered:
             spark.dataSource.register(self.data_source)
             registered.add(self.format_name)
-        return spark.readStream.format(self.format_name).options(**dict(self.options)).load()
+        reader = spark.readStream.format(self.format_name)
+        for key, value in self.options.items():
+            reader = reader.option(key, value)
+        return reader.load()
 
 
 @dataclass(frozen=True)
