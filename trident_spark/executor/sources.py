@@ -60,11 +60,22 @@ class QueryInput:
         ``{id(spout node): DeferredRead}`` for a spout read inside its first operations.
     not_deferred : dict
         ``{id(spout node): why}`` for the others (``explain()`` says it).
+    records : DataFrame or None
+        With a spout read deferred: the spout's own DataFrame of records, the input to run on
+        instead when the stream's first operations turn out not to read its partitions
+        (:meth:`read_alone`).
     """
 
     df: DataFrame
     deferred: dict[int, DeferredRead] = field(default_factory=dict)
     not_deferred: dict[int, str] = field(default_factory=dict)
+    records: DataFrame | None = None
+
+    def read_alone(self, why: dict[int, str]) -> QueryInput:
+        """The input with its spout read by its own source, as without fusion (``why``: for each
+        spout, why its first operations do not read it)."""
+        assert self.records is not None, "only a spout read deferred has its records' DataFrame"
+        return QueryInput(self.records, not_deferred=why)
 
 
 def fusion_enabled(conf: dict[str, Any] | None) -> bool:
@@ -100,7 +111,7 @@ def query_input(spark: SparkSession, spouts: Sequence[SpoutNode], run: SpoutRun 
                                                       "source (its records are read in the JVM)"})
     reader_schema = _schema_of(source.data_source(dict(source.options)).schema())
     read = DeferredRead.of(node.stream_name, source, reader_schema, df.schema)
-    return QueryInput(read.dataframe(spark), deferred={id(node): read})
+    return QueryInput(read.dataframe(spark), deferred={id(node): read}, records=df)
 
 
 def _schema_of(schema: Any) -> Any:
