@@ -80,8 +80,8 @@ def read_partitions(reader: Any, stream: str, fields: Sequence[str], schema: pa.
                 except StopIteration:
                     read_ms += (time.perf_counter() - started) * 1000
                     break
+                read += batch.num_rows  # every record read counts, as Spark counts them unfused
                 batch, bad = _decoded(batch, fields, schema)
-                read += batch.num_rows
                 malformed += bad
                 read_ms += (time.perf_counter() - started) * 1000
                 if batch.num_rows:

@@ -215,6 +215,8 @@ class BatchFrames:
             return None
         operation = node.function if isinstance(node, EachNode) else node.filter
         columns = [F.col(f) for f in node.input_fields]
+        if self._no_sql_form(node, columns):
+            return None  # asked before the input's types: those need the input built
         if node.input_fields:
             untyped = object_names(self._schema_of(node.inputs[0]), node.input_fields)
             if untyped:
@@ -229,6 +231,14 @@ class BatchFrames:
             return result
         condition: Column | None = node.filter.spark_condition(columns)
         return condition
+
+    @staticmethod
+    def _no_sql_form(node: EachNode | FilterNode, columns: list[Column]) -> bool:
+        """The operation has no Spark SQL form, whatever its inputs' types (a user's
+        operation): its stage can then take the Python operators before it too."""
+        if isinstance(node, EachNode):
+            return node.function.spark_columns(columns) is None
+        return node.filter.spark_condition(columns) is None
 
     def _sql_each(self, node: EachNode | FilterNode) -> DataFrame:
         df = self.dataframe(node.inputs[0])

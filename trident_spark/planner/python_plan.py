@@ -109,8 +109,8 @@ def _stage(df: DataFrame, columns: list[str], last: Node, ctx: BatchContext, ste
     operations = [(step.label, step.operation) for step in steps]
     if tail is not None:
         operations += tail.operations
-    prefix = f"read_{read.stream}_" if read is not None else ""
-    return arrow_stage(df, schema, ctx, name=prefix + "_".join(step.label for step in steps),
+    suffix = f"_with_spout_{read.stream}" if read is not None else ""
+    return arrow_stage(df, schema, ctx, name="_".join(step.label for step in steps) + suffix,
                        task=partial(entry, ctx.metrics), operations=operations,
                        kept=entry if kept else None, scope=ctx.scope(last) if kept else None)
 
