@@ -87,7 +87,7 @@ def test_progress_counts_the_records_read_with_fusion_on_and_off(runs):
 
 def test_explain_shows_the_spout_read_with_its_first_operations(runs):
     text = runs[True]["explain"]
-    assert "MapInArrow each_Words_filter_Short_map_lambda_flatMap_lambda_with_spout_sentences" in text
+    assert "MapInArrow each_Words__filter_Short__map_lambda__flatMap_lambda__with_spout_sentences" in text
     assert ("spout 'sentences': read in one task with each(Words), filter(Short), map(<lambda>), "
             "flatMap(<lambda>), aggregate(Count) (partial)") in text
 
