@@ -5,23 +5,120 @@ batch ids): :func:`query_source` builds it on the driver when the query starts; 
 sources then read on the executors, once per batch. :func:`split_sources` takes one batch of
 it apart again, one DataFrame per spout. Spouts are used only through
 :class:`~trident_spark.spout.base.Spout`.
+
+A query reading one spout read by a Python data source reads it *deferred*
+(``spout.deferred_read``): Spark's source plans the batches as before, but a batch's
+DataFrame holds the spout's partitions, read by the planner inside the first Python
+operations (fused: :class:`DeferredBatch`). :func:`query_input` decides, and says why not.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from trident_spark.executor.object_columns import marked
 from trident_spark.graph import SpoutNode
 from trident_spark.object_values import OBJECT
 from trident_spark.spout.base import MALFORMED_COLUMN, READ_MS_COLUMN, SpoutRun
+from trident_spark.spout.deferred_read import DeferredRead
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 #: In the union of several spouts: the column telling which spout (its index) a row is from.
 SPOUT_TAG = "__spout"
+
+#: The topology configuration key that turns fusing spouts with their first operations off.
+FUSION_CONF = "trident.fusion"
+
+
+@dataclass(frozen=True)
+class DeferredBatch:
+    """One batch of a spout read deferred: its partitions, one row each, and how to read them.
+
+    Examples
+    --------
+    >>> DeferredBatch.__dataclass_fields__.keys() == {"partitions", "read"}
+    True
+    """
+
+    partitions: DataFrame
+    read: DeferredRead
+
+
+@dataclass
+class QueryInput:
+    """A query's streaming input (:func:`query_input`).
+
+    Attributes
+    ----------
+    df : DataFrame
+        The streaming DataFrame the query runs on.
+    deferred : dict
+        ``{id(spout node): DeferredRead}`` for a spout read inside its first operations.
+    not_deferred : dict
+        ``{id(spout node): why}`` for the others (``explain()`` says it).
+    records : DataFrame or None
+        With a spout read deferred: the spout's own DataFrame of records, the input to run on
+        instead when the stream's first operations turn out not to read its partitions
+        (:meth:`read_alone`).
+    """
+
+    df: DataFrame
+    deferred: dict[int, DeferredRead] = field(default_factory=dict)
+    not_deferred: dict[int, str] = field(default_factory=dict)
+    records: DataFrame | None = None
+
+    def read_alone(self, why: dict[int, str]) -> QueryInput:
+        """The input with its spout read by its own source, as without fusion (``why``: for each
+        spout, why its first operations do not read it)."""
+        assert self.records is not None, "only a spout read deferred has its records' DataFrame"
+        return QueryInput(self.records, not_deferred=why)
+
+
+def fusion_enabled(conf: dict[str, Any] | None) -> bool:
+    """``conf[FUSION_CONF]`` (default true), read as a boolean.
+
+    Examples
+    --------
+    >>> fusion_enabled({}), fusion_enabled({"trident.fusion": "false"}), fusion_enabled({FUSION_CONF: False})
+    (True, False, False)
+    """
+    value = (conf or {}).get(FUSION_CONF, True)
+    if isinstance(value, str):
+        return value.strip().lower() not in ("false", "0", "no", "off")
+    return bool(value)
+
+
+def query_input(spark: SparkSession, spouts: Sequence[SpoutNode], run: SpoutRun | None = None,
+                fuse: bool = True) -> QueryInput:
+    """The streaming input of a query reading ``spouts`` (:func:`query_source`), its one spout
+    read deferred when it can be (``fuse``, and a spout read by a Python data source)."""
+    if len(spouts) != 1:
+        why = f"the query reads {len(spouts)} spouts in one union (merged or joined streams)"
+        return QueryInput(query_source(spark, spouts, run), not_deferred={id(node): why for node in spouts})
+    node = spouts[0]
+    if not fuse:
+        return QueryInput(query_source(spark, spouts, run),
+                          not_deferred={id(node): f"fusion is off ({FUSION_CONF}=false)"})
+    spout = node.spout.for_run(run or SpoutRun(None))
+    df = _observed(node.stream_name, spout.to_dataframe(spark))
+    source = spout.python_source()  # asked after to_dataframe, which resolves what it needs first
+    if source is None:
+        return QueryInput(df, not_deferred={id(node): f"{type(spout).__name__} is not read by a Python data "
+                                                      "source (its records are read in the JVM)"})
+    reader_schema = _schema_of(source.data_source(dict(source.options)).schema())
+    read = DeferredRead.of(node.stream_name, source, reader_schema, df.schema)
+    return QueryInput(read.dataframe(spark), deferred={id(node): read}, records=df)
+
+
+def _schema_of(schema: Any) -> Any:
+    """A data source's ``schema()`` (a StructType or DDL text) as a StructType."""
+    from pyspark.sql.types import StructType
+
+    return schema if isinstance(schema, StructType) else StructType.fromDDL(schema)
 
 
 def spout_dataframe(spark: SparkSession, node: SpoutNode, run: SpoutRun | None = None) -> DataFrame:
@@ -48,12 +145,15 @@ def query_source(spark: SparkSession, spouts: Sequence[SpoutNode], run: SpoutRun
     return union
 
 
-def split_sources(df: DataFrame, spouts: Sequence[SpoutNode]) -> dict[int, DataFrame]:
-    """Each spout's tuples of one batch of :func:`query_source`, by ``id`` of its node."""
+def split_sources(df: DataFrame, spouts: Sequence[SpoutNode], deferred: dict[int, DeferredRead] | None = None
+                  ) -> dict[int, DataFrame | DeferredBatch]:
+    """Each spout's tuples of one batch of :func:`query_input`, by ``id`` of its node (a spout
+    read deferred: its partitions, :class:`DeferredBatch`)."""
     from pyspark.sql import functions as F
 
     if len(spouts) == 1:
-        return {id(spouts[0]): df}
+        read = (deferred or {}).get(id(spouts[0]))
+        return {id(spouts[0]): df if read is None else DeferredBatch(df, read)}
     return {id(node): _untyped_marked(df.where(F.col(SPOUT_TAG) == i).select(f"__s{i}.*"), node)
             for i, node in enumerate(spouts)}
 
@@ -86,4 +186,5 @@ def _observed(stream: str, df: DataFrame) -> DataFrame:
     return df.drop(READ_MS_COLUMN)
 
 
-__all__ = ["SPOUT_TAG", "query_source", "split_sources", "spout_dataframe"]
+__all__ = ["FUSION_CONF", "SPOUT_TAG", "DeferredBatch", "QueryInput", "fusion_enabled", "query_input",
+           "query_source", "split_sources", "spout_dataframe"]

@@ -322,6 +322,7 @@ class FusedPartial:
 
     def __init__(self, node: AggregateNode) -> None:
         self.node = node
+        self.label = node.label
         self.operations: list[tuple[str, Any]] = [(spec.label, spec.aggregator) for spec in node.specs]
         self.schema: StructType | None = None  # what the stage emits: set by build()
         self.source_schema: StructType | None = None  # the fields it aggregates, with their types

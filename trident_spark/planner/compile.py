@@ -2,8 +2,10 @@
 
 Runs on the driver inside ``foreachBatch``; what it builds runs on executors.
 Built-in operations with a Spark SQL form become expressions; consecutive
-Python operators are fused into one ``mapInArrow`` stage; a node read by
-several consumers is computed once (persisted for the batch).
+Python operators are fused into one ``mapInArrow`` stage, which also reads the
+spout's partitions when the spout is read deferred and nothing else reads it
+(``spout.deferred_read``: the spout and the first operations in one task); a node
+read by several consumers is computed once (persisted for the batch).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from trident_spark.errors import TopologyError
+from trident_spark.executor.sources import DeferredBatch
 from trident_spark.graph import (
     AggregateNode,
     EachNode,
@@ -34,12 +37,14 @@ from trident_spark.planner.multi_reduce import multi_reduce
 from trident_spark.planner.partitioning import repartition
 from trident_spark.planner.python_plan import python_stage, python_step
 from trident_spark.planner.query import QueryPlan
+from trident_spark.planner.spout_read import SpoutPartitions, read_stage
 from trident_spark.planner.state_plan import persist_dataframe, query_dataframe
 from trident_spark.planner.window_plan import window_dataframe
 
 if TYPE_CHECKING:
     from pyspark import Accumulator
     from pyspark.sql import Column, DataFrame
+    from pyspark.sql.types import StructType
 
 
 class BatchFrames:
@@ -53,7 +58,8 @@ class BatchFrames:
     query : QueryPlan
         What the query runs.
     sources : dict
-        ``{id(spout node): DataFrame}``: the batch's tuples from each spout.
+        ``{id(spout node): DataFrame}``: the batch's tuples from each spout; for a spout read
+        deferred, its partitions (:class:`~trident_spark.executor.sources.DeferredBatch`).
     txid : int
         The batch id, passed to aggregators and operations.
     conf : dict
@@ -77,9 +83,12 @@ class BatchFrames:
     batch_timestamp_ms : int or None
         The batch's timestamp from Spark's offset log (set by the runtime; the same on a
         replay): a window's processing time. None: the time the batch was first built.
+    fusion : dict
+        ``{stream: how}``: how each spout read deferred was planned, fused with which
+        operations or read alone and why (``explain()`` prints it).
     """
 
-    def __init__(self, query: QueryPlan, sources: dict[int, DataFrame], txid: int,
+    def __init__(self, query: QueryPlan, sources: dict[int, DataFrame | DeferredBatch], txid: int,
                  conf: dict[str, Any] | None = None, state_stats: Accumulator[dict[Any, float]] | None = None,
                  run_id: str = "", expressions: Expressions | None = None) -> None:
         self.query = query
@@ -89,6 +98,7 @@ class BatchFrames:
         self._memo: dict[int, DataFrame] = {}
         self._forms: dict[int, list[Column] | Column | None] = {}
         self._persisted: list[DataFrame] = []
+        self.fusion: dict[str, str] = {}
 
     @property
     def state_generations(self) -> dict[int, str]:
@@ -131,6 +141,14 @@ class BatchFrames:
             df.unpersist()
         self._persisted.clear()
 
+    def spout_records(self, node: SpoutNode) -> DataFrame:
+        """The spout's tuples of this batch (its fields), read in a stage of their own when the
+        spout is read deferred; not kept for the batch's plan (which may fuse the read)."""
+        source = self.sources[id(node)]
+        if isinstance(source, DeferredBatch):
+            return read_stage(SpoutPartitions(source.partitions, source.read, list(node.fields)), self.ctx)
+        return source.select(*node.fields)
+
     def dataframe(self, node: Node) -> DataFrame:
         """The tuples ``node`` outputs in this batch, as a DataFrame with its fields as columns."""
         found = self._memo.get(id(node))
@@ -146,7 +164,12 @@ class BatchFrames:
     # --- dispatch ----------------------------------------------------------------------
     def _build(self, node: Node) -> DataFrame:
         if isinstance(node, SpoutNode):
-            df = self.sources[id(node)].select(*node.fields)
+            source = self.sources[id(node)]
+            if isinstance(source, DeferredBatch):
+                self.fusion.setdefault(node.stream_name, f"read alone: {self._why_alone(node)}")
+                df = read_stage(SpoutPartitions(source.partitions, source.read, list(node.fields)), self.ctx)
+            else:
+                df = source.select(*node.fields)
             n = self.query.partitions_of(node)
             return df.repartition(n) if n else df
         if python_step(node) is not None and self._sql_form(node) is None:
@@ -192,21 +215,30 @@ class BatchFrames:
             return None
         operation = node.function if isinstance(node, EachNode) else node.filter
         columns = [F.col(f) for f in node.input_fields]
+        if self._no_sql_form(node, columns):
+            return None  # asked before the input's types: those need the input built
         if node.input_fields:
-            df = self.dataframe(node.inputs[0])
-            untyped = object_names(df.schema, node.input_fields)
+            untyped = object_names(self._schema_of(node.inputs[0]), node.input_fields)
             if untyped:
                 # Spark SQL sees an untyped field's tagged bytes: only a form that says it compares
                 # group keys right (FilterNull, Equals) runs on them, given all-untyped inputs
                 reads_untyped = getattr(operation, "spark_reads_untyped", False)
                 if len(untyped) < len(node.input_fields) or not reads_untyped:
                     return None
-                columns = key_columns(df, node.input_fields)
+                columns = key_columns(self.dataframe(node.inputs[0]), node.input_fields)
         if isinstance(node, EachNode):
             result: list[Column] | None = node.function.spark_columns(columns)
             return result
         condition: Column | None = node.filter.spark_condition(columns)
         return condition
+
+    @staticmethod
+    def _no_sql_form(node: EachNode | FilterNode, columns: list[Column]) -> bool:
+        """The operation has no Spark SQL form, whatever its inputs' types (a user's
+        operation): its stage can then take the Python operators before it too."""
+        if isinstance(node, EachNode):
+            return node.function.spark_columns(columns) is None
+        return node.filter.spark_condition(columns) is None
 
     def _sql_each(self, node: EachNode | FilterNode) -> DataFrame:
         df = self.dataframe(node.inputs[0])
@@ -241,7 +273,52 @@ class BatchFrames:
             run.append(parent)
             current = parent
         run.reverse()
+        read = self._fused_read(run[0].inputs[0])
+        if read is not None:
+            labels = [n.label for n in run] + ([f"{tail.label} (partial)"] if tail is not None else [])
+            self.fusion[read.stream] = f"read in one task with {', '.join(labels)}"
+            return python_stage(read.partitions, run, self.ctx, tail, read=read)
         return python_stage(self.dataframe(run[0].inputs[0]), run, self.ctx, tail)
+
+    # --- a spout read deferred ---------------------------------------------------------
+    def _fused_read(self, node: Node) -> SpoutPartitions | None:
+        """The spout's partitions, when the stage starting at ``node`` (the spout, or projections
+        of it that nothing else reads) can read them itself; None otherwise."""
+        fields = list(node.fields)
+        while (isinstance(node, ProjectNode) and self.query.consumer_count(node) == 1
+               and id(node) not in self._memo):
+            node = node.inputs[0]
+        source = self.sources.get(id(node)) if isinstance(node, SpoutNode) else None
+        if (not isinstance(source, DeferredBatch) or id(node) in self._memo
+                or self.query.consumer_count(node) != 1 or self.query.partitions_of(node)):
+            return None
+        return SpoutPartitions(source.partitions, source.read, fields)
+
+    def _schema_of(self, node: Node) -> StructType:
+        """``node``'s output schema, without building its DataFrame when it is a spout read
+        deferred (building it would read the spout in a stage of its own)."""
+        read = self._fused_read(node)
+        return read.schema(read.fields) if read is not None else self.dataframe(node).schema
+
+    def _why_alone(self, spout: SpoutNode) -> str:
+        """Why the stream's first operations do not read the spout's partitions themselves."""
+        readers = [n for n in self.query.nodes if any(i is spout for i in n.inputs)]
+        if len(readers) != 1:
+            return f"{len(readers)} operations read its tuples"
+        hint = self.query.partitions_of(spout)
+        if hint:
+            return f"parallelismHint({hint}) repartitions its tuples before its operations"
+        first = readers[0]
+        while isinstance(first, ProjectNode) and self.query.consumer_count(first) == 1:
+            following = [n for n in self.query.nodes if any(i is first for i in n.inputs)]
+            if len(following) != 1:
+                break
+            first = following[0]
+        if python_step(first) is not None and self._sql_form(first) is not None:
+            return f"its first operation {first.label} runs as Spark SQL"
+        if python_step(first) is not None:
+            return f"its first operation {first.label} is read by several operations"
+        return f"its first operation {first.label} is not a per-tuple Python operation"
 
 
 def _project(df: DataFrame, node: ProjectNode, ctx: BatchContext) -> DataFrame:

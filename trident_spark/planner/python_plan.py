@@ -14,6 +14,7 @@ from trident_spark.fields import Fields
 from trident_spark.graph import EachNode, FilterNode, MapNode, Node, PeekNode
 from trident_spark.operation import Consumer, overrides_prepare
 from trident_spark.planner.context import BatchContext, arrow_stage
+from trident_spark.planner.spout_read import SpoutPartitions, read_then
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -47,7 +48,7 @@ def num_partitions(df: DataFrame, steps: list[PythonStep], known: int | None) ->
 
 
 def python_stage(df: DataFrame, run: list[Node], ctx: BatchContext,
-                 tail: FusedTail | None = None) -> DataFrame:
+                 tail: FusedTail | None = None, read: SpoutPartitions | None = None) -> DataFrame:
     """The fused Python operators ``run`` (each reads the one before; ``df``: what the first
     reads) in one ``mapInArrow`` per partition, ending in ``tail``'s partial aggregation when
     there is one.
@@ -60,6 +61,10 @@ def python_stage(df: DataFrame, run: list[Node], ctx: BatchContext,
     With a ``tail`` (built by ``tail.build(fields)`` from the stage's output fields and their
     Spark types), the stage's tuples go to the tail, a partial aggregation, and the stage
     outputs its rows (``tail.schema``) instead.
+
+    With ``read`` (a spout read deferred), ``df`` is the batch's partitions: the stage reads
+    them first, in the same task (``executor.fused_read``), and the operators take the spout's
+    tuples (``read.fields`` of them) from there: no hop through the JVM between.
     """
     from trident_spark.planner.pruning import needed_fields
     from trident_spark.planner.query import stage_boundary
@@ -68,35 +73,44 @@ def python_stage(df: DataFrame, run: list[Node], ctx: BatchContext,
     steps = [step for step in (python_step(n) for n in run) if step is not None]
     n = ctx.query.partitions_of(stage_boundary(run[0].inputs[0]))
     needed = tail.reads() if tail is not None else needed_fields(ctx.query, last)
+    columns = read.fields if read is not None else list(df.columns)
     if needed is None or any(step.kind != "each" or isinstance(step.operation, Consumer) for step in steps):
         output: Node | list[str] = needed if tail is not None and needed is not None else last
-        return _stage(df, last, ctx, steps, output, n, tail)
+        return _stage(df, columns, last, ctx, steps, output, n, tail, read)
     # Ship to Python only what the operators read or pass on to readers; emit only that.
-    read = set(needed).union(*(step.input_fields for step in steps))
+    wanted = set(needed).union(*(step.input_fields for step in steps))
     # each(function, out) reads no field: still ship one column, so the stage sees every tuple
-    df = df.select(*([f for f in df.columns if f in read] or df.columns[:1]))
-    return _stage(df, last, ctx, steps, needed, n, tail)
+    columns = [f for f in columns if f in wanted] or columns[:1]
+    if read is None:
+        df = df.select(*columns)
+    return _stage(df, columns, last, ctx, steps, needed, n, tail, read)
 
 
-def _stage(df: DataFrame, last: Node, ctx: BatchContext, steps: list[PythonStep], output: Node | list[str],
-           partitions: int | None, tail: FusedTail | None) -> DataFrame:
-    """The ``mapInArrow`` of ``steps``; output fields are ``output.fields`` (or the given list)."""
+def _stage(df: DataFrame, columns: list[str], last: Node, ctx: BatchContext, steps: list[PythonStep],
+           output: Node | list[str], partitions: int | None, tail: FusedTail | None,
+           read: SpoutPartitions | None) -> DataFrame:
+    """The ``mapInArrow`` of ``steps`` over ``columns`` of the input (read first from the
+    spout's partitions with ``read``); output fields are ``output.fields`` (or the given list)."""
     from pyspark.sql.types import StructType
 
-    struct_fields, arrow_types = _output_fields(df, steps, output)
+    schema_in = read.schema(columns) if read is not None else df.schema
+    struct_fields, arrow_types = _output_fields(schema_in, steps, output)
     names = [f.name for f in struct_fields]
-    untyped = (object_names(df.schema), frozenset(f.name for f in struct_fields
+    untyped = (object_names(schema_in), frozenset(f.name for f in struct_fields
                                                   if f.name in arrow_types and is_object(f)))
     n = num_partitions(df, steps, partitions)
     combine = tail.build(struct_fields) if tail is not None else None
     schema = StructType(struct_fields) if tail is None else tail.schema
     assert schema is not None, "a tail knows its schema once built"
-    entry = partial(_stage_entry, steps, names, arrow_types, untyped, ctx.txid, ctx.conf, n, combine)
+    entry: Any = partial(_stage_entry, steps, names, arrow_types, untyped, ctx.txid, ctx.conf, n, combine)
+    if read is not None:
+        entry = partial(read_then, read.task_reader(columns, schema_in), entry)
     kept = any(has_lifecycle(step.operation) for step in steps)
     operations = [(step.label, step.operation) for step in steps]
     if tail is not None:
         operations += tail.operations
-    return arrow_stage(df, schema, ctx, name="_".join(step.label for step in steps),
+    suffix = f"_with_spout_{read.stream}" if read is not None else ""
+    return arrow_stage(df, schema, ctx, name="_".join(step.label for step in steps) + suffix,
                        task=partial(entry, ctx.metrics), operations=operations,
                        kept=entry if kept else None, scope=ctx.scope(last) if kept else None)
 
@@ -104,6 +118,8 @@ def _stage(df: DataFrame, last: Node, ctx: BatchContext, steps: list[PythonStep]
 class FusedTail(Protocol):
     """A partial aggregation fused at the end of a Python stage (``planner.aggregate``)."""
 
+    #: The aggregation's label (``explain()`` names it in a fused stage).
+    label: str
     #: The stage's output: the group fields and one partial per aggregator (known once built).
     schema: StructType | None
     #: ``(label, operation)`` of each aggregator, for the pickling check.
@@ -116,11 +132,11 @@ class FusedTail(Protocol):
         """What the executor runs, given the fields the operators output (with their types)."""
 
 
-def _output_fields(df: DataFrame, steps: list[PythonStep],
+def _output_fields(schema_in: StructType, steps: list[PythonStep],
                    last: Node | list[str]) -> tuple[list[StructField], dict[str, pa.DataType]]:
     """The stage's output fields with their Spark types, and the Arrow types of those the
     operators produce (the others are the input's columns, passed through)."""
-    input_types = {f.name: f for f in df.schema.fields}
+    input_types = {f.name: f for f in schema_in.fields}
     produced: dict[str, str] = {}
     for step in steps:
         for name in step.function_fields:

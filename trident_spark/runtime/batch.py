@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from trident_spark.runtime.drpc.answers import DRPCResults
+    from trident_spark.spout.deferred_read import DeferredRead
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +95,9 @@ class BatchRunner:
     #: The query's DRPC streams (``runtime.drpc_results``): each batch is a request, answered when
     #: it ends; a batch that fails for good fails its request and the query goes on.
     drpc: DRPCResults | None = None
+    #: The query's spouts read deferred (``executor.sources.query_input``): a batch's DataFrame
+    #: holds their partitions, read by the stream's first operations.
+    deferred: dict[int, DeferredRead] = field(default_factory=dict)
     commits: StateCommits | None = field(default=None, init=False, repr=False)
     _first_attempt_ms: tuple[int, int] = field(default=(-1, 0), init=False, repr=False)
     #: Whether a batch of this run has finished (the first one is the spouts' warm-up).
@@ -183,7 +187,7 @@ class BatchRunner:
         if shared:
             df = df.persist()  # read the spouts once for all of them
         stats = self._counters(df)
-        sources = split_sources(df, self.query.spouts)
+        sources = split_sources(df, self.query.spouts, self.deferred)
         frames = BatchFrames(self.query, sources, batch_id, self.conf, stats, self.run_id, self._expressions)
         frames.batch_timestamp_ms = self._batch_timestamp(batch_id)
         try:
@@ -197,7 +201,7 @@ class BatchRunner:
                 if self.commits:
                     # The store against the checkpoint: lost, rolled back or ahead stops the batch here.
                     self.commits.check(batch_id, replaying)
-                    self._check_adoption(df, batch_id)
+                    self._check_adoption(frames, batch_id)
                 # The checkpoint's marker first, then the records: a driver killed between the two
                 # replays a batch whose records never said "writing" (fine), never the other way
                 # round (a record naming a batch the marker does not, taken for another history).
@@ -228,7 +232,7 @@ class BatchRunner:
     def _offsets(self, batch_id: int) -> dict[str, Any]:
         return batch_offsets(self.checkpoint, batch_id, [node.stream_name for node in self.query.spouts])
 
-    def _check_adoption(self, df: DataFrame, batch_id: int) -> None:
+    def _check_adoption(self, frames: BatchFrames, batch_id: int) -> None:
         """A state this checkpoint adopts (its record is older than the batch): refuse a batch that
         re-reads what the state already counted (one Spark job, on the first batch only)."""
         assert self.commits is not None
@@ -236,8 +240,8 @@ class BatchRunner:
         if not adopted:
             return
         first: dict[tuple[str, str], int] = {}
-        for source in split_sources(df, self.query.spouts).values():
-            for where, offset in first_offsets(source).items():
+        for node in self.query.spouts:
+            for where, offset in first_offsets(frames.spout_records(node)).items():
                 first[where] = min(offset, first.get(where, offset))
         for address, record, txid_offset in adopted:
             check_adopted_offsets(address, record, self._offsets(batch_id), first, txid_offset)

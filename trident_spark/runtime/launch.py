@@ -13,8 +13,9 @@ from trident_spark.checkpoint_files import join, mkdirs
 from trident_spark.drpc.client import topology_side
 from trident_spark.drpc.spout import DRPCSpout, RunServer, resolve_run_server, run_token
 from trident_spark.errors import TopologyError
-from trident_spark.executor.sources import query_source
+from trident_spark.executor.sources import fusion_enabled, query_input
 from trident_spark.graph import PersistNode, StateQueryNode
+from trident_spark.planner.explain import planned_input
 from trident_spark.planner.query import QueryPlan
 from trident_spark.runtime.batch import BatchRunner
 from trident_spark.runtime.drpc.answers import DRPCResults
@@ -189,8 +190,10 @@ def _start_query(query: QueryPlan, run: LaunchedRun) -> None:
         return
     runner.drpc = DRPCResults.of(query, spout_run)
     check_offsets_log(stream_dir)  # a malformed file named here, not as a bare JSONDecodeError
-    source = query_source(run.spark, query.spouts, spout_run)
-    writer = (source.writeStream.queryName(query.name)
+    source, _ = planned_input(run.spark, query, query_input(run.spark, query.spouts, spout_run,
+                                                            fuse=fusion_enabled(settings.conf)))
+    runner.deferred = source.deferred
+    writer = (source.df.writeStream.queryName(query.name)
               .foreachBatch(runner)
               .option("checkpointLocation", str(stream_dir)))
     # A DRPC query asks for its next request as soon as a batch ends (its source waits

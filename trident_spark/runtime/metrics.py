@@ -27,6 +27,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from trident_spark.executor.fused_read import SPOUT_READ
 from trident_spark.executor.metrics import ERRORS, KINDS, STAGE, StageName
 
 if TYPE_CHECKING:
@@ -89,6 +90,31 @@ def split_errors(counters: dict[Any, Any]) -> tuple[dict[str, int], dict[str, st
             elif key[2] == "last":
                 last[key[1]] = str(value)
     return counts, last
+
+
+def spout_reads(counters: dict[Any, Any]) -> tuple[int, int] | None:
+    """What the batch's fused reads of spouts counted (``executor.fused_read``): ``(rows read,
+    malformed records dropped)``, each partition once even when Spark computed its stage again;
+    None when no spout was read so (Spark's progress counts the rows then).
+
+    Examples
+    --------
+    >>> spout_reads({("spout_read", "words", "0.0", "rows", 7): 1,
+    ...              ("spout_read", "words", "1.0", "rows", 5): 2,
+    ...              ("spout_read", "words", "1.0", "malformed", 1): 2})
+    (12, 1)
+    >>> spout_reads({"store_reads": 3}) is None
+    True
+    """
+    seen: dict[tuple[Any, Any, Any], int] = {}
+    for key in counters:
+        if isinstance(key, tuple) and len(key) == 5 and key[0] == SPOUT_READ:
+            _, stream, part, metric, value = key
+            seen[(stream, part, metric)] = max(int(value), seen.get((stream, part, metric), 0))
+    if not seen:
+        return None
+    return (sum(v for k, v in seen.items() if k[2] == "rows"),
+            sum(v for k, v in seen.items() if k[2] == "malformed"))
 
 
 def _own_time_of_updates(found: dict[tuple[str, StageName], dict[str, Any]]) -> None:
@@ -187,5 +213,5 @@ def with_spark_rest(stages: Sequence[Mapping[str, Any]], spark: dict[str, float]
     return [*stages, rest]
 
 
-__all__ = ["batch_description", "batch_spark_metrics", "spark_task_metrics", "split_counters",
-           "split_errors", "with_spark_rest"]
+__all__ = ["batch_description", "batch_spark_metrics", "spark_task_metrics", "split_counters", "split_errors",
+           "spout_reads", "with_spark_rest"]

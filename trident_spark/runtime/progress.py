@@ -222,8 +222,16 @@ class BatchProgress:
     def add_task_metrics(self, counters: dict[Any, float], spark: dict[str, float],
                          order: list[str] | None = None) -> None:
         """Join what the batch's tasks counted (``runtime.metrics``) and what Spark measured."""
-        from trident_spark.runtime.metrics import split_counters, split_errors, with_spark_rest
+        from trident_spark.runtime.metrics import split_counters, split_errors, spout_reads, with_spark_rest
 
+        reads = spout_reads(counters)
+        if reads is not None:  # a spout read in its first operations' tasks: Spark counted its partitions
+            partitions, (self.rows, self.malformed_records) = self.rows, reads
+            scale = self.rows / partitions if partitions else 0.0
+            for rate in ("input_rows_per_second", "processed_rows_per_second"):
+                value = getattr(self, rate)
+                if value is not None:
+                    setattr(self, rate, value * scale)
         self.state, stages = split_counters(counters, order)
         self.errors_reported, self.last_errors = split_errors(counters)
         self.spark = dict(spark)

@@ -10,10 +10,10 @@ spout; the runtime calls only what is declared here, so it never asks which clas
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -59,6 +59,50 @@ class SpoutRun:
     drpc: str | None = None
     run_id: str = ""
     drpc_token: str | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class PythonSource:
+    """A spout read by one of trident-spark's Spark Python data sources: which, with what options.
+
+    The runtime may read the spout through it later than Spark would (fused into the first
+    Python operations of the stream: :mod:`trident_spark.spout.deferred_read`).
+
+    Parameters
+    ----------
+    data_source : type
+        The ``pyspark.sql.datasource.DataSource`` subclass (defined in ``trident_spark``).
+    options : mapping of str to str
+        Its options, as ``spark.readStream.options(...)`` takes them.
+
+    Examples
+    --------
+    >>> from trident_spark.spout.testing.feeder_source import FeederDataSource
+    >>> PythonSource(FeederDataSource, {"num_partitions": "2"}).format_name
+    'trident_feeder'
+    """
+
+    data_source: type[Any]
+    options: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def format_name(self) -> str:
+        """The name Spark knows the data source by."""
+        return str(self.data_source.name())
+
+    def load(self, spark: SparkSession) -> DataFrame:
+        """The streaming DataFrame of the source's records (registered in ``spark`` once)."""
+        registered = getattr(spark, "_trident_sources_registered", None)
+        if registered is None:
+            registered = set()
+            spark._trident_sources_registered = registered  # type: ignore[attr-defined]
+        if self.format_name not in registered:
+            spark.dataSource.register(self.data_source)
+            registered.add(self.format_name)
+        reader = spark.readStream.format(self.format_name)
+        for key, value in self.options.items():
+            reader = reader.option(key, value)
+        return reader.load()
 
 
 @dataclass(frozen=True)
@@ -143,6 +187,16 @@ class Spout(ABC):
         """
         return None
 
+    def python_source(self) -> PythonSource | None:
+        """The Spark Python data source :meth:`to_dataframe` reads with, or None (another kind
+        of source: Spark's own, a DRPC server...). With one, the runtime may read the spout's
+        partitions inside the stream's first Python operations (one task, no hop through the
+        JVM between them).
+
+        Driver, once per query start, after :meth:`to_dataframe`. The default is None.
+        """
+        return None
+
     @property
     def address(self) -> str | None:
         """Where the spout reads from (a broker's ``host:port``), named when it does not answer;
@@ -150,4 +204,4 @@ class Spout(ABC):
         return None
 
 
-__all__ = ["MALFORMED_COLUMN", "READ_MS_COLUMN", "BatchFeedback", "Spout", "SpoutRun"]
+__all__ = ["MALFORMED_COLUMN", "READ_MS_COLUMN", "BatchFeedback", "PythonSource", "Spout", "SpoutRun"]

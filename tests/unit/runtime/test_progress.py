@@ -233,3 +233,18 @@ def test_repr_is_short_and_html_is_a_table():
     html = p._repr_html_()
     assert html.startswith("<table>") and "<th style='text-align:left'>rows</th><td>2,380</td>" in html
     assert "<th style='text-align:left'>limited by</th><td>max_fetch_bytes</td>" in html
+
+
+def test_a_spout_read_in_its_first_operations_counts_the_records_not_the_partitions():
+    # Spark counted the batch's 2 partitions (the spout read deferred); the read tasks counted 600
+    # records and 3 malformed ones, one partition twice (its stage computed again): counted once.
+    p = BatchProgress.from_spark("s", spark_progress(numInputRows=2, inputRowsPerSecond=4.0,
+                                                     processedRowsPerSecond=8.0))
+    p.add_task_metrics({("spout_read", "s", "0.0", "rows", 400): 2,
+                        ("spout_read", "s", "1.0", "rows", 200): 1,
+                        ("spout_read", "s", "1.0", "malformed", 3): 1,
+                        ("stage", "source", "source", "ms"): 5.0,
+                        ("stage", "source", "source", "rows_out"): 1000}, {})
+    assert (p.rows, p.malformed_records) == (600, 3)
+    assert (p.input_rows_per_second, p.processed_rows_per_second) == (1200.0, 2400.0)
+    assert p.stages[0].name == "source" and p.stages[0].ms == 5.0

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from trident_spark.errors import InvalidArgumentError
-from trident_spark.spout.base import BatchFeedback, Spout, SpoutRun
+from trident_spark.spout.base import BatchFeedback, PythonSource, Spout, SpoutRun
 from trident_spark.spout.kafka.config import (
     KafkaSpoutConfig,
     KeyFormat,
@@ -276,13 +276,18 @@ class KafkaSpout(Spout):
             from trident_spark.spout.kafka.jvm import jvm_dataframe
 
             return jvm_dataframe(spark, self.config)
-        from trident_spark.spout.kafka.source import FORMAT_NAME, KafkaDataSource
+        source = self.python_source()
+        assert source is not None
+        return source.load(spark)
 
-        if not getattr(spark, "_trident_kafka_registered", False):
-            spark.dataSource.register(KafkaDataSource)
-            spark._trident_kafka_registered = True  # type: ignore[attr-defined]
-        return (spark.readStream.format(FORMAT_NAME).option("config", self.config.to_json())
-                .option("run", self.run.to_json()).load())
+    def python_source(self) -> PythonSource | None:
+        """The Spark data source ``trident_kafka`` (None with ``engine="jvm"``: Spark's own
+        Kafka source reads in the JVM)."""
+        if self.engine == "jvm":
+            return None
+        from trident_spark.spout.kafka.source import KafkaDataSource
+
+        return PythonSource(KafkaDataSource, {"config": self.config.to_json(), "run": self.run.to_json()})
 
     def for_run(self, run: SpoutRun) -> KafkaSpout:
         """The spout as a run reads it: read by our Python source, it also reports its read time

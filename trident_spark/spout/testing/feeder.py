@@ -24,7 +24,7 @@ import pyarrow as pa
 from trident_spark.errors import InvalidArgumentError, WrongTypeError, check_int
 from trident_spark.fields import Fields
 from trident_spark.object_values import OBJECT, OBJECT_METADATA, UncarriableValueError, encode_column
-from trident_spark.spout.base import Spout
+from trident_spark.spout.base import PythonSource, Spout
 from trident_spark.spout.field_types import ColumnType, parse_type, quote_name
 from trident_spark.spout.testing.batch_files import batch_path, count_batches, write_batch
 
@@ -257,18 +257,18 @@ class FeederBatchSpout(Spout):
         >>> FeederBatchSpout(["word", "n:bigint"]).to_dataframe(spark).columns  # doctest: +SKIP
         ['word', 'n']
         """
-        from trident_spark.spout.testing.feeder_source import FORMAT_NAME, FeederDataSource
-
-        ddl = self.schema_ddl()
-        if not getattr(spark, "_trident_feeder_registered", False):
-            spark.dataSource.register(FeederDataSource)
-            spark._trident_feeder_registered = True  # type: ignore[attr-defined]
-        df = (spark.readStream.format(FORMAT_NAME)
-              .option("directory", self._directory)
-              .option("num_partitions", str(self._num_partitions))
-              .option("schema", ddl)
-              .load())
+        source = self.python_source()
+        assert source is not None
+        df = source.load(spark)
         return self.mark_untyped(df)
+
+    def python_source(self) -> PythonSource | None:
+        """The Spark data source ``trident_feeder`` reading the spout's batch files."""
+        from trident_spark.spout.testing.feeder_source import FeederDataSource
+
+        return PythonSource(FeederDataSource, {"directory": self._directory,
+                                               "num_partitions": str(self._num_partitions),
+                                               "schema": self.schema_ddl()})
 
     def mark_untyped(self, df: DataFrame) -> DataFrame:
         """``df`` (read from this spout's batches) with its undeclared fields marked untyped."""

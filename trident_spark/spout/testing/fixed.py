@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from trident_spark.errors import InvalidArgumentError, WrongTypeError, check_int
 from trident_spark.fields import Fields
-from trident_spark.spout.base import Spout
+from trident_spark.spout.base import PythonSource, Spout
 from trident_spark.spout.testing.feeder import FeederBatchSpout
 
 if TYPE_CHECKING:
@@ -126,19 +126,17 @@ class FixedBatchSpout(Spout):
 
     def to_dataframe(self, spark: SparkSession) -> DataFrame:
         """The spout as a streaming DataFrame (Spark data source ``trident_fixed_batch``)."""
-        from trident_spark.spout.testing.fixed_source import FORMAT_NAME, FixedBatchDataSource
+        source = self.python_source()
+        assert source is not None
+        return self._feeder.mark_untyped(source.load(spark))
 
-        if not getattr(spark, "_trident_fixed_registered", False):
-            spark.dataSource.register(FixedBatchDataSource)
-            spark._trident_fixed_registered = True  # type: ignore[attr-defined]
-        return self._feeder.mark_untyped(spark.readStream.format(FORMAT_NAME)
-                                          .option("directory", self._feeder.directory)
-                                          .option("num_partitions", str(self._feeder.num_partitions))
-                                          .option("schema", self._feeder.schema_ddl())
-                                          .option("period", str(self.period))
-                                          .option("cycle", "true" if self._cycle else "false")
-                                          .option("max_batches", str(self._max_batches or 0))
-                                          .load())
+    def python_source(self) -> PythonSource | None:
+        """The Spark data source ``trident_fixed_batch`` cycling through the spout's batches."""
+        from trident_spark.spout.testing.fixed_source import FixedBatchDataSource
 
+        return PythonSource(FixedBatchDataSource, {
+            "directory": self._feeder.directory, "num_partitions": str(self._feeder.num_partitions),
+            "schema": self._feeder.schema_ddl(), "period": str(self.period),
+            "cycle": "true" if self._cycle else "false", "max_batches": str(self._max_batches or 0)})
 
 __all__ = ["FixedBatchSpout"]

@@ -15,7 +15,7 @@ from trident_spark.errors import SpoutError, TopologyError
 from trident_spark.fields import Fields
 from trident_spark.object_values import OBJECT_METADATA
 from trident_spark.shapes import MethodShape, check_methods
-from trident_spark.spout.base import Spout, SpoutRun
+from trident_spark.spout.base import PythonSource, Spout, SpoutRun
 from trident_spark.spout.user.batches import KINDS, spout_label
 from trident_spark.spout.user.tuple_rows import TupleRows
 
@@ -114,6 +114,7 @@ class UserSpout(Spout):
             raise TopologyError(f"newStream({stream!r}): {type(spout).__name__}.getOutputFields() has "
                                 f"duplicate fields {duplicates}")
         self._rows = TupleRows(self._fields)
+        self._python_source: PythonSource | None = None  # built once: writing it writes the pickle
 
     @property
     def fields(self) -> Fields:
@@ -150,24 +151,29 @@ class UserSpout(Spout):
         from pyspark.sql import functions as F
 
         from trident_spark.spout.field_types import quote_name
-        from trident_spark.spout.user.source import FORMAT_NAME, UserSpoutDataSource, write_spout
-
-        if not getattr(spark, "_trident_user_spout_registered", False):
-            spark.dataSource.register(UserSpoutDataSource)
-            spark._trident_user_spout_registered = True  # type: ignore[attr-defined]
-        specs = [f"{n}:{self._rows.declared[n].ddl}" if n in self._rows.declared else n for n in self._fields]
-        df = (spark.readStream.format(FORMAT_NAME)
-              .option("spout_file", write_spout(self._pickled(), self.metadata_dir))
-              .option("spout_class", getattr(self.spout, "spout_name", None) or type(self.spout).__name__)
-              .option("kind", self.kind)
-              .option("stream", self.stream)
-              .option("fields", json.dumps(specs))
-              .option("schema", self._rows.ddl())
-              .option("metadata_dir", self.metadata_dir or "")
-              .load())
+        source = self.python_source()
+        assert source is not None
+        df = source.load(spark)
         return df.select(*(F.col(quote_name(n)) if n in self._rows.declared
                            else F.col(quote_name(n)).alias(n, metadata=dict(OBJECT_METADATA))
                            for n in self._fields))
+
+    def python_source(self) -> PythonSource | None:
+        """The Spark data source ``trident_user_spout``; the spout's pickle is written (to
+        :attr:`metadata_dir`) the first time it is asked for."""
+        from trident_spark.spout.user.source import UserSpoutDataSource, write_spout
+
+        source = self._python_source
+        if source is None:
+            declared = self._rows.declared
+            specs = [f"{n}:{declared[n].ddl}" if n in declared else n for n in self._fields]
+            source = PythonSource(UserSpoutDataSource, {
+                "spout_file": write_spout(self._pickled(), self.metadata_dir),
+                "spout_class": getattr(self.spout, "spout_name", None) or type(self.spout).__name__,
+                "kind": self.kind, "stream": self.stream, "fields": json.dumps(specs),
+                "schema": self._rows.ddl(), "metadata_dir": self.metadata_dir or ""})
+            self._python_source = source
+        return source
 
 
 __all__ = ["UserSpout"]
