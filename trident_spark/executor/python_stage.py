@@ -185,9 +185,7 @@ class _Batch:
     def inputs(self, fields: Fields, operator: str) -> pa.RecordBatch:
         """The current tuples' ``fields`` as one Arrow batch (no fields: a batch of no columns
         with one row per tuple)."""
-        if not fields:
-            return pa.RecordBatch.from_struct_array(pa.nulls(len(self.rows), pa.struct([])).fill_null({}))
-        return pa.RecordBatch.from_arrays([self.arrow(name, operator) for name in fields], names=list(fields))
+        return arrow_batch([self.arrow(name, operator) for name in fields], list(fields), len(self.rows))
 
     def keep(self, indices: list[int] | pa.Array) -> None:
         """Keep tuples ``indices`` (in that order; an index may repeat)."""
@@ -218,6 +216,19 @@ class _Batch:
         self.extra = extra
         self._lists = {}
         self._arrays = {}
+
+
+def arrow_batch(arrays: Sequence[pa.Array | None], names: list[str], rows: int) -> pa.RecordBatch:
+    """``arrays`` as one batch of ``rows`` rows (no arrays: a batch of no columns, ``rows`` rows).
+
+    Examples
+    --------
+    >>> arrow_batch([], [], 3).num_rows
+    3
+    """
+    if not arrays:
+        return pa.RecordBatch.from_struct_array(pa.nulls(rows, pa.struct([])).fill_null({}))
+    return pa.RecordBatch.from_arrays(list(arrays), names=names)
 
 
 def run_stage(steps: Sequence[PythonStep], output_fields: Sequence[str], new_types: dict[str, pa.DataType],
@@ -268,7 +279,7 @@ def run_stage(steps: Sequence[PythonStep], output_fields: Sequence[str], new_typ
                     if not batch.rows:
                         break
                 if batch.rows and partials is not None:
-                    partials.add(batch.column, len(batch.rows))
+                    partials.add(batch.column, len(batch.rows), batch.arrow_column)
                 elif batch.rows:
                     started = time.perf_counter()
                     schema = pa.schema([pa.field(n, new_types[n]) if n in new_types
@@ -306,8 +317,7 @@ def partition_index() -> int:
 
 
 def _apply(step: PythonStep, batch: _Batch, errors: ReportedErrors | None = None) -> None:
-    if step.kind == "each" and takes_arrow_batches(step.operation):
-        _apply_arrow(step, batch)
+    if step.kind == "each" and takes_arrow_batches(step.operation) and _apply_arrow(step, batch):
         return
     fields = step.input_fields
     tuples = tuple_views(fields, [batch.column(name) for name in fields], len(batch.rows))
@@ -329,21 +339,34 @@ def _apply(step: PythonStep, batch: _Batch, errors: ReportedErrors | None = None
         raise TopologyError(f"{step.label}: unsupported operation {op!r}")
 
 
-def _apply_arrow(step: PythonStep, batch: _Batch) -> None:
-    """An Arrow-batch Function or Filter over the batch's tuples, in one call."""
+def _apply_arrow(step: PythonStep, batch: _Batch) -> bool:
+    """An Arrow-batch Function or Filter over the batch's tuples, in one call. An input field
+    that holds no one Arrow type (untyped, of mixed types) is an error naming it, unless the
+    operation writes its own per-tuple method (the built-ins): then False, and the tuples go
+    through that."""
     op = step.operation
+    if _own_per_tuple(op) and any(batch.arrow_column(name) is None for name in step.input_fields):
+        return False
     inputs = batch.inputs(step.input_fields, step.label)
     if isinstance(op, ArrowFilter):
         mask = keep_arrow(step.label, op.keep_arrow, inputs)
         if pc.sum(mask).as_py() != len(mask):
             batch.keep(pc.indices_nonzero(mask))
-        return
+        return True
     assert isinstance(op, ArrowFunction), "takes_arrow_batches: an ArrowFunction or ArrowFilter"
     parents, columns = each_arrow(step.label, op.execute_arrow, inputs, step.function_fields)
     if parents is not None:
         batch.keep(parents)
     for name, column in zip(step.function_fields, columns, strict=True):
         batch.set_extra(name, column)
+    return True
+
+
+def _own_per_tuple(op: Operation) -> bool:
+    """Whether an Arrow-batch operation writes its own per-tuple method (not the one-row batch)."""
+    if isinstance(op, ArrowFilter):
+        return type(op).isKeep is not ArrowFilter.isKeep
+    return isinstance(op, ArrowFunction) and type(op).execute is not ArrowFunction.execute
 
 
 def _append(step: PythonStep, batch: _Batch, parents: list[int], emitted: list[Any]) -> None:
