@@ -207,8 +207,8 @@ def function_output(label: str, result: Any, rows: int,
 
     if not isinstance(result, tuple) or len(result) != 2:
         raise OperatorError(f"{label}: execute_arrow must return a pair (parents, columns), got "
-                            f"{type(result).__name__} {result!r:.100}; return (None, [array, ...]) for one "
-                            f"output row per input row")
+                            f"{type(result).__name__}; return (None, [array, ...]) for one output row per "
+                            f"input row")
     parents, given = result
     if isinstance(given, pa.RecordBatch):
         columns = list(given.columns)
