@@ -102,28 +102,52 @@ PARENTS = f"{E}'s parents must be an integer Arrow array (each output row's inpu
 ONE_VALUE = "give every column one value per output row"
 
 
-@pytest.mark.parametrize(("result", "rows", "message"), [
-    ([pa.array(["a"])], 1,
-     f"{E} must return a pair (parents, columns), got list; return (None, [array, ...]) for one output row "
-     "per input row"),
-    ((None, "abc"), 1, f"{E}'s columns must be a list of Arrow arrays or a RecordBatch, got str"),
-    ((None, [["a"]]), 1,
-     f"{E}'s column 0 is list, not an Arrow array; return pyarrow arrays (pa.array(values) makes one)"),
-    ((None, [pa.array(["a"]), pa.array([1])]), 1,
-     f"{E} gave 2 column(s) for the 1 declared field(s) ['w']; return one array per declared field, "
-     "in order"),
-    ((None, [pa.array(["a"])]), 2,
-     f"{E} gave a column of 1 rows for field 'w', but 2 output rows (one per input row); {ONE_VALUE}"),
-    ((pa.array([0, 0, 1]), [pa.array(["a", "b"])]), 2,
-     f"{E} gave a column of 2 rows for field 'w', but 3 output rows (one per parent); {ONE_VALUE}"),
-    ((pa.array(["0"]), [pa.array(["a"])]), 1, f"{PARENTS} string"),
-    (([0], [pa.array(["a"])]), 1, f"{PARENTS} list"),
-    ((pa.array([0, None]), [pa.array(["a", "b"])]), 1,
-     f"{E}'s parents hold 1 null(s); give every output row the index of its input row"),
-    ((pa.array([0, 2]), [pa.array(["a", "b"])]), 2,
-     f"{E}'s parents hold 0..2, outside the batch's rows 0..1; give each output row the index of its "
-     "input row"),
-])
+@pytest.mark.parametrize(
+    ("result", "rows", "message"),
+    [
+        (
+            [pa.array(["a"])],
+            1,
+            f"{E} must return a pair (parents, columns), got list; return (None, [array, ...]) for one "
+            "output row per input row",
+        ),
+        ((None, "abc"), 1, f"{E}'s columns must be a list of Arrow arrays or a RecordBatch, got str"),
+        (
+            (None, [["a"]]),
+            1,
+            f"{E}'s column 0 is list, not an Arrow array; return pyarrow arrays (pa.array(values) makes one)",
+        ),
+        (
+            (None, [pa.array(["a"]), pa.array([1])]),
+            1,
+            f"{E} gave 2 column(s) for the 1 declared field(s) ['w']; return one array per declared field, "
+            "in order",
+        ),
+        (
+            (None, [pa.array(["a"])]),
+            2,
+            f"{E} gave a column of 1 rows for field 'w', but 2 output rows (one per input row); {ONE_VALUE}",
+        ),
+        (
+            (pa.array([0, 0, 1]), [pa.array(["a", "b"])]),
+            2,
+            f"{E} gave a column of 2 rows for field 'w', but 3 output rows (one per parent); {ONE_VALUE}",
+        ),
+        ((pa.array(["0"]), [pa.array(["a"])]), 1, f"{PARENTS} string"),
+        (([0], [pa.array(["a"])]), 1, f"{PARENTS} list"),
+        (
+            (pa.array([0, None]), [pa.array(["a", "b"])]),
+            1,
+            f"{E}'s parents hold 1 null(s); give every output row the index of its input row",
+        ),
+        (
+            (pa.array([0, 2]), [pa.array(["a", "b"])]),
+            2,
+            f"{E}'s parents hold 0..2, outside the batch's rows 0..1; give each output row the index of its "
+            "input row",
+        ),
+    ],
+)
 def test_what_execute_arrow_returns_is_checked(result, rows, message):
     with pytest.raises(OperatorError) as raised:
         function_output("each(F)", result, rows, ["w"])
@@ -139,22 +163,36 @@ def test_a_good_result_passes_as_given_chunked_arrays_combined():
 def test_what_keep_arrow_and_init_arrow_return_is_checked():
     with pytest.raises(OperatorError) as raised:
         mask_output("filter(F)", pa.array([1, 0]), 2)
-    assert str(raised.value) == ("filter(F): keep_arrow must return a pa.BooleanArray (one boolean per "
-                                 "tuple), got int64")
+    assert str(raised.value) == (
+        "filter(F): keep_arrow must return a pa.BooleanArray (one boolean per tuple), got int64"
+    )
     with pytest.raises(OperatorError) as raised:
         mask_output("filter(F)", pa.array([True]), 2)
-    assert str(raised.value) == ("filter(F): keep_arrow gave a mask of 1 booleans for a batch of 2 tuples; "
-                                 "return one boolean per tuple")
+    assert str(raised.value) == (
+        "filter(F): keep_arrow gave a mask of 1 booleans for a batch of 2 tuples; "
+        "return one boolean per tuple"
+    )
     assert mask_output("filter(F)", pa.array([None, True]), 2).to_pylist() == [False, True]
     with pytest.raises(OperatorError) as raised:
         init_output("agg", pa.array([1, 2, 3]), 2)
-    assert str(raised.value) == ("agg: init_arrow gave 3 init values for a batch of 2 tuples; "
-                                 "return one per tuple")
+    assert str(raised.value) == (
+        "agg: init_arrow gave 3 init values for a batch of 2 tuples; return one per tuple"
+    )
 
 
 def test_which_operations_take_arrow_batches():
-    assert [takes_arrow_batches(op) for op in (ArrowSplit(), Short(), Split(), Equals(), FilterNull(),
-                                                Negate(FilterNull()), Negate(Short()))] == [True] * 7
+    assert [
+        takes_arrow_batches(op)
+        for op in (
+            ArrowSplit(),
+            Short(),
+            Split(),
+            Equals(),
+            FilterNull(),
+            Negate(FilterNull()),
+            Negate(Short()),
+        )
+    ] == [True] * 7
     assert [takes_arrow_batches(op) for op in (BaseFilter(), Negate(lambda t: True), Count())] == [False] * 3
     assert [combines_in_arrow(a) for a in (Count(), Sum(), Letters())] == [True] * 3
     assert [combines_in_arrow(a) for a in (Max("n"), ArrowCombinerAggregator())] == [False] * 2
@@ -197,14 +235,17 @@ def per_tuple_keep(filter_, columns):
 NAN = float("nan")
 
 
-@pytest.mark.parametrize("columns", [
-    [[1, 2, None, None, 3], [1, 3, None, 4, 3]],
-    [[1.0, NAN, NAN, None, 2.5], [1.0, NAN, 1.0, None, 2.5]],
-    [["a", "b", None], ["a", "c", None], ["a", "b", None]],
-    [[1, 2, 3], [1.0, 2.5, None]],          # two types: value by value (1 == 1.0, as in Python)
-    [[[1], [2]], [[1], [3]]],               # lists: no Arrow equality, value by value
-    [["a", None]],                          # one field: every tuple kept
-])
+@pytest.mark.parametrize(
+    "columns",
+    [
+        [[1, 2, None, None, 3], [1, 3, None, 4, 3]],
+        [[1.0, NAN, NAN, None, 2.5], [1.0, NAN, 1.0, None, 2.5]],
+        [["a", "b", None], ["a", "c", None], ["a", "b", None]],
+        [[1, 2, 3], [1.0, 2.5, None]],  # two types: value by value (1 == 1.0, as in Python)
+        [[[1], [2]], [[1], [3]]],  # lists: no Arrow equality, value by value
+        [["a", None]],  # one field: every tuple kept
+    ],
+)
 def test_equals_filternull_negate_in_arrow_keep_what_their_per_tuple_forms_keep(columns):
     batch = pa.record_batch({f"c{i}": pa.array(c) for i, c in enumerate(columns)})
     for filter_ in (Equals(), FilterNull(), Negate(Equals()), Negate(FilterNull())):
