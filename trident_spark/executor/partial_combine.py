@@ -9,8 +9,9 @@ shuffle and the final combine follow as for any partial aggregation.
 
 Aggregators that combine in Arrow (an ``ArrowCombinerAggregator``, Count, Sum) take a batch at a
 time when the stage has its fields as Arrow: ``init_arrow`` over the batch, then pyarrow's hash
-aggregation (``Table.group_by(...).aggregate``) per group; only each group's partial is a
-Python value, combined into the partition's with ``combine``.
+aggregation (``Table.group_by(...).aggregate``) per group. The batches' grouped tables are
+aggregated again when the partition ends (``arrow_combine`` does what ``combine`` does, so it
+combines partials too), and only then become Python values: one per group and aggregator.
 
 Partial values go out either in their own Arrow type (``typed``: a Combiner with a Spark SQL
 merge, such as Count or Sum, whose final combine is then Spark SQL), or pickled, for the
@@ -92,6 +93,8 @@ class PartitionPartials:
 
     tail: PartialCombine
     groups: dict[Any, list[Any]] = field(default_factory=dict)  # key -> [group values, partials]
+    grouped: list[pa.Table] = field(default_factory=list)  # batches grouped in Arrow, not yet in groups
+    grouped_rows: int = 0
     rows_in: int = 0
     seconds: float = 0.0
 
@@ -171,13 +174,33 @@ class PartitionPartials:
             names.append(f"__init{i}")
             aggregations.append((f"__init{i}", _hash_aggregation(step)))
         try:
-            grouped = pa.Table.from_arrays(arrays, names=names).group_by(
-                names[:len(tail.group_fields)], use_threads=False).aggregate(aggregations)
+            table = pa.Table.from_arrays(arrays, names=names)
+            grouped = _grouped(table, len(tail.group_fields), aggregations)
         except (pa.ArrowNotImplementedError, pa.ArrowTypeError):  # e.g. a list as group value
             return False
-        group_values = [grouped.column(name).to_pylist() for name in names[:len(tail.group_fields)]]
-        partials = [grouped.column(f"{name}_{how}").to_pylist() for name, how in aggregations]
-        keys = group_keys(group_values) if tail.group_fields else [((), [])]
+        if self.grouped and grouped.schema != self.grouped[0].schema:  # e.g. ints, then strings
+            self._fold_grouped()
+        self.grouped.append(grouped)
+        self.grouped_rows += grouped.num_rows
+        if self.grouped_rows > _MAX_GROUPED_ROWS:  # bounded memory: the batches so far as one
+            self.grouped = [_grouped(pa.concat_tables(self.grouped), len(tail.group_fields), aggregations)]
+            self.grouped_rows = self.grouped[0].num_rows
+        return True
+
+    def _fold_grouped(self) -> None:
+        """The batches grouped in Arrow, aggregated once more and added to ``groups``."""
+        if not self.grouped:
+            return
+        tail = self.tail
+        width = len(tail.group_fields)
+        table = self.grouped[0] if len(self.grouped) == 1 else _grouped(
+            pa.concat_tables(self.grouped), width, [(name, _hash_aggregation(step)) for name, step in
+                                                   zip(self.grouped[0].column_names[width:], tail.steps,
+                                                       strict=True)])
+        self.grouped, self.grouped_rows = [], 0
+        group_values = [table.column(i).to_pylist() for i in range(width)]
+        partials = [table.column(i).to_pylist() for i in range(width, table.num_columns)]
+        keys = group_keys(group_values) if width else [((), [])]
         steps, groups = tail.steps, self.groups
         for row, (key, values) in enumerate(keys):
             combined = [p[row] for p in partials]
@@ -186,7 +209,6 @@ class PartitionPartials:
                 groups[key] = [values, combined]
             else:
                 found[1] = combine_all(steps, found[1], combined)
-        return True
 
     def _keys(self, column: Callable[[str], list[Any]], rows: int) -> list[tuple[Any, list[Any]]]:
         """Per tuple: (hashable key, group values), as the aggregation stages key groups."""
@@ -197,6 +219,9 @@ class PartitionPartials:
 
     def batch(self) -> pa.RecordBatch | None:
         """The partition's rows: one per group (None when no tuple came)."""
+        started = time.perf_counter()
+        self._fold_grouped()
+        self.seconds += time.perf_counter() - started
         if not self.groups:
             return None
         started = time.perf_counter()
@@ -216,6 +241,19 @@ class PartitionPartials:
         """Add this partition's time and rows to the task's counters, as the partial stage."""
         clock.add("aggregate", self.tail.name, ms=self.seconds * 1000, rows_in=self.rows_in,
                   rows_out=len(self.groups))
+
+
+#: Rows of grouped batches kept before they are aggregated into one table.
+_MAX_GROUPED_ROWS = 1_000_000
+
+
+def _grouped(table: pa.Table, width: int, aggregations: list[tuple[str, str]]) -> pa.Table:
+    """``table`` grouped by its first ``width`` columns, each other column aggregated as
+    ``aggregations`` say, the columns keeping their names."""
+    names = table.column_names
+    result = table.group_by(names[:width], use_threads=False).aggregate(aggregations)
+    return result.select([*names[:width], *(f"{name}_{how}" for name, how in aggregations)]).rename_columns(
+        [*names[:width], *(name for name, _ in aggregations)])
 
 
 def _hash_aggregation(step: AggStep) -> str:

@@ -227,7 +227,7 @@ def arrow_batch(arrays: Sequence[pa.Array | None], names: list[str], rows: int) 
     3
     """
     if not arrays:
-        return pa.RecordBatch.from_struct_array(pa.nulls(rows, pa.struct([])).fill_null({}))
+        return pa.record_batch([pa.nulls(rows)], names=["rows"]).select([])
     return pa.RecordBatch.from_arrays(list(arrays), names=names)
 
 
