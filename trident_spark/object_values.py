@@ -228,14 +228,17 @@ def decode_column(column: pa.Array | pa.ChunkedArray) -> list[Any]:
 def decode_arrow(column: pa.Array | pa.ChunkedArray) -> pa.Array:
     """An Arrow column of tagged values as an Arrow array of the one type its values have
     (for operations that take whole Arrow batches); strings and ints are untagged without a
-    Python call. Raises ``ValueError`` when the values mix types Arrow cannot hold in one array.
+    Python call. Raises ``ValueError`` when the values are of several Python types (``1`` and
+    ``2.5``: one array would turn the int into a float) or of one Arrow cannot hold.
 
     Examples
     --------
     >>> decode_arrow(encode_column(["cat", None, "dog"])).type
     DataType(string)
-    >>> decode_arrow(encode_column([1, 2.5])).to_pylist()
-    [1.0, 2.5]
+    >>> decode_arrow(encode_column([1, 2.5]))
+    Traceback (most recent call last):
+      ...
+    ValueError: its values mix types (float, int), which no one Arrow type holds
     """
     array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     if array.null_count == len(array):
@@ -248,13 +251,30 @@ def decode_arrow(column: pa.Array | pa.ChunkedArray) -> pa.Array:
                 return untagged if kind == pa.string() else untagged.cast(kind)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # an int beyond int64
                 break
-    values = decode_column(array)
+    return one_type_array(decode_column(array))
+
+
+def one_type_array(values: Sequence[Any]) -> pa.Array:
+    """Python values of one type (None aside) as one Arrow array, their type kept; a
+    ``ValueError`` names the types when there are several, or the one Arrow cannot hold.
+
+    Examples
+    --------
+    >>> one_type_array([[1], None, [2, 3]]).type
+    ListType(list<item: int64>)
+    >>> one_type_array([True, 1])
+    Traceback (most recent call last):
+      ...
+    ValueError: its values mix types (bool, int), which no one Arrow type holds
+    """
+    kinds = sorted({type(v).__name__ for v in values if v is not None})
+    if len(kinds) > 1:
+        raise ValueError(f"its values mix types ({', '.join(kinds)}), which no one Arrow type holds")
     try:
         return pa.array(values, from_pandas=False)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError, TypeError) as exc:
-        kinds = sorted({type(v).__name__ for v in values if v is not None})
-        raise ValueError(f"its values mix types ({', '.join(kinds)}), which no one Arrow type holds "
-                         f"({type(exc).__name__}: {exc})") from None
+        raise ValueError(f"its values ({', '.join(kinds)}) have no Arrow type ({type(exc).__name__}: "
+                         f"{exc})") from None
 
 
 def encode_arrow(array: pa.Array | pa.ChunkedArray) -> pa.Array:

@@ -42,6 +42,7 @@ from trident_spark.object_values import (
     decode_column,
     encode_arrow,
     encode_column,
+    one_type_array,
 )
 from trident_spark.operation import (
     BaseFilter,
@@ -139,8 +140,9 @@ class _Batch:
         (``operator``): an untyped field's values decoded to their one Arrow type, or an error."""
         array = self.arrow_column(name)
         if array is None:
+            why = self._source_arrays.get(name, "its values have no one type")
             raise OperatorError(
-                f"{operator}: field {name!r} is untyped and {self._source_arrays.get(name, 'mixed')}; "
+                f"{operator}: field {name!r}: {why}; "
                 f"an Arrow-batch operation needs one Arrow type per field. Declare the field's type "
                 f"where it is made (e.g. ['{name}:string']), or use a per-tuple operation")
         return array
@@ -155,10 +157,9 @@ class _Batch:
             array = self._arrays.get(name)  # a per-tuple operator's values, kept as they are
             if array is None:
                 try:
-                    array = self._arrays[name] = pa.array(extra, from_pandas=False)
-                except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError,
-                        TypeError) as exc:
-                    self._source_arrays[name] = ValueError(f"its values hold no one Arrow type ({exc})")
+                    array = self._arrays[name] = one_type_array(extra)
+                except ValueError as exc:
+                    self._source_arrays[name] = exc
                     return None
             return array
         found = self._source_arrays.get(name)
