@@ -267,3 +267,20 @@ def test_count_and_sum_init_arrow():
     assert Sum().init_arrow(pa.record_batch({"n": ["a"]})) is None
     assert Sum().init_arrow(pa.record_batch({"n": [True]})) is None
     assert Sum().init_arrow(pa.record_batch({"n": [2**62, 2**62]})) is None
+
+
+def test_the_driver_path_runs_the_per_tuple_forms_with_the_same_results():
+    from trident_spark import TridentTopology
+    from trident_spark.graph import ancestors
+    from trident_spark.runtime.drpc.driver_stream import DirectStream
+    from trident_spark.spout import FeederBatchSpout
+
+    stream = (TridentTopology().newStream("drpc", FeederBatchSpout(["args"]))
+              .each(["args"], ArrowSplit(), ["word"]).each(["word"], Short())
+              .groupBy(["word"]).aggregate(["word"], Letters(), ["letters"]))
+    direct = DirectStream(ancestors([stream.node]), stream.node, {})
+    try:
+        answer = direct.run(0, [{"args": "the cat ate the big tiger"}])
+    finally:
+        direct.cleanup()
+    assert sorted(answer) == [["ate", 3], ["big", 3], ["cat", 3], ["the", 6]]
