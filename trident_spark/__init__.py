@@ -9,6 +9,7 @@ Fields('word', 'count')
 
 import logging
 
+from trident_spark.arrow_operation import ArrowCombinerAggregator, ArrowFilter, ArrowFunction
 from trident_spark.errors import FailedException, TopologyError, TridentSparkError
 from trident_spark.fields import Fields, TridentTuple
 from trident_spark.grouped import ChainedAggregatorDeclarer, GroupedStream
@@ -22,6 +23,9 @@ from trident_spark.topology import TridentTopology
 from trident_spark.trident_state import TridentState
 
 __all__ = [
+    "ArrowCombinerAggregator",
+    "ArrowFilter",
+    "ArrowFunction",
     "ChainedAggregatorDeclarer",
     "FailedException",
     "Fields",

@@ -223,3 +223,77 @@ def decode_column(column: pa.Array | pa.ChunkedArray) -> list[Any]:
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # an int beyond int64
                 break
     return [None if data is None else decode_value(data) for data in array.to_pylist()]
+
+
+def decode_arrow(column: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """An Arrow column of tagged values as an Arrow array of the one type its values have
+    (for operations that take whole Arrow batches); strings and ints are untagged without a
+    Python call. Raises ``ValueError`` when the values are of several Python types (``1`` and
+    ``2.5``: one array would turn the int into a float) or of one Arrow cannot hold.
+
+    Examples
+    --------
+    >>> decode_arrow(encode_column(["cat", None, "dog"])).type
+    DataType(string)
+    >>> decode_arrow(encode_column([1, 2.5]))
+    Traceback (most recent call last):
+      ...
+    ValueError: its values mix types (float, int), which no one Arrow type holds
+    """
+    array = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if array.null_count == len(array):
+        return pa.nulls(len(array))
+    tags = pc.binary_slice(array, 0, 1)
+    for tag, kind in ((STR, pa.string()), (INT, pa.int64())):
+        if pc.all(pc.equal(tags, pa.scalar(tag, pa.binary()))).as_py():
+            try:
+                untagged = pc.binary_slice(array, 1, _MAX_STOP).cast(pa.string())
+                return untagged if kind == pa.string() else untagged.cast(kind)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # an int beyond int64
+                break
+    return one_type_array(decode_column(array))
+
+
+def one_type_array(values: Sequence[Any]) -> pa.Array:
+    """Python values of one type (None aside) as one Arrow array, their type kept; a
+    ``ValueError`` names the types when there are several, or the one Arrow cannot hold.
+
+    Examples
+    --------
+    >>> one_type_array([[1], None, [2, 3]]).type
+    ListType(list<item: int64>)
+    >>> one_type_array([True, 1])
+    Traceback (most recent call last):
+      ...
+    ValueError: its values mix types (bool, int), which no one Arrow type holds
+    """
+    kinds = sorted({type(v).__name__ for v in values if v is not None})
+    if len(kinds) > 1:
+        raise ValueError(f"its values mix types ({', '.join(kinds)}), which no one Arrow type holds")
+    try:
+        return pa.array(values, from_pandas=False)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError, TypeError) as exc:
+        raise ValueError(f"its values ({', '.join(kinds)}) have no Arrow type ({type(exc).__name__}: "
+                         f"{exc})") from None
+
+
+def encode_arrow(array: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """An Arrow array as an untyped field's column of tagged values: strings and integers
+    tagged with Arrow compute, anything else value by value (:func:`encode_column`).
+
+    Examples
+    --------
+    >>> decode_column(encode_arrow(pa.array(["cat", None])))
+    ['cat', None]
+    >>> decode_column(encode_arrow(pa.array([3, 4], pa.int32())))
+    [3, 4]
+    """
+    array = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+    type_ = array.type
+    if pa.types.is_null(type_):
+        return pa.nulls(len(array), pa.binary())
+    if pa.types.is_string(type_) or pa.types.is_large_string(type_):
+        return _prefixed(array.cast(pa.string()), "s")
+    if pa.types.is_integer(type_):
+        return _prefixed(array.cast(pa.int64()).cast(pa.string()), "1")
+    return encode_column(array.to_pylist())

@@ -22,7 +22,8 @@ BUILDER_KNOT = {"trident_spark.stream", "trident_spark.grouped", "trident_spark.
 DSL = {"trident_spark.topology", "trident_spark.stream", "trident_spark.grouped",
        "trident_spark.trident_state", "trident_spark.graph", "trident_spark.operation",
        "trident_spark.validation", "trident_spark.fields", "trident_spark.joins", "trident_spark.sink",
-       "trident_spark.runner", "trident_spark.errors", "trident_spark.durations"}
+       "trident_spark.runner", "trident_spark.errors", "trident_spark.durations",
+       "trident_spark.arrow_operation"}
 DSL_PACKAGES = ("trident_spark.builtin",)
 
 PLANNER, RUNTIME, EXECUTOR = "trident_spark.planner", "trident_spark.runtime", "trident_spark.executor"

@@ -2,7 +2,9 @@
 
 Each runs in Python (``init``/``combine`` or ``init``/``aggregate``/``complete``)
 and also offers a Spark SQL form (``spark_aggregates``) that gives the same
-result, so the planner can aggregate without Python workers. Nothing here
+result, so the planner can aggregate without Python workers. Count and Sum are
+also Arrow-batch combiners (``init_arrow``, ``arrow_combine``): where their SQL form
+cannot run (a Python stage's partial aggregation) they combine a batch at a time. Nothing here
 imports pyspark until a ``spark_*`` method is called.
 """
 
@@ -15,11 +17,13 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from trident_spark.arrow_operation import ArrowCombinerAggregator
 from trident_spark.errors import TopologyError, WrongTypeError
 from trident_spark.fields import TridentTuple
-from trident_spark.operation import Aggregator, CombinerAggregator, TridentCollector
+from trident_spark.operation import Aggregator, TridentCollector
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import Column
 
 _INTEGRAL_TYPES = frozenset({"tinyint", "byte", "smallint", "short", "int", "integer", "bigint", "long"})
@@ -32,7 +36,7 @@ _BIGINT_MAX = 2**63 - 1
 Comparator = Callable[[Any, Any], int] | Any
 
 
-class Count(CombinerAggregator[int]):
+class Count(ArrowCombinerAggregator[int]):
     """Count the tuples: Trident's ``Count`` (``init`` 1, ``combine`` a + b, ``zero`` 0).
 
     Every tuple counts, whatever its values (SQL ``count(1)``).
@@ -52,9 +56,16 @@ class Count(CombinerAggregator[int]):
     output_types = {}
     reads_fields = False  # counts tuples, whatever their fields: the planner need not keep any
     counts_tuples = True  # init is 1 and combine adds: n tuples' partial is n (a fused stage counts)
+    arrow_combine = "sum"  # a batch's init values (ones) summed per group
 
     def init(self, tuple: TridentTuple) -> int:
         return 1
+
+    def init_arrow(self, batch: pa.RecordBatch) -> pa.Array:
+        """A 1 (int64) per tuple of ``batch``."""
+        import pyarrow as pa
+
+        return pa.repeat(pa.scalar(1, pa.int64()), batch.num_rows)
 
     def combine(self, val1: int, val2: int) -> int:
         return val1 + val2
@@ -123,7 +134,7 @@ def sum_type(input_type: str) -> str | None:
     return None
 
 
-class Sum(CombinerAggregator[Any]):
+class Sum(ArrowCombinerAggregator[Any]):
     """Sum the first input field: Trident's ``Sum``, with SQL's handling of None.
 
     Integers stay Python ints (no overflow in Python; the Spark column is
@@ -146,6 +157,29 @@ class Sum(CombinerAggregator[Any]):
     """
 
     output_types = {}
+    arrow_combine = "sum"  # SQL's sum skips nulls, as combine does
+
+    def init_arrow(self, batch: pa.RecordBatch) -> pa.Array | None:
+        """The first column as it is, when Arrow sums it as ``combine`` would: integers (whose
+        sum cannot overflow 64 bits), floating point numbers, decimals. None otherwise (a
+        column of booleans, of text, or of no type): the tuples then go through ``init``."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if batch.num_columns == 0:
+            return None
+        array = batch.column(0)
+        type_ = array.type
+        if pa.types.is_integer(type_):
+            bounds = pc.min_max(array).as_py()
+            if bounds["min"] is not None:
+                largest = max(abs(bounds["min"]), abs(bounds["max"]))
+                if largest * (len(array) - array.null_count) > _BIGINT_MAX:
+                    return None
+            return array
+        if pa.types.is_floating(type_) or pa.types.is_decimal(type_):
+            return array
+        return None
 
     def init(self, tuple: TridentTuple) -> Any:
         value = tuple.getValue(0)

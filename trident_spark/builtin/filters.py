@@ -1,22 +1,26 @@
 """Built-in filters: Debug, Equals, FilterNull and Negate (Trident's builtins).
 
 Equals, FilterNull and Negate (of a filter that has one) also offer a Spark SQL
-form (``spark_condition``) that keeps exactly the tuples the Python form keeps.
+form (``spark_condition``) that keeps exactly the tuples the Python form keeps, and
+are Arrow-batch filters (``keep_arrow``) for where the SQL form cannot run.
 Nothing here imports pyspark until a ``spark_*`` method is called.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
+from trident_spark.arrow_operation import ArrowFilter, mask_output, takes_arrow_batches
 from trident_spark.errors import WrongTypeError
 from trident_spark.fields import TridentTuple
 from trident_spark.operation import BaseFilter, CallableFilter, OperationContext
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import Column
 
 
@@ -61,7 +65,7 @@ def _same(value1: Any, value2: Any) -> bool:
     return bool(value1 == value2)
 
 
-class Equals(BaseFilter):
+class Equals(ArrowFilter):
     """Keep the tuples whose input fields all hold equal values: Trident's ``Equals``.
 
     None equals only None (SQL ``<=>``): a None next to a value is unequal, as
@@ -87,6 +91,40 @@ class Equals(BaseFilter):
         values = tuple.getValues()
         return all(_same(values[i], values[i + 1]) for i in range(len(values) - 1))
 
+    def keep_arrow(self, batch: pa.RecordBatch) -> pa.BooleanArray:
+        """Each column equal to the next, null-safe, NaN equal to NaN, with Arrow compute when
+        all the columns have one type; value by value (as :meth:`isKeep`) when they do not.
+
+        Examples
+        --------
+        >>> import pyarrow as pa
+        >>> nan = float("nan")
+        >>> batch = pa.record_batch({"a": [1.0, None, nan, 2.0], "b": [1.0, None, nan, None]})
+        >>> Equals().keep_arrow(batch).to_pylist()
+        [True, True, True, False]
+        """
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        columns = batch.columns
+        if len(columns) < 2:
+            return pa.repeat(pa.scalar(True), batch.num_rows)
+        if any(c.type != columns[0].type for c in columns[1:]):
+            rows = zip(*(c.to_pylist() for c in columns), strict=True)
+            return pa.array([all(_same(v[i], v[i + 1]) for i in range(len(v) - 1)) for v in rows], pa.bool_())
+        try:
+            mask = None
+            for a, b in itertools.pairwise(columns):
+                same = pc.fill_null(pc.equal(a, b), False)
+                same = pc.or_(same, pc.and_(a.is_null(), b.is_null()))
+                if pa.types.is_floating(a.type):
+                    same = pc.or_(same, pc.fill_null(pc.and_(pc.is_nan(a), pc.is_nan(b)), False))
+                mask = same if mask is None else pc.and_(mask, same)
+        except pa.ArrowNotImplementedError:  # no Arrow equality for the type (lists, structs...)
+            rows = zip(*(c.to_pylist() for c in columns), strict=True)
+            return pa.array([all(_same(v[i], v[i + 1]) for i in range(len(v) - 1)) for v in rows], pa.bool_())
+        return mask
+
     def spark_condition(self, columns: list[Column]) -> Column | None:
         """Each column ``<=>`` the next (null-safe equality); true for fewer than two columns."""
         from pyspark.sql import functions as F
@@ -100,7 +138,7 @@ class Equals(BaseFilter):
         return "Equals()"
 
 
-class FilterNull(BaseFilter):
+class FilterNull(ArrowFilter):
     """Keep the tuples with no None among their input fields: Trident's ``FilterNull``.
 
     Examples
@@ -117,6 +155,23 @@ class FilterNull(BaseFilter):
     def isKeep(self, tuple: TridentTuple) -> bool:
         return all(value is not None for value in tuple.getValues())
 
+    def keep_arrow(self, batch: pa.RecordBatch) -> pa.BooleanArray:
+        """Every column valid (not null; NaN is not null).
+
+        Examples
+        --------
+        >>> import pyarrow as pa
+        >>> FilterNull().keep_arrow(pa.record_batch({"w": ["a", "b", None], "n": [1, None, 3]})).to_pylist()
+        [True, False, False]
+        """
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        mask = pa.repeat(pa.scalar(True), batch.num_rows)
+        for column in batch.columns:
+            mask = pc.and_(mask, column.is_valid())
+        return mask
+
     def spark_condition(self, columns: list[Column]) -> Column | None:
         """Every column ``IS NOT NULL`` (NaN is not null); true for no columns."""
         from pyspark.sql import functions as F
@@ -129,7 +184,7 @@ class FilterNull(BaseFilter):
         return "FilterNull()"
 
 
-class Negate(BaseFilter):
+class Negate(ArrowFilter):
     """Keep exactly the tuples another filter drops: Trident's ``Negate``.
 
     ``prepare`` and ``cleanup`` are passed on to the inner filter. Splitting a
@@ -176,6 +231,26 @@ class Negate(BaseFilter):
 
     def isKeep(self, tuple: TridentTuple) -> bool:
         return not self.filter.isKeep(tuple)
+
+    def takes_arrow_batches(self) -> bool:
+        """Whether the filter it wraps takes whole Arrow batches (then so does Negate)."""
+        return takes_arrow_batches(self.filter)
+
+    def keep_arrow(self, batch: pa.RecordBatch) -> pa.BooleanArray:
+        """The tuples the inner filter's ``keep_arrow`` drops (false or null).
+
+        Examples
+        --------
+        >>> import pyarrow as pa
+        >>> Negate(FilterNull()).keep_arrow(pa.record_batch({"w": ["a", None]})).to_pylist()
+        [False, True]
+        """
+        import pyarrow.compute as pc
+
+        inner = self.filter
+        if not isinstance(inner, ArrowFilter):
+            raise WrongTypeError(f"{self!r}: the filter it wraps has no keep_arrow; call isKeep per tuple")
+        return pc.invert(mask_output(repr(inner), inner.keep_arrow(batch), batch.num_rows))
 
     def spark_condition(self, columns: list[Column]) -> Column | None:
         """``NOT coalesce(inner, false)`` if the inner filter has a SQL form, else None.

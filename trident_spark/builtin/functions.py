@@ -1,4 +1,4 @@
-"""Built-in function Split: one tuple per word of a text field, in Python or in Spark SQL.
+"""Built-in function Split: one tuple per word of a text field, in Python, Arrow or Spark SQL.
 
 Nothing here imports pyspark until a ``spark_*`` method is called.
 """
@@ -8,11 +8,13 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from trident_spark.arrow_operation import ArrowFunction, ArrowResult
 from trident_spark.errors import InvalidArgumentError, TopologyError, WrongTypeError
 from trident_spark.fields import TridentTuple
-from trident_spark.operation import BaseFunction, TridentCollector
+from trident_spark.operation import TridentCollector
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import Column
 
 #: Every character for which Python's ``str.isspace()`` is true, as a Java regex class:
@@ -23,7 +25,7 @@ if TYPE_CHECKING:
 PYTHON_WHITESPACE_REGEX = r"(?U)[\s\x1C-\x1F]+"
 
 
-class Split(BaseFunction):
+class Split(ArrowFunction):
     """Emit one tuple per word of the (first) input field; a None value emits nothing.
 
     Parameters
@@ -40,7 +42,11 @@ class Split(BaseFunction):
     -----
     The emitted field is a string: :meth:`function_types` tells the planner.
     The SQL form is ``explode(array_remove(split(value, regex), ''))``, which
-    emits the same words, in the same order, as the Python form.
+    emits the same words, in the same order, as the Python form. Where the SQL
+    form cannot run (an untyped field; inside a Python stage), :meth:`execute_arrow`
+    splits a whole batch: Arrow's ``utf8_split_whitespace`` (the same whitespace
+    as ``str.split()``, checked on every code point), or ``re.split`` per value
+    for a ``pattern``.
 
     Examples
     --------
@@ -87,6 +93,40 @@ class Split(BaseFunction):
                                  f"{value!r}; convert it to str first")
         for word in self.words(value):
             collector.emit([word])
+
+    def execute_arrow(self, batch: pa.RecordBatch) -> ArrowResult:
+        """The words of every value of the batch's first column: (each word's row, [words]).
+
+        Examples
+        --------
+        >>> import pyarrow as pa
+        >>> parents, (words,) = Split().execute_arrow(pa.record_batch({"v": [" a  b", None, "c"]}))
+        >>> parents.to_pylist(), words.to_pylist()
+        ([0, 0, 2], ['a', 'b', 'c'])
+        """
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        column = batch.column(0)
+        if pa.types.is_null(column.type) or column.null_count == len(column):
+            return pa.array([], pa.int64()), [pa.array([], pa.string())]
+        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+            value = next(v for v in column.to_pylist() if v is not None)
+            raise WrongTypeError(f"Split() splits text, but field {batch.schema.names[0]!r} holds "
+                                 f"{type(value).__name__} {value!r}; convert it to str first")
+        if self.pattern is not None:
+            parents: list[int] = []
+            words: list[str] = []
+            for i, text in enumerate(column.to_pylist()):
+                if text is not None:
+                    found = self.words(text)
+                    parents.extend([i] * len(found))
+                    words.extend(found)
+            return pa.array(parents, pa.int64()), [pa.array(words, pa.string())]
+        lists = pc.utf8_split_whitespace(column)
+        pieces = pc.list_flatten(lists)
+        nonempty = pc.not_equal(pc.utf8_length(pieces), 0)
+        return pc.list_parent_indices(lists).filter(nonempty), [pieces.filter(nonempty)]
 
     def spark_columns(self, columns: list[Column]) -> list[Column] | None:
         """``[explode(array_remove(split(first column, regex), ''))]``: 0..n rows per input row."""

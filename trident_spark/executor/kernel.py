@@ -15,6 +15,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
+
+from trident_spark.arrow_operation import function_output, init_output, mask_output
 from trident_spark.errors import FailedException, OperatorError, SpoutError, TopologyError, TridentSparkError
 from trident_spark.fields import Fields, TridentTuple
 from trident_spark.operation import Aggregator, CombinerAggregator, ReportedErrors, TridentCollector
@@ -482,8 +485,91 @@ def query_state(label: str, function: Any, view: Any, tuples: list[TridentTuple]
     return parents, declared_rows(label, emitted, fields)
 
 
+# --- Arrow-batch operations (trident_spark.arrow_operation) ------------------------------------
+def on_batch(batch: pa.RecordBatch) -> str:
+    """``"on a batch of N tuples (first: <row>)"``, the row cut at :data:`MAX_TUPLE_CHARS`.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> on_batch(pa.record_batch({"line": ["a b", "c"]}))
+    "on a batch of 2 tuples (first: {'line': 'a b'})"
+    """
+    first = repr(batch.slice(0, 1).to_pylist()[0]) if batch.num_rows else "none"
+    if len(first) > MAX_TUPLE_CHARS:
+        first = first[:MAX_TUPLE_CHARS] + "...(truncated)"
+    return f"on a batch of {batch.num_rows} tuples (first: {first})"
+
+
+def each_arrow(label: str, execute_arrow: Callable[[pa.RecordBatch], Any], batch: pa.RecordBatch,
+               fields: Sequence[str]) -> tuple[pa.Array | None, list[pa.Array]]:
+    """An ArrowFunction's ``execute_arrow`` over a whole batch: (each output row's input row, or
+    None for one per input row in order; one array per declared field in ``fields``), checked.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> import pyarrow.compute as pc
+    >>> def split(batch):
+    ...     lists = pc.split_pattern(batch.column(0), " ")
+    ...     return pc.list_parent_indices(lists), [pc.list_flatten(lists)]
+    >>> lines = pa.record_batch({"line": ["a b", "c"]})
+    >>> parents, (words,) = each_arrow("each(Split)", split, lines, ["word"])
+    >>> parents.to_pylist(), words.to_pylist()
+    ([0, 0, 1], ['a', 'b', 'c'])
+    """
+    try:
+        result = execute_arrow(batch)
+    except OPERATOR_PASSES:
+        raise
+    except Exception as exc:
+        raise user_failure(label, exc, on_batch(batch)) from exc
+    return function_output(label, result, batch.num_rows, fields)
+
+
+def keep_arrow(label: str, keep: Callable[[pa.RecordBatch], Any], batch: pa.RecordBatch) -> pa.Array:
+    """An ArrowFilter's ``keep_arrow`` over a whole batch: one boolean per tuple (null: false).
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> import pyarrow.compute as pc
+    >>> words = pa.record_batch({"word": ["cat", "tiger", None]})
+    >>> keep_arrow("filter(Short)", lambda b: pc.less(pc.utf8_length(b.column(0)), 4), words).to_pylist()
+    [True, False, False]
+    """
+    try:
+        result = keep(batch)
+    except OPERATOR_PASSES:
+        raise
+    except Exception as exc:
+        raise user_failure(label, exc, on_batch(batch)) from exc
+    return mask_output(label, result, batch.num_rows)
+
+
+def init_arrow(label: str, init: Callable[[pa.RecordBatch], Any], batch: pa.RecordBatch) -> pa.Array | None:
+    """An ArrowCombinerAggregator's ``init_arrow`` over a whole batch: one init value per tuple
+    (None: a built-in declines this batch, whose tuples then go through ``init`` one by one).
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> ones = init_arrow("count", lambda b: pa.array([1] * b.num_rows), pa.record_batch({"w": ["a", "b"]}))
+    >>> ones.to_pylist()
+    [1, 1]
+    """
+    try:
+        result = init(batch)
+    except AGGREGATOR_PASSES:
+        raise
+    except Exception as exc:
+        raise user_failure(f"{label}.init_arrow", exc, on_batch(batch)) from exc
+    return None if result is None else init_output(label, result, batch.num_rows)
+
+
 __all__ = ["AGGREGATOR_PASSES", "MAX_TUPLE_CHARS", "OPERATOR_PASSES", "SINK_PASSES", "STATE_PASSES",
            "AggStep", "RunningAggregate", "aggregator_call", "call", "combine_all", "combiner_inits",
-           "consume", "declared_rows", "declared_values", "each_values", "grouping_choices", "keep_indices",
-           "map_values", "on_tuple", "query_state", "reduced_values", "row_views", "tuple_views",
+           "consume", "declared_rows", "declared_values", "each_arrow", "each_values", "grouping_choices",
+           "init_arrow", "keep_arrow", "keep_indices",
+           "map_values", "on_batch", "on_tuple", "query_state", "reduced_values", "row_views", "tuple_views",
            "user_failure", "zeros"]

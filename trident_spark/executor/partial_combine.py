@@ -7,6 +7,12 @@ for the JVM, it keeps one partial value per group and aggregator, and emits one 
 group (group fields, then one partial per aggregator) when the partition ends. The
 shuffle and the final combine follow as for any partial aggregation.
 
+Aggregators that combine in Arrow (an ``ArrowCombinerAggregator``, Count, Sum) take a batch at a
+time when the stage has its fields as Arrow: ``init_arrow`` over the batch, then pyarrow's hash
+aggregation (``Table.group_by(...).aggregate``) per group. The batches' grouped tables are
+aggregated again when the partition ends (``arrow_combine`` does what ``combine`` does, so it
+combines partials too), and only then become Python values: one per group and aggregator.
+
 Partial values go out either in their own Arrow type (``typed``: a Combiner with a Spark SQL
 merge, such as Count or Sum, whose final combine is then Spark SQL), or pickled, for the
 Python ``final`` stage (``executor.aggregate_stage``).
@@ -21,11 +27,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from trident_spark.arrow_operation import combines_in_arrow
+from trident_spark.errors import OperatorError
 from trident_spark.executor.aggregate_stage import dump_partial, group_keys
-from trident_spark.executor.kernel import AggStep, combine_all, combiner_inits, tuple_views
+from trident_spark.executor.kernel import AggStep, combine_all, combiner_inits, init_arrow, tuple_views
 from trident_spark.executor.metrics import StageClock, StageName
-from trident_spark.executor.python_stage import to_arrow_column
+from trident_spark.executor.python_stage import arrow_batch, to_arrow_column
 from trident_spark.fields import Fields, TridentTuple
 
 
@@ -84,16 +93,24 @@ class PartitionPartials:
 
     tail: PartialCombine
     groups: dict[Any, list[Any]] = field(default_factory=dict)  # key -> [group values, partials]
+    grouped: list[pa.Table] = field(default_factory=list)  # batches grouped in Arrow, not yet in groups
+    grouped_rows: int = 0
     rows_in: int = 0
     seconds: float = 0.0
 
-    def add(self, column: Callable[[str], list[Any]], rows: int) -> None:
-        """Fold ``rows`` tuples in: ``column(name)`` gives a field's values, one per tuple."""
+    def add(self, column: Callable[[str], list[Any]], rows: int,
+            arrow: Callable[[str], pa.Array | None] | None = None) -> None:
+        """Fold ``rows`` tuples in: ``column(name)`` gives a field's values, one per tuple;
+        ``arrow(name)``, when given, the same as an Arrow array (None: not as one)."""
         if rows == 0:
             return
         started = time.perf_counter()
         self.rows_in += rows
         tail = self.tail
+        if (arrow is not None and all(combines_in_arrow(step.aggregator) for step in tail.steps)
+                and self._add_arrow(arrow, rows)):
+            self.seconds += time.perf_counter() - started
+            return
         counting = all(getattr(step.aggregator, "counts_tuples", False) for step in tail.steps)
         if counting and len(tail.group_fields) <= 1 and self._add_counts(column, rows):
             self.seconds += time.perf_counter() - started
@@ -131,6 +148,68 @@ class PartitionPartials:
                 found[1] = combine_all(steps, found[1], [n] * len(steps))
         return True
 
+    def _add_arrow(self, arrow: Callable[[str], pa.Array | None], rows: int) -> bool:
+        """A batch at a time: each aggregator's ``init_arrow``, combined per group by pyarrow's
+        hash aggregation (``arrow_combine``). False when a field is not Arrow, an aggregator
+        declines the batch, or pyarrow cannot group by these fields: then tuple by tuple."""
+        tail = self.tail
+        names = [f"__group{i}" for i in range(len(tail.group_fields))]
+        arrays: list[pa.Array] = []
+        for name in tail.group_fields:
+            array = arrow(name)
+            if array is None:
+                return False
+            arrays.append(array)
+        aggregations = []
+        for i, step in enumerate(tail.steps):
+            agg: Any = step.aggregator
+            fields = step.input_fields if getattr(agg, "reads_fields", True) else Fields()
+            inputs = [arrow(name) for name in fields]
+            if any(array is None for array in inputs):
+                return False
+            values = init_arrow(step.label, agg.init_arrow, arrow_batch(inputs, list(fields), rows))
+            if values is None:
+                return False
+            arrays.append(values)
+            names.append(f"__init{i}")
+            aggregations.append((f"__init{i}", _hash_aggregation(step)))
+        try:
+            table = pa.Table.from_arrays(arrays, names=names)
+            grouped = _grouped(table, len(tail.group_fields), aggregations)
+        except (pa.ArrowNotImplementedError, pa.ArrowTypeError):  # e.g. a list as group value
+            return False
+        if self.grouped and grouped.schema != self.grouped[0].schema:  # e.g. ints, then strings
+            self._fold_grouped()
+        self.grouped.append(grouped)
+        self.grouped_rows += grouped.num_rows
+        if self.grouped_rows > _MAX_GROUPED_ROWS:  # bounded memory: the batches so far as one
+            self.grouped = [_grouped(pa.concat_tables(self.grouped), len(tail.group_fields), aggregations)]
+            self.grouped_rows = self.grouped[0].num_rows
+        return True
+
+    def _fold_grouped(self) -> None:
+        """The batches grouped in Arrow, aggregated once more and added to ``groups``."""
+        if not self.grouped:
+            return
+        tail = self.tail
+        width = len(tail.group_fields)
+        table = self.grouped[0] if len(self.grouped) == 1 else _grouped(
+            pa.concat_tables(self.grouped), width, [(name, _hash_aggregation(step)) for name, step in
+                                                   zip(self.grouped[0].column_names[width:], tail.steps,
+                                                       strict=True)])
+        self.grouped, self.grouped_rows = [], 0
+        group_values = [table.column(i).to_pylist() for i in range(width)]
+        partials = [table.column(i).to_pylist() for i in range(width, table.num_columns)]
+        keys = group_keys(group_values) if width else [((), [])]
+        steps, groups = tail.steps, self.groups
+        for row, (key, values) in enumerate(keys):
+            combined = [p[row] for p in partials]
+            found = groups.get(key)
+            if found is None:
+                groups[key] = [values, combined]
+            else:
+                found[1] = combine_all(steps, found[1], combined)
+
     def _keys(self, column: Callable[[str], list[Any]], rows: int) -> list[tuple[Any, list[Any]]]:
         """Per tuple: (hashable key, group values), as the aggregation stages key groups."""
         names = self.tail.group_fields
@@ -140,6 +219,9 @@ class PartitionPartials:
 
     def batch(self) -> pa.RecordBatch | None:
         """The partition's rows: one per group (None when no tuple came)."""
+        started = time.perf_counter()
+        self._fold_grouped()
+        self.seconds += time.perf_counter() - started
         if not self.groups:
             return None
         started = time.perf_counter()
@@ -159,6 +241,31 @@ class PartitionPartials:
         """Add this partition's time and rows to the task's counters, as the partial stage."""
         clock.add("aggregate", self.tail.name, ms=self.seconds * 1000, rows_in=self.rows_in,
                   rows_out=len(self.groups))
+
+
+#: Rows of grouped batches kept before they are aggregated into one table.
+_MAX_GROUPED_ROWS = 1_000_000
+
+
+def _grouped(table: pa.Table, width: int, aggregations: list[tuple[str, str]]) -> pa.Table:
+    """``table`` grouped by its first ``width`` columns, each other column aggregated as
+    ``aggregations`` say, the columns keeping their names."""
+    names = table.column_names
+    result = table.group_by(names[:width], use_threads=False).aggregate(aggregations)
+    return result.select([*names[:width], *(f"{name}_{how}" for name, how in aggregations)]).rename_columns(
+        [*names[:width], *(name for name, _ in aggregations)])
+
+
+def _hash_aggregation(step: AggStep) -> str:
+    """``step``'s ``arrow_combine``, checked to name a pyarrow hash aggregation."""
+    how = str(step.aggregator.arrow_combine)
+    try:
+        pc.get_function(f"hash_{how}")
+    except (pa.ArrowKeyError, KeyError):
+        raise OperatorError(
+            f"{step.label}: arrow_combine {how!r} is not a pyarrow hash aggregation; name one that "
+            f"combines as combine() does, e.g. 'sum', 'min', 'max', 'product', 'any', 'all'") from None
+    return how
 
 
 def _tuples(column: Callable[[str], list[Any]], step: AggStep, rows: int) -> Sequence[TridentTuple]:

@@ -4,6 +4,10 @@ One ``mapInArrow`` call runs a whole chain of Python operators per partition,
 with one Python call per tuple per operator and no per-row py4j. Columns the
 operators only pass through are never turned into Python objects: output
 columns of the input are gathered with Arrow's ``take`` by source row.
+
+An Arrow-batch operation (``trident_spark.arrow_operation``) is called once per batch
+instead: its input fields as Arrow arrays, its output kept as Arrow arrays up to the
+stage's output (or read as Python values by a per-tuple operator after it).
 """
 
 from __future__ import annotations
@@ -15,14 +19,31 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from trident_spark.arrow_operation import ArrowFilter, ArrowFunction, takes_arrow_batches
 from trident_spark.errors import OperatorError, TopologyError
 from trident_spark.executor.instances import host_partition, task_instances
 from trident_spark.executor.kernel import MAX_TUPLE_CHARS as MAX_TUPLE_CHARS  # the tests' bound
-from trident_spark.executor.kernel import consume, each_values, keep_indices, map_values, tuple_views
+from trident_spark.executor.kernel import (
+    consume,
+    each_arrow,
+    each_values,
+    keep_arrow,
+    keep_indices,
+    map_values,
+    tuple_views,
+)
 from trident_spark.executor.metrics import StageClock
 from trident_spark.fields import Fields
-from trident_spark.object_values import UncarriableValueError, decode_column, encode_column
+from trident_spark.object_values import (
+    UncarriableValueError,
+    decode_arrow,
+    decode_column,
+    encode_arrow,
+    encode_column,
+    one_type_array,
+)
 from trident_spark.operation import (
     BaseFilter,
     BaseFunction,
@@ -49,8 +70,10 @@ class PythonStep:
 class Partials(Protocol):
     """What a stage's tail keeps of one partition's tuples (``executor.partial_combine``)."""
 
-    def add(self, column: Callable[[str], list[Any]], rows: int) -> None:
-        """Take ``rows`` tuples: ``column(name)`` gives a field's values."""
+    def add(self, column: Callable[[str], list[Any]], rows: int,
+            arrow: Callable[[str], pa.Array | None] | None = None) -> None:
+        """Take ``rows`` tuples: ``column(name)`` gives a field's values; ``arrow(name)``, when
+        given, the same as an Arrow array (None: they hold no one Arrow type)."""
 
     def batch(self) -> pa.RecordBatch | None:
         """What the partition outputs, once all its tuples came."""
@@ -70,35 +93,143 @@ class _Batch:
     """Tuples of one Arrow batch while operators transform them.
 
     ``rows[i]`` is the source row tuple ``i`` came from; ``extra[name][i]`` holds
-    fields added by Functions so far.
+    fields added by Functions so far. Both are Python lists after per-tuple operators, Arrow
+    arrays after Arrow-batch ones; each form is made from the other only when an operator
+    of the other kind reads it.
     """
 
     def __init__(self, source: pa.RecordBatch, untyped: frozenset[str] = frozenset()) -> None:
         self.source = source
         self.untyped = untyped  # the source's untyped fields: their values are decoded when read
-        self.rows: list[int] = list(range(source.num_rows))
+        self.rows: list[int] | pa.Array = list(range(source.num_rows))
         self.identity = True  # rows[i] == i: the source batch unchanged so far
-        self.extra: dict[str, list[Any]] = {}
+        self.extra: dict[str, list[Any] | pa.Array] = {}
         self._source_values: dict[str, list[Any]] = {}
+        self._source_arrays: dict[str, pa.Array | ValueError] = {}
+        self._lists: dict[str, list[Any]] = {}  # extra Arrow fields as Python values, once read
+        self._arrays: dict[str, pa.Array] = {}  # extra Python fields as Arrow arrays, once read
 
     def column(self, name: str) -> list[Any]:
         """Values of field ``name`` for the current tuples, in order."""
         if name in self.extra:
-            return self.extra[name]
+            extra = self.extra[name]
+            if isinstance(extra, list):
+                return extra
+            listed = self._lists.get(name)
+            if listed is None:
+                listed = self._lists[name] = extra.to_pylist()
+            return listed
         values = self._source_values.get(name)
         if values is None:
             column = self.source.column(name)
             values = self._source_values[name] = (decode_column(column) if name in self.untyped
                                                   else column.to_pylist())
-        return values if self.identity else [values[r] for r in self.rows]
+        if self.identity:
+            return values
+        rows = self.rows if isinstance(self.rows, list) else self._row_list()
+        return [values[r] for r in rows]
 
-    def keep(self, indices: list[int]) -> None:
+    def _row_list(self) -> list[int]:
+        assert not isinstance(self.rows, list)
+        listed: list[int] = self.rows.to_pylist()
+        self.rows = listed
+        return listed
+
+    def arrow(self, name: str, operator: str) -> pa.Array:
+        """Field ``name`` for the current tuples as an Arrow array, for an Arrow-batch operation
+        (``operator``): an untyped field's values decoded to their one Arrow type, or an error."""
+        array = self.arrow_column(name)
+        if array is None:
+            why = self._source_arrays.get(name, "its values have no one type")
+            raise OperatorError(
+                f"{operator}: field {name!r}: {why}; "
+                f"an Arrow-batch operation needs one Arrow type per field. Declare the field's type "
+                f"where it is made (e.g. ['{name}:string']), or use a per-tuple operation")
+        return array
+
+    def arrow_column(self, name: str) -> pa.Array | None:
+        """Field ``name`` for the current tuples as an Arrow array (None: an untyped field or a
+        per-tuple operator's field whose values hold no one Arrow type)."""
+        extra = self.extra.get(name)
+        if extra is not None:
+            if isinstance(extra, pa.Array):
+                return extra
+            array = self._arrays.get(name)  # a per-tuple operator's values, kept as they are
+            if array is None:
+                try:
+                    array = self._arrays[name] = one_type_array(extra)
+                except ValueError as exc:
+                    self._source_arrays[name] = exc
+                    return None
+            return array
+        found = self._source_arrays.get(name)
+        if found is None:
+            column = self.source.column(name)
+            try:
+                found = decode_arrow(column) if name in self.untyped else column
+            except ValueError as exc:
+                found = exc
+            self._source_arrays[name] = found
+        if isinstance(found, ValueError):
+            return None
+        return found if self.identity else found.take(self._row_array())
+
+    def set_extra(self, name: str, values: list[Any] | pa.Array) -> None:
+        """Field ``name``'s values for the current tuples (a Function's new field)."""
+        self.extra[name] = values
+        self._lists.pop(name, None)
+        self._arrays.pop(name, None)
+
+    def _row_array(self) -> pa.Array:
+        return self.rows if isinstance(self.rows, pa.Array) else pa.array(self.rows, pa.int64())
+
+    def inputs(self, fields: Fields, operator: str) -> pa.RecordBatch:
+        """The current tuples' ``fields`` as one Arrow batch (no fields: a batch of no columns
+        with one row per tuple)."""
+        return arrow_batch([self.arrow(name, operator) for name in fields], list(fields), len(self.rows))
+
+    def keep(self, indices: list[int] | pa.Array) -> None:
         """Keep tuples ``indices`` (in that order; an index may repeat)."""
-        if len(indices) == len(self.rows) and indices == list(range(len(self.rows))):
-            return
-        self.rows = indices if self.identity else [self.rows[i] for i in indices]
+        if isinstance(indices, list):
+            if len(indices) == len(self.rows) and indices == list(range(len(self.rows))):
+                return
+            if self.identity:
+                self.rows = indices
+            elif isinstance(self.rows, list):
+                self.rows = [self.rows[i] for i in indices]
+            else:
+                self.rows = self.rows.take(pa.array(indices, pa.int64()))
+        else:
+            self.rows = indices if self.identity else self._row_array().take(indices)
         self.identity = False
-        self.extra = {k: [v[i] for i in indices] for k, v in self.extra.items()}
+        taken: pa.Array | None = None
+        listed: list[int] | None = None
+        extra: dict[str, list[Any] | pa.Array] = {}
+        for k, v in self.extra.items():
+            if isinstance(v, pa.Array):
+                if taken is None:
+                    taken = indices if isinstance(indices, pa.Array) else pa.array(indices, pa.int64())
+                extra[k] = v.take(taken)
+            else:
+                if listed is None:
+                    listed = indices if isinstance(indices, list) else indices.to_pylist()
+                extra[k] = [v[i] for i in listed]
+        self.extra = extra
+        self._lists = {}
+        self._arrays = {}
+
+
+def arrow_batch(arrays: Sequence[pa.Array | None], names: list[str], rows: int) -> pa.RecordBatch:
+    """``arrays`` as one batch of ``rows`` rows (no arrays: a batch of no columns, ``rows`` rows).
+
+    Examples
+    --------
+    >>> arrow_batch([], [], 3).num_rows
+    3
+    """
+    if not arrays:
+        return pa.record_batch([pa.nulls(rows)], names=["rows"]).select([])
+    return pa.RecordBatch.from_arrays(list(arrays), names=names)
 
 
 def run_stage(steps: Sequence[PythonStep], output_fields: Sequence[str], new_types: dict[str, pa.DataType],
@@ -149,7 +280,7 @@ def run_stage(steps: Sequence[PythonStep], output_fields: Sequence[str], new_typ
                     if not batch.rows:
                         break
                 if batch.rows and partials is not None:
-                    partials.add(batch.column, len(batch.rows))
+                    partials.add(batch.column, len(batch.rows), batch.arrow_column)
                 elif batch.rows:
                     started = time.perf_counter()
                     schema = pa.schema([pa.field(n, new_types[n]) if n in new_types
@@ -187,6 +318,8 @@ def partition_index() -> int:
 
 
 def _apply(step: PythonStep, batch: _Batch, errors: ReportedErrors | None = None) -> None:
+    if step.kind == "each" and takes_arrow_batches(step.operation) and _apply_arrow(step, batch):
+        return
     fields = step.input_fields
     tuples = tuple_views(fields, [batch.column(name) for name in fields], len(batch.rows))
     op = step.operation
@@ -207,6 +340,36 @@ def _apply(step: PythonStep, batch: _Batch, errors: ReportedErrors | None = None
         raise TopologyError(f"{step.label}: unsupported operation {op!r}")
 
 
+def _apply_arrow(step: PythonStep, batch: _Batch) -> bool:
+    """An Arrow-batch Function or Filter over the batch's tuples, in one call. An input field
+    that holds no one Arrow type (untyped, of mixed types) is an error naming it, unless the
+    operation writes its own per-tuple method (the built-ins): then False, and the tuples go
+    through that."""
+    op = step.operation
+    if _own_per_tuple(op) and any(batch.arrow_column(name) is None for name in step.input_fields):
+        return False
+    inputs = batch.inputs(step.input_fields, step.label)
+    if isinstance(op, ArrowFilter):
+        mask = keep_arrow(step.label, op.keep_arrow, inputs)
+        if pc.sum(mask).as_py() != len(mask):
+            batch.keep(pc.indices_nonzero(mask))
+        return True
+    assert isinstance(op, ArrowFunction), "takes_arrow_batches: an ArrowFunction or ArrowFilter"
+    parents, columns = each_arrow(step.label, op.execute_arrow, inputs, step.function_fields)
+    if parents is not None:
+        batch.keep(parents)
+    for name, column in zip(step.function_fields, columns, strict=True):
+        batch.set_extra(name, column)
+    return True
+
+
+def _own_per_tuple(op: Operation) -> bool:
+    """Whether an Arrow-batch operation writes its own per-tuple method (not the one-row batch)."""
+    if isinstance(op, ArrowFilter):
+        return type(op).isKeep is not ArrowFilter.isKeep
+    return isinstance(op, ArrowFunction) and type(op).execute is not ArrowFunction.execute
+
+
 def _append(step: PythonStep, batch: _Batch, parents: list[int], emitted: list[Any]) -> None:
     """The emitted tuples as the batch's tuples: each its parent's, with the new fields' values
     (a map's output replaces the fields)."""
@@ -214,21 +377,27 @@ def _append(step: PythonStep, batch: _Batch, parents: list[int], emitted: list[A
     if step.kind != "each":
         batch.extra = {}
     if len(step.function_fields) == 1:
-        batch.extra[step.function_fields[0]] = [values[0] for values in emitted]
+        batch.set_extra(step.function_fields[0], [values[0] for values in emitted])
     else:
         for j, name in enumerate(step.function_fields):
-            batch.extra[name] = [values[j] for values in emitted]
+            batch.set_extra(name, [values[j] for values in emitted])
 
 
 def _to_arrow(batch: _Batch, schema: pa.Schema, untyped: frozenset[str] = frozenset(),
               producers: dict[str, str] | None = None) -> pa.RecordBatch:
-    take = None if batch.identity else pa.array(batch.rows, pa.int64())
+    take = None if batch.identity else batch._row_array()
     arrays = []
     for field in schema:
         if field.name in batch.extra:
-            arrays.append(to_arrow_column(field.name, batch.extra[field.name], field.type,
+            extra = batch.extra[field.name]
+            operator = (producers or {}).get(field.name)
+            if isinstance(extra, pa.Array):
+                arrays.append(arrow_to_field(field.name, extra, field.type, untyped=field.name in untyped,
+                                             operator=operator))
+                continue
+            arrays.append(to_arrow_column(field.name, extra, field.type,
                                           untyped=field.name in untyped,
-                                          operator=(producers or {}).get(field.name)))
+                                          operator=operator))
         else:
             column = batch.source.column(field.name)
             arrays.append(column if take is None else column.take(take))
@@ -257,6 +426,42 @@ def to_arrow_column(name: str, values: list[Any], type_: pa.DataType, *, untyped
             f"(e.g. ['{name}:{example}']), or declare none (['{name}']): an undeclared field carries "
             f"any Python value."
         ) from exc
+
+
+def arrow_to_field(name: str, array: pa.Array, type_: pa.DataType, *, untyped: bool = False,
+                   operator: str | None = None) -> pa.Array:
+    """An Arrow-batch operation's ``array`` for field ``name``: tagged values for an untyped
+    field, else cast to the declared type where that loses nothing (ints to wider ints or
+    floats, strings and binaries to their large forms); any other type goes the per-tuple way
+    (:func:`to_arrow_column`), so it converts, or fails with its error, exactly as there."""
+    if untyped:
+        try:
+            return encode_arrow(array)
+        except UncarriableValueError as exc:
+            where = f"{operator}: " if operator else ""
+            raise OperatorError(f"{where}field {name!r}: {exc}") from None
+    if array.type == type_:
+        return array
+    if _losslessly_castable(array.type, type_):
+        try:
+            return array.cast(type_)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass
+    return to_arrow_column(name, array.to_pylist(), type_, operator=operator)
+
+
+def _losslessly_castable(given: pa.DataType, wanted: pa.DataType) -> bool:
+    """Whether a safe cast of ``given`` to ``wanted`` gives what ``pa.array(values, wanted)`` would."""
+    t = pa.types
+    if t.is_null(given):
+        return True
+    if t.is_integer(given):
+        return bool(t.is_integer(wanted) or t.is_floating(wanted))
+    if t.is_floating(given):
+        return bool(t.is_floating(wanted))
+    strings = (t.is_string, t.is_large_string)
+    binaries = (t.is_binary, t.is_large_binary)
+    return any(any(c(given) for c in kind) and any(c(wanted) for c in kind) for kind in (strings, binaries))
 
 
 def _first_misfit(values: list[Any], type_: pa.DataType) -> Any:
