@@ -40,7 +40,8 @@ def test_the_records_come_as_the_fields_asked_for_without_the_malformed_ones():
         "a-0-0", "a-0-1", "a-1-0", "a-1-1", "b-0-0", "b-0-1", "b-1-0", "b-1-1"]
     assert spout_reads(clock.counters) == (12, 4)  # records read, malformed ones among them
     _, stages = split_counters(clock.counters)
-    assert [(s["name"], s["kind"], s["rows_out"], s["tasks"]) for s in stages] == [("source", "source", 12, 1)]
+    assert [(s["name"], s["kind"], s["rows_out"], s["tasks"]) for s in stages] == [
+        ("source", "source", 12, 1)]
 
 
 def test_a_partition_counted_twice_counts_once():
