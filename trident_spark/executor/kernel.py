@@ -1,8 +1,9 @@
 """The one caller of user operation code: operators over value lists, and the report of a failing call.
 
 Every stage (the Arrow stages, the window task, the DRPC driver path) hands its tuples here:
-:func:`each_values`, :func:`keep_indices`, :func:`consume` and :func:`map_values` run a
-Function, Filter, Consumer or map over a partition's tuples in one loop;
+:func:`each_values` (:func:`each_columns`), :func:`keep_indices`, :func:`consume` and
+:func:`map_values` run a Function, Filter, Consumer or map over a partition's tuples in one
+loop (over :class:`TupleColumns`, with one tuple view rebound from tuple to tuple);
 :class:`RunningAggregate` runs the aggregator protocols (Aggregator, CombinerAggregator,
 ReducerAggregator) over one group; :func:`query_state` runs a QueryFunction. What comes out
 is checked against the declared fields (:func:`declared_values`), and a failing user call is
@@ -11,13 +12,23 @@ reported one way (:func:`user_failure`): ``"<who> failed[ <where>]: <Type>: <mes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from itertools import chain, count, repeat
+from operator import floordiv, sub
+from typing import Any, overload
 
 from trident_spark.errors import FailedException, OperatorError, SpoutError, TopologyError, TridentSparkError
 from trident_spark.fields import Fields, TridentTuple
-from trident_spark.operation import Aggregator, CombinerAggregator, ReportedErrors, TridentCollector
+from trident_spark.operation import (
+    Aggregator,
+    ColumnCollector,
+    CombinerAggregator,
+    OneColumnCollector,
+    ReportedErrors,
+    TridentCollector,
+)
 from trident_spark.state.errors import StateError
 
 #: Characters of a tuple an error message shows.
@@ -170,7 +181,102 @@ def row_views(fields: Fields, rows: Iterable[Sequence[Any]]) -> list[TridentTupl
     return [TridentTuple(values, fields, index) for values in rows]
 
 
+class TupleColumns(Sequence[TridentTuple]):
+    """A partition's tuples as columns of field values (``columns``, one per field, ``rows``
+    long), for the per-tuple loops below.
+
+    Indexed or iterated, it gives the tuples as :func:`tuple_views` does, a view per tuple. The
+    loops (:func:`each_columns`, :func:`each_values`, :func:`keep_indices`, :func:`consume`,
+    :func:`map_values`) instead rebind one view to each tuple's values in turn: building a view
+    per tuple costs more than most operations. A Trident tuple is immutable and an operation may
+    keep it (store it, emit it as a value, hand it to a thread), so the loop looks, after each
+    call, whether anything but itself still refers to the view (its reference count); if so, that
+    view is left as it is, with its tuple's values, and the next tuple gets a new one.
+
+    Examples
+    --------
+    >>> tuples = TupleColumns(Fields("word", "n"), [["cat", "dog"], [1, 2]], 2)
+    >>> len(tuples), tuples[1], list(tuples)[0]
+    (2, {'word': 'dog', 'n': 2}, {'word': 'cat', 'n': 1})
+    >>> kept = []
+    >>> consume("peek(keep)", kept.append, tuples)
+    >>> kept
+    [{'word': 'cat', 'n': 1}, {'word': 'dog', 'n': 2}]
+    """
+
+    __slots__ = ("columns", "fields", "positions", "rows")
+
+    def __init__(self, fields: Fields, columns: Sequence[Sequence[Any]], rows: int) -> None:
+        if len(columns) not in (0, len(fields)) or any(len(column) != rows for column in columns):
+            raise ValueError(f"TupleColumns: {len(columns)} columns of {[len(c) for c in columns]} values "
+                             f"for the {len(fields)} fields {list(fields)} of {rows} tuples")
+        self.fields = fields
+        self.columns = columns
+        self.rows = rows
+        self.positions = {name: i for i, name in enumerate(fields)}
+
+    def values(self) -> Iterator[tuple[Any, ...]]:
+        """Each tuple's values, in order (the empty tuple for each when there are no fields)."""
+        if not self.columns:  # each(function, out): Trident hands the function an empty tuple for each
+            return repeat((), self.rows)
+        return zip(*self.columns, strict=False)  # as long as each other: checked when made
+
+    def view(self) -> TridentTuple:
+        """A new view of these fields, for a loop to rebind."""
+        return TridentTuple((), self.fields, self.positions)
+
+    def __len__(self) -> int:
+        return self.rows
+
+    @overload
+    def __getitem__(self, i: int) -> TridentTuple: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[TridentTuple]: ...
+    def __getitem__(self, i: int | slice) -> TridentTuple | list[TridentTuple]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(self.rows))]
+        if not -self.rows <= i < self.rows:
+            raise IndexError(f"tuple {i} of {self.rows}")
+        return TridentTuple(tuple(column[i] for column in self.columns), self.fields, self.positions)
+
+    def __iter__(self) -> Iterator[TridentTuple]:
+        return iter(tuple_views(self.fields, self.columns, self.rows))
+
+    def __repr__(self) -> str:
+        return f"TupleColumns({list(self.fields)}, {self.rows} tuples)"
+
+
 # --- each / filter / peek / map over a partition's tuples ------------------------------------
+# Each loop walks a TupleColumns with one view rebound to each tuple's values (``t._values``),
+# kept while ``sys.getrefcount`` shows only the loop refers to it, or a list of views as given.
+def each_columns(label: str, execute: Callable[[TridentTuple, TridentCollector], Any],
+                 tuples: Iterable[TridentTuple], fields: Sequence[str],
+                 errors: ReportedErrors | None = None) -> tuple[list[int], list[list[Any]]]:
+    """A Function's ``execute`` over ``tuples``: (the input position of each emitted tuple, each
+    of ``fields``' emitted values), what :func:`each_values` gives, by field.
+
+    Examples
+    --------
+    >>> pair = lambda t, collector: [collector.emit([w, len(w)]) for w in t[0].split()]
+    >>> each_columns("each(pair)", pair, TupleColumns(Fields("line"), [["a bb", "c"]], 2), ["w", "n"])
+    ([0, 0, 1], [['a', 'bb', 'c'], [1, 2, 1]])
+    """
+    width = len(fields)
+    if not width:  # a Function without output fields: each emit passes its input tuple on
+        rows = TridentCollector(errors)
+        ends = _each_ends(label, execute, tuples, rows, rows.emitted)
+        return _parents(map(sub, ends, [0, *ends[:-1]])), []
+    collector = OneColumnCollector(errors) if width == 1 else ColumnCollector(width, errors)
+    ends = _each_ends(label, execute, tuples, collector, collector.kept)
+    if collector.short is not None:
+        declared_values(label, collector.short, fields)  # fewer values than fields: the error
+    kept = collector.kept
+    counts = map(sub, ends, [0, *ends[:-1]])
+    if width == 1:
+        return _parents(counts), [kept]
+    return _parents(map(floordiv, counts, repeat(width))), [kept[j::width] for j in range(width)]
+
+
 def each_values(label: str, execute: Callable[[TridentTuple, TridentCollector], Any],
                 tuples: Iterable[TridentTuple], fields: Sequence[str],
                 errors: ReportedErrors | None = None) -> tuple[list[int], list[Any]]:
@@ -184,22 +290,41 @@ def each_values(label: str, execute: Callable[[TridentTuple, TridentCollector], 
     ([0, 0, 1], [['a'], ['b'], ['c']])
     """
     collector = TridentCollector(errors)
-    emitted = collector.emitted
-    parents: list[int] = []
-    before = 0
-    i, t = 0, None
+    ends = _each_ends(label, execute, tuples, collector, collector.emitted)
+    return _parents(map(sub, ends, [0, *ends[:-1]])), declared_rows(label, collector.emitted, fields)
+
+
+def _each_ends(label: str, execute: Callable[[TridentTuple, TridentCollector], Any],
+               tuples: Iterable[TridentTuple], collector: TridentCollector, kept: list[Any]) -> list[int]:
+    """``execute(t, collector)`` for each tuple: ``len(kept)`` after each."""
+    ends: list[int] = []
+    end = ends.append
+    t: Any = None
     try:
-        for i, t in enumerate(tuples):
-            execute(t, collector)
-            after = len(emitted)
-            if after != before:
-                parents.extend([i] * (after - before))
-                before = after
+        if isinstance(tuples, TupleColumns):
+            getrefcount = sys.getrefcount
+            t = tuples.view()
+            alone = getrefcount(t)
+            for values in tuples.values():
+                t._values = values
+                execute(t, collector)
+                end(len(kept))
+                if getrefcount(t) != alone:  # the Function kept the tuple: it keeps its values
+                    t = tuples.view()
+        else:
+            for t in tuples:
+                execute(t, collector)
+                end(len(kept))
     except OPERATOR_PASSES:
         raise
     except Exception as exc:
         raise user_failure(label, exc, on_tuple(t, marked=True)) from exc
-    return parents, declared_rows(label, emitted, fields)
+    return ends
+
+
+def _parents(counts: Iterable[int]) -> list[int]:
+    """The input position of each emitted tuple, from how many each input emitted (``counts``)."""
+    return list(chain.from_iterable(map(repeat, count(), counts)))
 
 
 def keep_indices(label: str, is_keep: Callable[[TridentTuple], Any],
@@ -212,11 +337,23 @@ def keep_indices(label: str, is_keep: Callable[[TridentTuple], Any],
     [0, 2]
     """
     kept: list[int] = []
-    t = None
+    keep = kept.append
+    t: Any = None
     try:
-        for i, t in enumerate(tuples):
-            if is_keep(t):
-                kept.append(i)
+        if isinstance(tuples, TupleColumns):
+            getrefcount = sys.getrefcount
+            t = tuples.view()
+            alone = getrefcount(t)
+            for i, values in enumerate(tuples.values()):
+                t._values = values
+                if is_keep(t):
+                    keep(i)
+                if getrefcount(t) != alone:
+                    t = tuples.view()
+        else:
+            for i, t in enumerate(tuples):
+                if is_keep(t):
+                    keep(i)
     except OPERATOR_PASSES:
         raise
     except Exception as exc:
@@ -234,10 +371,20 @@ def consume(label: str, accept: Callable[[TridentTuple], Any], tuples: Iterable[
     >>> seen
     [{'n': 1}, {'n': 2}]
     """
-    t = None
+    t: Any = None
     try:
-        for t in tuples:
-            accept(t)
+        if isinstance(tuples, TupleColumns):
+            getrefcount = sys.getrefcount
+            t = tuples.view()
+            alone = getrefcount(t)
+            for values in tuples.values():
+                t._values = values
+                accept(t)
+                if getrefcount(t) != alone:
+                    t = tuples.view()
+        else:
+            for t in tuples:
+                accept(t)
     except OPERATOR_PASSES:
         raise
     except Exception as exc:
@@ -257,17 +404,34 @@ def map_values(label: str, execute: Callable[[TridentTuple], Any], tuples: Itera
     """
     parents: list[int] = []
     emitted: list[Any] = []
-    t = None
+    parent, out = parents.append, emitted.append
+    t: Any = None
     try:
-        if flat:
+        if isinstance(tuples, TupleColumns):
+            getrefcount = sys.getrefcount
+            t = tuples.view()
+            alone = getrefcount(t)
+            for i, values in enumerate(tuples.values()):
+                t._values = values
+                if flat:
+                    for row in execute(t):
+                        parent(i)
+                        out(row)
+                else:
+                    out(execute(t))
+                if getrefcount(t) != alone:
+                    t = tuples.view()
+            if not flat:
+                parents = list(range(len(emitted)))
+        elif flat:
             for i, t in enumerate(tuples):
-                for values in execute(t):
-                    parents.append(i)
-                    emitted.append(values)
+                for row in execute(t):
+                    parent(i)
+                    out(row)
         else:
             for i, t in enumerate(tuples):
-                parents.append(i)
-                emitted.append(execute(t))
+                parent(i)
+                out(execute(t))
     except OPERATOR_PASSES:
         raise
     except Exception as exc:
@@ -483,7 +647,7 @@ def query_state(label: str, function: Any, view: Any, tuples: list[TridentTuple]
 
 
 __all__ = ["AGGREGATOR_PASSES", "MAX_TUPLE_CHARS", "OPERATOR_PASSES", "SINK_PASSES", "STATE_PASSES",
-           "AggStep", "RunningAggregate", "aggregator_call", "call", "combine_all", "combiner_inits",
-           "consume", "declared_rows", "declared_values", "each_values", "grouping_choices", "keep_indices",
-           "map_values", "on_tuple", "query_state", "reduced_values", "row_views", "tuple_views",
-           "user_failure", "zeros"]
+           "AggStep", "RunningAggregate", "TupleColumns", "aggregator_call", "call", "combine_all",
+           "combiner_inits", "consume", "declared_rows", "declared_values", "each_columns", "each_values",
+           "grouping_choices", "keep_indices", "map_values", "on_tuple", "query_state", "reduced_values",
+           "row_views", "tuple_views", "user_failure", "zeros"]

@@ -19,7 +19,7 @@ import pyarrow as pa
 from trident_spark.errors import OperatorError, TopologyError
 from trident_spark.executor.instances import host_partition, task_instances
 from trident_spark.executor.kernel import MAX_TUPLE_CHARS as MAX_TUPLE_CHARS  # the tests' bound
-from trident_spark.executor.kernel import consume, each_values, keep_indices, map_values, tuple_views
+from trident_spark.executor.kernel import TupleColumns, consume, each_columns, keep_indices, map_values
 from trident_spark.executor.metrics import StageClock
 from trident_spark.fields import Fields
 from trident_spark.object_values import UncarriableValueError, decode_column, encode_column
@@ -90,7 +90,7 @@ class _Batch:
             column = self.source.column(name)
             values = self._source_values[name] = (decode_column(column) if name in self.untyped
                                                   else column.to_pylist())
-        return values if self.identity else [values[r] for r in self.rows]
+        return values if self.identity else list(map(values.__getitem__, self.rows))
 
     def keep(self, indices: list[int]) -> None:
         """Keep tuples ``indices`` (in that order; an index may repeat)."""
@@ -188,12 +188,13 @@ def partition_index() -> int:
 
 def _apply(step: PythonStep, batch: _Batch, errors: ReportedErrors | None = None) -> None:
     fields = step.input_fields
-    tuples = tuple_views(fields, [batch.column(name) for name in fields], len(batch.rows))
+    tuples = TupleColumns(fields, [batch.column(name) for name in fields], len(batch.rows))
     op = step.operation
     if step.kind in ("map", "flatMap"):
         parents, emitted = map_values(step.label, op.execute, tuples,  # type: ignore[attr-defined]
                                       step.function_fields, flat=step.kind == "flatMap")
-        _append(step, batch, parents, emitted)
+        width = len(step.function_fields)
+        _append(step, batch, parents, [[values[j] for values in emitted] for j in range(width)])
     elif isinstance(op, BaseFilter):
         kept = keep_indices(step.label, op.isKeep, tuples)
         if len(kept) != len(batch.rows):
@@ -201,37 +202,36 @@ def _apply(step: PythonStep, batch: _Batch, errors: ReportedErrors | None = None
     elif isinstance(op, Consumer):
         consume(step.label, op.accept, tuples)
     elif isinstance(op, BaseFunction):
-        parents, emitted = each_values(step.label, op.execute, tuples, step.function_fields, errors)
-        _append(step, batch, parents, emitted)
+        parents, columns = each_columns(step.label, op.execute, tuples, step.function_fields, errors)
+        _append(step, batch, parents, columns)
     else:
         raise TopologyError(f"{step.label}: unsupported operation {op!r}")
 
 
-def _append(step: PythonStep, batch: _Batch, parents: list[int], emitted: list[Any]) -> None:
+def _append(step: PythonStep, batch: _Batch, parents: list[int], columns: list[list[Any]]) -> None:
     """The emitted tuples as the batch's tuples: each its parent's, with the new fields' values
-    (a map's output replaces the fields)."""
+    (``columns``, one per field; a map's output replaces the fields)."""
     batch.keep(parents)
     if step.kind != "each":
         batch.extra = {}
-    if len(step.function_fields) == 1:
-        batch.extra[step.function_fields[0]] = [values[0] for values in emitted]
-    else:
-        for j, name in enumerate(step.function_fields):
-            batch.extra[name] = [values[j] for values in emitted]
+    for name, values in zip(step.function_fields, columns, strict=True):
+        batch.extra[name] = values
 
 
 def _to_arrow(batch: _Batch, schema: pa.Schema, untyped: frozenset[str] = frozenset(),
               producers: dict[str, str] | None = None) -> pa.RecordBatch:
-    take = None if batch.identity else pa.array(batch.rows, pa.int64())
+    take = None  # the source rows the tuples came from, made when a source column is output
     arrays = []
     for field in schema:
         if field.name in batch.extra:
             arrays.append(to_arrow_column(field.name, batch.extra[field.name], field.type,
                                           untyped=field.name in untyped,
                                           operator=(producers or {}).get(field.name)))
+        elif batch.identity:
+            arrays.append(batch.source.column(field.name))
         else:
-            column = batch.source.column(field.name)
-            arrays.append(column if take is None else column.take(take))
+            take = pa.array(batch.rows, pa.int64()) if take is None else take
+            arrays.append(batch.source.column(field.name).take(take))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
