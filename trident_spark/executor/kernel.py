@@ -15,8 +15,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import chain, count, repeat
-from operator import floordiv, sub
+from itertools import repeat
+from operator import itemgetter
 from typing import Any, overload
 
 from trident_spark.errors import FailedException, OperatorError, SpoutError, TopologyError, TridentSparkError
@@ -264,17 +264,13 @@ def each_columns(label: str, execute: Callable[[TridentTuple, TridentCollector],
     width = len(fields)
     if not width:  # a Function without output fields: each emit passes its input tuple on
         rows = TridentCollector(errors)
-        ends = _each_ends(label, execute, tuples, rows, rows.emitted)
-        return _parents(map(sub, ends, [0, *ends[:-1]])), []
+        return _each_parents(label, execute, tuples, rows, rows.emitted, 1), []
     collector = OneColumnCollector(errors) if width == 1 else ColumnCollector(width, errors)
-    ends = _each_ends(label, execute, tuples, collector, collector.kept)
+    parents = _each_parents(label, execute, tuples, collector, collector.kept, width)
     if collector.short is not None:
         declared_values(label, collector.short, fields)  # fewer values than fields: the error
     kept = collector.kept
-    counts = map(sub, ends, [0, *ends[:-1]])
-    if width == 1:
-        return _parents(counts), [kept]
-    return _parents(map(floordiv, counts, repeat(width))), [kept[j::width] for j in range(width)]
+    return parents, [kept] if width == 1 else [kept[j::width] for j in range(width)]
 
 
 def each_values(label: str, execute: Callable[[TridentTuple, TridentCollector], Any],
@@ -290,41 +286,45 @@ def each_values(label: str, execute: Callable[[TridentTuple, TridentCollector], 
     ([0, 0, 1], [['a'], ['b'], ['c']])
     """
     collector = TridentCollector(errors)
-    ends = _each_ends(label, execute, tuples, collector, collector.emitted)
-    return _parents(map(sub, ends, [0, *ends[:-1]])), declared_rows(label, collector.emitted, fields)
+    parents = _each_parents(label, execute, tuples, collector, collector.emitted, 1)
+    return parents, declared_rows(label, collector.emitted, fields)
 
 
-def _each_ends(label: str, execute: Callable[[TridentTuple, TridentCollector], Any],
-               tuples: Iterable[TridentTuple], collector: TridentCollector, kept: list[Any]) -> list[int]:
-    """``execute(t, collector)`` for each tuple: ``len(kept)`` after each."""
-    ends: list[int] = []
-    end = ends.append
+def _each_parents(label: str, execute: Callable[[TridentTuple, TridentCollector], Any],
+                  tuples: Iterable[TridentTuple], collector: TridentCollector, kept: list[Any],
+                  width: int) -> list[int]:
+    """``execute(t, collector)`` for each tuple: the input position of each emitted tuple, read
+    from what ``kept`` gained (``width`` items per emitted tuple)."""
+    parents: list[int] = []
+    add = parents.extend
+    before = 0
     t: Any = None
     try:
         if isinstance(tuples, TupleColumns):
             getrefcount = sys.getrefcount
             t = tuples.view()
             alone = getrefcount(t)
-            for values in tuples.values():
+            for i, values in enumerate(tuples.values()):
                 t._values = values
                 execute(t, collector)
-                end(len(kept))
+                after = len(kept)
+                if after != before:
+                    add([i] * ((after - before) // width))
+                    before = after
                 if getrefcount(t) != alone:  # the Function kept the tuple: it keeps its values
                     t = tuples.view()
         else:
-            for t in tuples:
+            for i, t in enumerate(tuples):
                 execute(t, collector)
-                end(len(kept))
+                after = len(kept)
+                if after != before:
+                    add([i] * ((after - before) // width))
+                    before = after
     except OPERATOR_PASSES:
         raise
     except Exception as exc:
         raise user_failure(label, exc, on_tuple(t, marked=True)) from exc
-    return ends
-
-
-def _parents(counts: Iterable[int]) -> list[int]:
-    """The input position of each emitted tuple, from how many each input emitted (``counts``)."""
-    return list(chain.from_iterable(map(repeat, count(), counts)))
+    return parents
 
 
 def keep_indices(label: str, is_keep: Callable[[TridentTuple], Any],
@@ -402,6 +402,46 @@ def map_values(label: str, execute: Callable[[TridentTuple], Any], tuples: Itera
     >>> map_values("flatMap(split)", lambda t: t[0].split(), words, ["word"], flat=True)
     ([0, 0, 1], [['a'], ['b'], ['c']])
     """
+    parents, emitted = _map_each(label, execute, tuples, flat)
+    return parents, _map_rows(label, emitted, fields)
+
+
+def map_columns(label: str, execute: Callable[[TridentTuple], Any], tuples: Iterable[TridentTuple],
+                fields: Sequence[str], flat: bool = False) -> tuple[list[int], list[list[Any]]]:
+    """:func:`map_values`, each of ``fields``' values as one list.
+
+    Examples
+    --------
+    >>> words = TupleColumns(Fields("line"), [["a b", "c"]], 2)
+    >>> map_columns("map(length)", lambda t: len(t[0]), words, ["n"])
+    ([0, 1], [[3, 1]])
+    >>> pairs = lambda t: [(w, len(w)) for w in t[0].split()]
+    >>> map_columns("flatMap(pairs)", pairs, words, ["w", "n"], flat=True)
+    ([0, 0, 1], [['a', 'b', 'c'], [1, 1, 1]])
+    """
+    parents, emitted = _map_each(label, execute, tuples, flat)
+    width = len(fields)
+    if not emitted:
+        return parents, [[] for _ in range(width)]
+    kinds = set(map(type, emitted))
+    if width == 1 and not any(issubclass(kind, list | tuple) for kind in kinds):  # single values
+        return parents, [emitted]
+    if width and all(issubclass(kind, list | tuple) for kind in kinds) and set(map(len, emitted)) == {width}:
+        return parents, [list(map(itemgetter(j), emitted)) for j in range(width)]
+    rows = _map_rows(label, emitted, fields)  # another shape somewhere: the rule, tuple by tuple
+    return parents, [[values[j] for values in rows] for j in range(width)]
+
+
+def _map_rows(label: str, emitted: list[Any], fields: Sequence[str]) -> list[Any]:
+    """What a map returned, each as its values for ``fields`` (a single value a one-field tuple)."""
+    emitted = [values if isinstance(values, list | tuple) else [values] for values in emitted]
+    return declared_rows(label, emitted, fields)
+
+
+def _map_each(label: str, execute: Callable[[TridentTuple], Any], tuples: Iterable[TridentTuple],
+              flat: bool) -> tuple[list[int], list[Any]]:
+    """``execute(t)`` for each tuple: (the input position of each result, the results), a
+    flatMap's results one by one."""
     parents: list[int] = []
     emitted: list[Any] = []
     parent, out = parents.append, emitted.append
@@ -436,8 +476,7 @@ def map_values(label: str, execute: Callable[[TridentTuple], Any], tuples: Itera
         raise
     except Exception as exc:
         raise user_failure(label, exc, on_tuple(t, marked=True)) from exc
-    emitted = [values if isinstance(values, list | tuple) else [values] for values in emitted]
-    return parents, declared_rows(label, emitted, fields)
+    return parents, emitted
 
 
 def grouping_choices(label: str, grouping: Callable[[TridentTuple, int], Any], tuples: Iterable[TridentTuple],
@@ -649,5 +688,5 @@ def query_state(label: str, function: Any, view: Any, tuples: list[TridentTuple]
 __all__ = ["AGGREGATOR_PASSES", "MAX_TUPLE_CHARS", "OPERATOR_PASSES", "SINK_PASSES", "STATE_PASSES",
            "AggStep", "RunningAggregate", "TupleColumns", "aggregator_call", "call", "combine_all",
            "combiner_inits", "consume", "declared_rows", "declared_values", "each_columns", "each_values",
-           "grouping_choices", "keep_indices", "map_values", "on_tuple", "query_state", "reduced_values",
-           "row_views", "tuple_views", "user_failure", "zeros"]
+           "grouping_choices", "keep_indices", "map_columns", "map_values", "on_tuple", "query_state",
+           "reduced_values", "row_views", "tuple_views", "user_failure", "zeros"]

@@ -19,7 +19,7 @@ import pyarrow as pa
 from trident_spark.errors import OperatorError, TopologyError
 from trident_spark.executor.instances import host_partition, task_instances
 from trident_spark.executor.kernel import MAX_TUPLE_CHARS as MAX_TUPLE_CHARS  # the tests' bound
-from trident_spark.executor.kernel import TupleColumns, consume, each_columns, keep_indices, map_values
+from trident_spark.executor.kernel import TupleColumns, consume, each_columns, keep_indices, map_columns
 from trident_spark.executor.metrics import StageClock
 from trident_spark.fields import Fields
 from trident_spark.object_values import UncarriableValueError, decode_column, encode_column
@@ -191,10 +191,9 @@ def _apply(step: PythonStep, batch: _Batch, errors: ReportedErrors | None = None
     tuples = TupleColumns(fields, [batch.column(name) for name in fields], len(batch.rows))
     op = step.operation
     if step.kind in ("map", "flatMap"):
-        parents, emitted = map_values(step.label, op.execute, tuples,  # type: ignore[attr-defined]
-                                      step.function_fields, flat=step.kind == "flatMap")
-        width = len(step.function_fields)
-        _append(step, batch, parents, [[values[j] for values in emitted] for j in range(width)])
+        parents, columns = map_columns(step.label, op.execute, tuples,  # type: ignore[attr-defined]
+                                       step.function_fields, flat=step.kind == "flatMap")
+        _append(step, batch, parents, columns)
     elif isinstance(op, BaseFilter):
         kept = keep_indices(step.label, op.isKeep, tuples)
         if len(kept) != len(batch.rows):

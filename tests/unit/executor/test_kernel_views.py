@@ -18,6 +18,7 @@ from trident_spark.executor.kernel import (
     each_columns,
     each_values,
     keep_indices,
+    map_columns,
     map_values,
     tuple_views,
 )
@@ -236,6 +237,35 @@ def test_collector_emitted_shows_what_was_emitted_so_far() -> None:
 
     each_columns("each(look)", look, columns("a", "bb"), ["w", "n"])
     assert seen == [[["a", 1]], [["a", 1], ["bb", 2]]]
+
+
+# --- map by column ---------------------------------------------------------------------------------
+class Pair(list):  # type: ignore[type-arg]
+    """A list subclass: a map's result is a tuple's values when it is a list or a tuple."""
+
+
+@pytest.mark.parametrize(("results", "fields"), [
+    (["x", 1, None], ["v"]),                      # single values
+    ([("x", 1), ["y", 2], Pair(["z", 3])], ["w", "n"]),
+    ([("x", 1, "extra"), ["y", 2]], ["w", "n"]),  # more values than fields: the first ones
+    ([("x",), "y", ["z"]], ["w"]),                # a one-value tuple and a single value mixed
+    ([], ["w", "n"]),
+    ([[], []], []),
+])
+def test_map_columns_give_map_values_by_column(results: list[Any], fields: list[str]) -> None:
+    given = iter(results)
+    by_rows = map_values("map(f)", lambda t: next(given), views(*["a"] * len(results)), fields)
+    given = iter(results)
+    parents, by_columns = map_columns("map(f)", lambda t: next(given), columns(*["a"] * len(results)), fields)
+    assert parents == by_rows[0] == list(range(len(results)))
+    assert by_columns == [[row[j] for row in by_rows[1]] for j in range(len(fields))]
+
+
+def test_map_columns_refuse_too_few_values_as_map_values_does() -> None:
+    for run in (map_values, map_columns):
+        with pytest.raises(OperatorError) as info:
+            run("map(one)", lambda t: t[0], columns("a", "b"), ["w", "n"])
+        assert str(info.value) == "map(one): emitted 1 values ['a'] but declared 2 fields ['w', 'n']"
 
 
 # --- the stage ---------------------------------------------------------------------------------------
