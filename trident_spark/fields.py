@@ -143,6 +143,8 @@ class TridentTuple(Sequence[Any]):
     @overload
     def __getitem__(self, key: str) -> Any: ...
     def __getitem__(self, key: int | slice | str) -> Any:
+        if type(key) is int:  # the common case first, with the cheapest test
+            return self._values[key]
         if isinstance(key, str):
             return self.getValueByField(key)
         return self._values[key]

@@ -148,6 +148,100 @@ class TridentCollector:
         return out
 
 
+class ColumnCollector(TridentCollector):
+    """The collector a Function sees in a stage: :class:`TridentCollector`'s ``emit``, whose
+    values are kept one after the other in one list, ``width`` per tuple, instead of as a list
+    per tuple: a stage builds no list per emitted tuple and reads each field's values as a slice
+    of ``kept`` (all of it for one field).
+
+    ``emit`` copies the values as it is called, as ``TridentCollector.emit`` does (a list the
+    Function changes afterwards, or emits again, keeps what it held then); an emit that fails
+    (values that are not iterable, an iterator that raises) leaves nothing. More values than
+    ``width``: the first ``width`` are kept (Trident's tuple view shows only the declared
+    fields). Fewer: nothing is kept, and the first such values are kept in ``short`` for the
+    caller's error. ``emitted`` gives the kept tuples as lists. A Function without output fields
+    (width 0) takes a :class:`TridentCollector`, which counts its tuples.
+
+    Examples
+    --------
+    >>> c = ColumnCollector(2)
+    >>> c.emit(["cat", 1]); c.emit(("dog", 2, "extra")); c.emit(["eel"])
+    >>> c.kept, c.short, c.emitted
+    (['cat', 1, 'dog', 2], ['eel'], [['cat', 1], ['dog', 2]])
+    """
+
+    def __init__(self, width: int, errors: ReportedErrors | None = None) -> None:
+        if width < 1:
+            raise ValueError(f"ColumnCollector: width {width}; a Function without output fields "
+                             "takes a TridentCollector")
+        self.width = width
+        self.kept: list[Any] = []
+        self.short: list[Any] | None = None
+        super().__init__(errors)
+
+    @property
+    def emitted(self) -> list[list[Any]]:
+        """The kept tuples so far, each its values as a list (built when asked)."""
+        kept, width = self.kept, self.width
+        return [kept[k:k + width] for k in range(0, len(kept), width)]
+
+    @emitted.setter
+    def emitted(self, tuples: list[list[Any]]) -> None:
+        self.kept = [v for t in tuples for v in t[:self.width]]
+
+    def emit(self, values: Sequence[Any]) -> None:
+        if type(values) is list and len(values) == self.width:  # a list of the fields' values
+            self.kept.extend(values)
+        else:
+            self._emit_any(values)
+
+    def _emit_any(self, values: Sequence[Any]) -> None:
+        """Any values, as ``list(values)`` takes them."""
+        kept = self.kept
+        before = len(kept)
+        try:
+            kept.extend(values)
+        except BaseException:
+            del kept[before:]  # what an iterator gave before it failed
+            raise
+        if len(kept) - before > self.width:
+            del kept[before + self.width:]
+        elif len(kept) - before < self.width:
+            if self.short is None:
+                self.short = kept[before:]
+            del kept[before:]
+
+    def reset(self) -> list[list[Any]]:
+        out, self.kept, self.short = self.emitted, [], None
+        return out
+
+
+class OneColumnCollector(ColumnCollector):
+    """:class:`ColumnCollector` for one field, whose ``emit([value])`` keeps ``value`` straight away.
+
+    Examples
+    --------
+    >>> c = OneColumnCollector()
+    >>> c.emit(["cat"]); c.emit(iter(["dog"])); c.emit("eel"); c.emit([])
+    >>> c.kept, c.short
+    (['cat', 'dog', 'e'], [])
+    """
+
+    def __init__(self, errors: ReportedErrors | None = None) -> None:
+        super().__init__(1, errors)
+
+    def emit(self, values: Sequence[Any]) -> None:
+        if type(values) is list:
+            try:
+                (value,) = values  # a list of one value (unpacking a list takes nothing from it)
+            except ValueError:
+                self._emit_any(values)
+                return
+            self.kept.append(value)
+        else:
+            self._emit_any(values)
+
+
 class Operation:
     """Lifecycle shared by every operation (Trident's): one instance per run and partition."""
 

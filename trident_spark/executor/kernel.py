@@ -1,8 +1,9 @@
 """The one caller of user operation code: operators over value lists, and the report of a failing call.
 
 Every stage (the Arrow stages, the window task, the DRPC driver path) hands its tuples here:
-:func:`each_values`, :func:`keep_indices`, :func:`consume` and :func:`map_values` run a
-Function, Filter, Consumer or map over a partition's tuples in one loop;
+:func:`each_values` (:func:`each_columns`), :func:`keep_indices`, :func:`consume` and
+:func:`map_values` run a Function, Filter, Consumer or map over a partition's tuples in one
+loop (over :class:`TupleColumns`, with one tuple view rebound from tuple to tuple);
 :class:`RunningAggregate` runs the aggregator protocols (Aggregator, CombinerAggregator,
 ReducerAggregator) over one group; :func:`query_state` runs a QueryFunction. What comes out
 is checked against the declared fields (:func:`declared_values`), and a failing user call is
@@ -11,16 +12,26 @@ reported one way (:func:`user_failure`): ``"<who> failed[ <where>]: <Type>: <mes
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from itertools import repeat
+from operator import itemgetter
+from typing import Any, overload
 
 import pyarrow as pa
 
 from trident_spark.arrow_operation import function_output, init_output, mask_output
 from trident_spark.errors import FailedException, OperatorError, SpoutError, TopologyError, TridentSparkError
 from trident_spark.fields import Fields, TridentTuple
-from trident_spark.operation import Aggregator, CombinerAggregator, ReportedErrors, TridentCollector
+from trident_spark.operation import (
+    Aggregator,
+    ColumnCollector,
+    CombinerAggregator,
+    OneColumnCollector,
+    ReportedErrors,
+    TridentCollector,
+)
 from trident_spark.state.errors import StateError
 
 #: Characters of a tuple an error message shows.
@@ -173,7 +184,98 @@ def row_views(fields: Fields, rows: Iterable[Sequence[Any]]) -> list[TridentTupl
     return [TridentTuple(values, fields, index) for values in rows]
 
 
+class TupleColumns(Sequence[TridentTuple]):
+    """A partition's tuples as columns of field values (``columns``, one per field, ``rows``
+    long), for the per-tuple loops below.
+
+    Indexed or iterated, it gives the tuples as :func:`tuple_views` does, a view per tuple. The
+    loops (:func:`each_columns`, :func:`each_values`, :func:`keep_indices`, :func:`consume`,
+    :func:`map_values`) instead rebind one view to each tuple's values in turn: building a view
+    per tuple costs more than most operations. A Trident tuple is immutable and an operation may
+    keep it (store it, emit it as a value, hand it to a thread), so the loop looks, after each
+    call, whether anything but itself still refers to the view (its reference count); if so, that
+    view is left as it is, with its tuple's values, and the next tuple gets a new one.
+
+    Examples
+    --------
+    >>> tuples = TupleColumns(Fields("word", "n"), [["cat", "dog"], [1, 2]], 2)
+    >>> len(tuples), tuples[1], list(tuples)[0]
+    (2, {'word': 'dog', 'n': 2}, {'word': 'cat', 'n': 1})
+    >>> kept = []
+    >>> consume("peek(keep)", kept.append, tuples)
+    >>> kept
+    [{'word': 'cat', 'n': 1}, {'word': 'dog', 'n': 2}]
+    """
+
+    __slots__ = ("columns", "fields", "positions", "rows")
+
+    def __init__(self, fields: Fields, columns: Sequence[Sequence[Any]], rows: int) -> None:
+        if len(columns) not in (0, len(fields)) or any(len(column) != rows for column in columns):
+            raise ValueError(f"TupleColumns: {len(columns)} columns of {[len(c) for c in columns]} values "
+                             f"for the {len(fields)} fields {list(fields)} of {rows} tuples")
+        self.fields = fields
+        self.columns = columns
+        self.rows = rows
+        self.positions = {name: i for i, name in enumerate(fields)}
+
+    def values(self) -> Iterator[tuple[Any, ...]]:
+        """Each tuple's values, in order (the empty tuple for each when there are no fields)."""
+        if not self.columns:  # each(function, out): Trident hands the function an empty tuple for each
+            return repeat((), self.rows)
+        return zip(*self.columns, strict=False)  # as long as each other: checked when made
+
+    def view(self) -> TridentTuple:
+        """A new view of these fields, for a loop to rebind."""
+        return TridentTuple((), self.fields, self.positions)
+
+    def __len__(self) -> int:
+        return self.rows
+
+    @overload
+    def __getitem__(self, i: int) -> TridentTuple: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[TridentTuple]: ...
+    def __getitem__(self, i: int | slice) -> TridentTuple | list[TridentTuple]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(self.rows))]
+        if not -self.rows <= i < self.rows:
+            raise IndexError(f"tuple {i} of {self.rows}")
+        return TridentTuple(tuple(column[i] for column in self.columns), self.fields, self.positions)
+
+    def __iter__(self) -> Iterator[TridentTuple]:
+        return iter(tuple_views(self.fields, self.columns, self.rows))
+
+    def __repr__(self) -> str:
+        return f"TupleColumns({list(self.fields)}, {self.rows} tuples)"
+
+
 # --- each / filter / peek / map over a partition's tuples ------------------------------------
+# Each loop walks a TupleColumns with one view rebound to each tuple's values (``t._values``),
+# kept while ``sys.getrefcount`` shows only the loop refers to it, or a list of views as given.
+def each_columns(label: str, execute: Callable[[TridentTuple, TridentCollector], Any],
+                 tuples: Iterable[TridentTuple], fields: Sequence[str],
+                 errors: ReportedErrors | None = None) -> tuple[list[int], list[list[Any]]]:
+    """A Function's ``execute`` over ``tuples``: (the input position of each emitted tuple, each
+    of ``fields``' emitted values), what :func:`each_values` gives, by field.
+
+    Examples
+    --------
+    >>> pair = lambda t, collector: [collector.emit([w, len(w)]) for w in t[0].split()]
+    >>> each_columns("each(pair)", pair, TupleColumns(Fields("line"), [["a bb", "c"]], 2), ["w", "n"])
+    ([0, 0, 1], [['a', 'bb', 'c'], [1, 2, 1]])
+    """
+    width = len(fields)
+    if not width:  # a Function without output fields: each emit passes its input tuple on
+        rows = TridentCollector(errors)
+        return _each_parents(label, execute, tuples, rows, rows.emitted, 1), []
+    collector = OneColumnCollector(errors) if width == 1 else ColumnCollector(width, errors)
+    parents = _each_parents(label, execute, tuples, collector, collector.kept, width)
+    if collector.short is not None:
+        declared_values(label, collector.short, fields)  # fewer values than fields: the error
+    kept = collector.kept
+    return parents, [kept] if width == 1 else [kept[j::width] for j in range(width)]
+
+
 def each_values(label: str, execute: Callable[[TridentTuple, TridentCollector], Any],
                 tuples: Iterable[TridentTuple], fields: Sequence[str],
                 errors: ReportedErrors | None = None) -> tuple[list[int], list[Any]]:
@@ -187,22 +289,45 @@ def each_values(label: str, execute: Callable[[TridentTuple, TridentCollector], 
     ([0, 0, 1], [['a'], ['b'], ['c']])
     """
     collector = TridentCollector(errors)
-    emitted = collector.emitted
+    parents = _each_parents(label, execute, tuples, collector, collector.emitted, 1)
+    return parents, declared_rows(label, collector.emitted, fields)
+
+
+def _each_parents(label: str, execute: Callable[[TridentTuple, TridentCollector], Any],
+                  tuples: Iterable[TridentTuple], collector: TridentCollector, kept: list[Any],
+                  width: int) -> list[int]:
+    """``execute(t, collector)`` for each tuple: the input position of each emitted tuple, read
+    from what ``kept`` gained (``width`` items per emitted tuple)."""
     parents: list[int] = []
+    add = parents.extend
     before = 0
-    i, t = 0, None
+    t: Any = None
     try:
-        for i, t in enumerate(tuples):
-            execute(t, collector)
-            after = len(emitted)
-            if after != before:
-                parents.extend([i] * (after - before))
-                before = after
+        if isinstance(tuples, TupleColumns):
+            getrefcount = sys.getrefcount
+            t = tuples.view()
+            alone = getrefcount(t)
+            for i, values in enumerate(tuples.values()):
+                t._values = values
+                execute(t, collector)
+                after = len(kept)
+                if after != before:
+                    add([i] * ((after - before) // width))
+                    before = after
+                if getrefcount(t) != alone:  # the Function kept the tuple: it keeps its values
+                    t = tuples.view()
+        else:
+            for i, t in enumerate(tuples):
+                execute(t, collector)
+                after = len(kept)
+                if after != before:
+                    add([i] * ((after - before) // width))
+                    before = after
     except OPERATOR_PASSES:
         raise
     except Exception as exc:
         raise user_failure(label, exc, on_tuple(t, marked=True)) from exc
-    return parents, declared_rows(label, emitted, fields)
+    return parents
 
 
 def keep_indices(label: str, is_keep: Callable[[TridentTuple], Any],
@@ -215,11 +340,23 @@ def keep_indices(label: str, is_keep: Callable[[TridentTuple], Any],
     [0, 2]
     """
     kept: list[int] = []
-    t = None
+    keep = kept.append
+    t: Any = None
     try:
-        for i, t in enumerate(tuples):
-            if is_keep(t):
-                kept.append(i)
+        if isinstance(tuples, TupleColumns):
+            getrefcount = sys.getrefcount
+            t = tuples.view()
+            alone = getrefcount(t)
+            for i, values in enumerate(tuples.values()):
+                t._values = values
+                if is_keep(t):
+                    keep(i)
+                if getrefcount(t) != alone:
+                    t = tuples.view()
+        else:
+            for i, t in enumerate(tuples):
+                if is_keep(t):
+                    keep(i)
     except OPERATOR_PASSES:
         raise
     except Exception as exc:
@@ -237,10 +374,20 @@ def consume(label: str, accept: Callable[[TridentTuple], Any], tuples: Iterable[
     >>> seen
     [{'n': 1}, {'n': 2}]
     """
-    t = None
+    t: Any = None
     try:
-        for t in tuples:
-            accept(t)
+        if isinstance(tuples, TupleColumns):
+            getrefcount = sys.getrefcount
+            t = tuples.view()
+            alone = getrefcount(t)
+            for values in tuples.values():
+                t._values = values
+                accept(t)
+                if getrefcount(t) != alone:
+                    t = tuples.view()
+        else:
+            for t in tuples:
+                accept(t)
     except OPERATOR_PASSES:
         raise
     except Exception as exc:
@@ -258,25 +405,81 @@ def map_values(label: str, execute: Callable[[TridentTuple], Any], tuples: Itera
     >>> map_values("flatMap(split)", lambda t: t[0].split(), words, ["word"], flat=True)
     ([0, 0, 1], [['a'], ['b'], ['c']])
     """
+    parents, emitted = _map_each(label, execute, tuples, flat)
+    return parents, _map_rows(label, emitted, fields)
+
+
+def map_columns(label: str, execute: Callable[[TridentTuple], Any], tuples: Iterable[TridentTuple],
+                fields: Sequence[str], flat: bool = False) -> tuple[list[int], list[list[Any]]]:
+    """:func:`map_values`, each of ``fields``' values as one list.
+
+    Examples
+    --------
+    >>> words = TupleColumns(Fields("line"), [["a b", "c"]], 2)
+    >>> map_columns("map(length)", lambda t: len(t[0]), words, ["n"])
+    ([0, 1], [[3, 1]])
+    >>> pairs = lambda t: [(w, len(w)) for w in t[0].split()]
+    >>> map_columns("flatMap(pairs)", pairs, words, ["w", "n"], flat=True)
+    ([0, 0, 1], [['a', 'b', 'c'], [1, 1, 1]])
+    """
+    parents, emitted = _map_each(label, execute, tuples, flat)
+    width = len(fields)
+    if not emitted:
+        return parents, [[] for _ in range(width)]
+    kinds = set(map(type, emitted))
+    if width == 1 and not any(issubclass(kind, list | tuple) for kind in kinds):  # single values
+        return parents, [emitted]
+    if width and all(issubclass(kind, list | tuple) for kind in kinds) and set(map(len, emitted)) == {width}:
+        return parents, [list(map(itemgetter(j), emitted)) for j in range(width)]
+    rows = _map_rows(label, emitted, fields)  # another shape somewhere: the rule, tuple by tuple
+    return parents, [[values[j] for values in rows] for j in range(width)]
+
+
+def _map_rows(label: str, emitted: list[Any], fields: Sequence[str]) -> list[Any]:
+    """What a map returned, each as its values for ``fields`` (a single value a one-field tuple)."""
+    emitted = [values if isinstance(values, list | tuple) else [values] for values in emitted]
+    return declared_rows(label, emitted, fields)
+
+
+def _map_each(label: str, execute: Callable[[TridentTuple], Any], tuples: Iterable[TridentTuple],
+              flat: bool) -> tuple[list[int], list[Any]]:
+    """``execute(t)`` for each tuple: (the input position of each result, the results), a
+    flatMap's results one by one."""
     parents: list[int] = []
     emitted: list[Any] = []
-    t = None
+    parent, out = parents.append, emitted.append
+    t: Any = None
     try:
-        if flat:
+        if isinstance(tuples, TupleColumns):
+            getrefcount = sys.getrefcount
+            t = tuples.view()
+            alone = getrefcount(t)
+            for i, values in enumerate(tuples.values()):
+                t._values = values
+                if flat:
+                    for row in execute(t):
+                        parent(i)
+                        out(row)
+                else:
+                    out(execute(t))
+                if getrefcount(t) != alone:
+                    t = tuples.view()
+            if not flat:
+                parents = list(range(len(emitted)))
+        elif flat:
             for i, t in enumerate(tuples):
-                for values in execute(t):
-                    parents.append(i)
-                    emitted.append(values)
+                for row in execute(t):
+                    parent(i)
+                    out(row)
         else:
             for i, t in enumerate(tuples):
-                parents.append(i)
-                emitted.append(execute(t))
+                parent(i)
+                out(execute(t))
     except OPERATOR_PASSES:
         raise
     except Exception as exc:
         raise user_failure(label, exc, on_tuple(t, marked=True)) from exc
-    emitted = [values if isinstance(values, list | tuple) else [values] for values in emitted]
-    return parents, declared_rows(label, emitted, fields)
+    return parents, emitted
 
 
 def grouping_choices(label: str, grouping: Callable[[TridentTuple, int], Any], tuples: Iterable[TridentTuple],
@@ -568,8 +771,8 @@ def init_arrow(label: str, init: Callable[[pa.RecordBatch], Any], batch: pa.Reco
 
 
 __all__ = ["AGGREGATOR_PASSES", "MAX_TUPLE_CHARS", "OPERATOR_PASSES", "SINK_PASSES", "STATE_PASSES",
-           "AggStep", "RunningAggregate", "aggregator_call", "call", "combine_all", "combiner_inits",
-           "consume", "declared_rows", "declared_values", "each_arrow", "each_values", "grouping_choices",
-           "init_arrow", "keep_arrow", "keep_indices",
+           "AggStep", "RunningAggregate", "TupleColumns", "aggregator_call", "call", "combine_all",
+           "combiner_inits", "consume", "declared_rows", "declared_values", "each_arrow", "each_columns",
+           "each_values", "grouping_choices", "init_arrow", "keep_arrow", "keep_indices", "map_columns",
            "map_values", "on_batch", "on_tuple", "query_state", "reduced_values", "row_views", "tuple_views",
            "user_failure", "zeros"]

@@ -26,13 +26,13 @@ from trident_spark.errors import OperatorError, TopologyError
 from trident_spark.executor.instances import host_partition, task_instances
 from trident_spark.executor.kernel import MAX_TUPLE_CHARS as MAX_TUPLE_CHARS  # the tests' bound
 from trident_spark.executor.kernel import (
+    TupleColumns,
     consume,
     each_arrow,
-    each_values,
+    each_columns,
     keep_arrow,
     keep_indices,
-    map_values,
-    tuple_views,
+    map_columns,
 )
 from trident_spark.executor.metrics import StageClock
 from trident_spark.fields import Fields
@@ -127,7 +127,7 @@ class _Batch:
         if self.identity:
             return values
         rows = self.rows if isinstance(self.rows, list) else self._row_list()
-        return [values[r] for r in rows]
+        return list(map(values.__getitem__, rows))
 
     def _row_list(self) -> list[int]:
         assert not isinstance(self.rows, list)
@@ -321,12 +321,12 @@ def _apply(step: PythonStep, batch: _Batch, errors: ReportedErrors | None = None
     if step.kind == "each" and takes_arrow_batches(step.operation) and _apply_arrow(step, batch):
         return
     fields = step.input_fields
-    tuples = tuple_views(fields, [batch.column(name) for name in fields], len(batch.rows))
+    tuples = TupleColumns(fields, [batch.column(name) for name in fields], len(batch.rows))
     op = step.operation
     if step.kind in ("map", "flatMap"):
-        parents, emitted = map_values(step.label, op.execute, tuples,  # type: ignore[attr-defined]
-                                      step.function_fields, flat=step.kind == "flatMap")
-        _append(step, batch, parents, emitted)
+        parents, columns = map_columns(step.label, op.execute, tuples,  # type: ignore[attr-defined]
+                                       step.function_fields, flat=step.kind == "flatMap")
+        _append(step, batch, parents, columns)
     elif isinstance(op, BaseFilter):
         kept = keep_indices(step.label, op.isKeep, tuples)
         if len(kept) != len(batch.rows):
@@ -334,8 +334,8 @@ def _apply(step: PythonStep, batch: _Batch, errors: ReportedErrors | None = None
     elif isinstance(op, Consumer):
         consume(step.label, op.accept, tuples)
     elif isinstance(op, BaseFunction):
-        parents, emitted = each_values(step.label, op.execute, tuples, step.function_fields, errors)
-        _append(step, batch, parents, emitted)
+        parents, columns = each_columns(step.label, op.execute, tuples, step.function_fields, errors)
+        _append(step, batch, parents, columns)
     else:
         raise TopologyError(f"{step.label}: unsupported operation {op!r}")
 
@@ -370,22 +370,19 @@ def _own_per_tuple(op: Operation) -> bool:
     return isinstance(op, ArrowFunction) and type(op).execute is not ArrowFunction.execute
 
 
-def _append(step: PythonStep, batch: _Batch, parents: list[int], emitted: list[Any]) -> None:
+def _append(step: PythonStep, batch: _Batch, parents: list[int], columns: list[list[Any]]) -> None:
     """The emitted tuples as the batch's tuples: each its parent's, with the new fields' values
-    (a map's output replaces the fields)."""
+    (``columns``, one per field; a map's output replaces the fields)."""
     batch.keep(parents)
     if step.kind != "each":
         batch.extra = {}
-    if len(step.function_fields) == 1:
-        batch.set_extra(step.function_fields[0], [values[0] for values in emitted])
-    else:
-        for j, name in enumerate(step.function_fields):
-            batch.set_extra(name, [values[j] for values in emitted])
+    for name, values in zip(step.function_fields, columns, strict=True):
+        batch.set_extra(name, values)
 
 
 def _to_arrow(batch: _Batch, schema: pa.Schema, untyped: frozenset[str] = frozenset(),
               producers: dict[str, str] | None = None) -> pa.RecordBatch:
-    take = None if batch.identity else batch._row_array()
+    take = None  # the source rows the tuples came from, made when a source column is output
     arrays = []
     for field in schema:
         if field.name in batch.extra:
@@ -398,9 +395,11 @@ def _to_arrow(batch: _Batch, schema: pa.Schema, untyped: frozenset[str] = frozen
             arrays.append(to_arrow_column(field.name, extra, field.type,
                                           untyped=field.name in untyped,
                                           operator=operator))
+        elif batch.identity:
+            arrays.append(batch.source.column(field.name))
         else:
-            column = batch.source.column(field.name)
-            arrays.append(column if take is None else column.take(take))
+            take = batch._row_array() if take is None else take
+            arrays.append(batch.source.column(field.name).take(take))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
