@@ -62,7 +62,7 @@ from .es_index import bulk_parameters, check_index_settings, creation_body, foun
 from .es_scan import MAX_PAGE, IndexConnection, scan_index
 from .extras import require_extra
 from .factory import CREATED_BY, StoreStateFactory
-from .keys import encode_key
+from .keys import ReservedKey, encode_key
 from .serializers import Serializer, deserialize_stored, serialize_stored
 from .url import Scheme, redact, register_scheme
 
@@ -109,6 +109,13 @@ def _reason(body: Any) -> str:
             return text
         return str(error)[:300]
     return str(body)[:300]
+
+
+def _shown(key: Key) -> str:
+    """A key in a message: ``key ['cat']``, or the state's own document by its ``_id``."""
+    if isinstance(key, ReservedKey):
+        return f"the state's own document {key.encoded!r} (its commit record)"
+    return f"key {list(key)!r}"
 
 
 def _split_host(host: str) -> tuple[str, str, int, str, str | None, str | None]:
@@ -363,9 +370,9 @@ class ElasticsearchBackingMap(VersionedBackingMap):
         if "error" in doc:
             if _shard_unavailable(doc["error"]):
                 raise StateUnavailableError(self.address, (
-                    f"reading key {list(key)!r}: {_reason(doc)}; a shard of index {self.spec.index!r} "
+                    f"reading {_shown(key)}: {_reason(doc)}; a shard of index {self.spec.index!r} "
                     f"is not active (a node restarting or recovering)"))
-            raise StateError(f"{self.address}: reading key {list(key)!r}: {_reason(doc)}")
+            raise StateError(f"{self.address}: reading {_shown(key)}: {_reason(doc)}")
         if not doc.get("found"):
             return None
         data = stored_bytes(doc.get("_source"))
@@ -448,7 +455,7 @@ class ElasticsearchBackingMap(VersionedBackingMap):
                     throttled.append(i)
                 elif status == 429 or status >= 500 or _shard_unavailable(result.get("error")):
                     raise StateUnavailableError(self.address, (
-                        f"writing key {list(keys[i])!r} failed with HTTP {status}: {_reason(result)}; "
+                        f"writing {_shown(keys[i])} failed with HTTP {status}: {_reason(result)}; "
                         f"the cluster is overloaded, or a shard of index {self.spec.index!r} is not "
                         f"active (a node restarting or recovering)"))
                 else:
@@ -457,7 +464,7 @@ class ElasticsearchBackingMap(VersionedBackingMap):
                     if "mapper_parsing" in shown or "illegal_argument" in shown:
                         hint = ("; a group value's type may not fit the index mapping (a field mapped as "
                                 "another type): write to a new index or fix the mapping")
-                    raise StateError(f"{self.address}: writing key {list(keys[i])!r} failed with HTTP "
+                    raise StateError(f"{self.address}: writing {_shown(keys[i])} failed with HTTP "
                                      f"{status}: {_reason(result)}{hint}")
             if not throttled:
                 break
@@ -475,7 +482,7 @@ class ElasticsearchBackingMap(VersionedBackingMap):
         for key, item in zip(keys, answer.get("items", []), strict=False):
             result = next(iter(item.values()))
             if int(result.get("status", 0)) not in (200, 404):
-                raise StateError(f"{self.address}: deleting key {list(key)!r}: {_reason(result)}")
+                raise StateError(f"{self.address}: deleting {_shown(key)}: {_reason(result)}")
 
     def request(self, method: str, target: str, body: Any = None) -> tuple[int, Any]:
         """Send one request to the cluster (for tests and tools): ``(status, body)``.

@@ -11,8 +11,11 @@ bulks of 150.
 
 * ``wait_for_active_shards`` left to the cluster (1): the replicas on the other nodes are promoted
   and the stream goes on with the node still down.
-* ``wait_for_active_shards="all"``: writes to a shard that lost its replica wait for it; the node
-  is started again after a few seconds, its copies recover, and the stream goes on.
+* ``wait_for_active_shards="all"`` (and ``request_timeout=4``): writes to a shard that lost its
+  replica wait 3 s for it, then fail (HTTP 503, ``unavailable_shards_exception``); the batch waits
+  within its outage budget and runs again (its conditional writes that landed before answer 409 and
+  are recomputed from what they wrote); the node is started again after 10 s, its copies
+  recover, and the stream goes on.
 
 Either way every count is exact, the commit record is complete, and no batch failed.
 """
@@ -32,6 +35,7 @@ from pyspark import cloudpickle
 from state_backends import unique_name
 
 from trident_spark.local.opensearch import OpenSearchHandle, OpenSearchNode, start_opensearch
+from trident_spark.runtime.progress import BatchProgress
 from trident_spark.state import ElasticsearchState, open_state
 from trident_spark.state.commit_record import CommitRecord
 from trident_spark.state.keys import COMMIT_RECORD_KEY, encode_key
@@ -64,10 +68,11 @@ def _record(factory: ElasticsearchState) -> CommitRecord | None:
 
 
 def _run_and_kill(cluster: OpenSearchHandle, spark, tmp_path: Path, factory: ElasticsearchState,
-                  down_seconds: float | None) -> tuple[list[list[list[str]]], OpenSearchNode, CommitRecord]:
+                  down_seconds: float | None) -> tuple[list[list[list[str]]], OpenSearchNode, CommitRecord,
+                                                       list[BatchProgress]]:
     """Run the word count while feeding; once batch 2 is committed, kill the commit record's primary
     node while a batch writes (its writes begun, not complete), and with ``down_seconds`` start it
-    again that long after: (batches fed, the node, the record as the node was killed)."""
+    again that long after: (batches fed, the node, the record as the node was killed, progress)."""
     topology, feeder = word_count(factory)
     fed: list[list[list[str]]] = []
     handle = topology.run(checkpoint_location=tmp_path / "ckpt", trigger="200 milliseconds", spark=spark,
@@ -97,10 +102,11 @@ def _run_and_kill(cluster: OpenSearchHandle, spark, tmp_path: Path, factory: Ela
         feeding.join()
         handle.processAllAvailable()
         assert handle.exception() is None
+        progress = list(handle.progress)
     finally:
         feeding.join()
         handle.stop()
-    return fed, doomed, record
+    return fed, doomed, record, progress
 
 
 def _assert_exact(factory: ElasticsearchState, fed: list[list[list[str]]]) -> None:
@@ -117,7 +123,7 @@ def test_a_primary_killed_mid_run_the_replicas_take_over_and_the_counts_end_exac
     factory = ElasticsearchState.opaque(hosts=cluster.hosts, index=unique_name("loss"), shards=3, replicas=1,
                                         max_multi_put_batch_size=150)
     caplog.set_level(logging.WARNING, logger="elastic_transport")
-    fed, doomed, killed = _run_and_kill(cluster, spark, tmp_path, factory, down_seconds=None)
+    fed, doomed, killed, _ = _run_and_kill(cluster, spark, tmp_path, factory, down_seconds=None)
     assert not doomed.alive() and killed.writing is not None and killed.writing < BATCHES - 1
     _assert_exact(factory, fed)
     # The driver's client met the dead node and went on with the others.
@@ -129,13 +135,22 @@ def test_a_primary_killed_mid_run_the_replicas_take_over_and_the_counts_end_exac
     assert (health["number_of_nodes"], health["active_primary_shards"]) == (2, 3)
 
 
-def test_writes_waiting_for_every_copy_go_on_when_the_node_is_back_and_end_exact(cluster, spark, tmp_path):
+def test_writes_waiting_for_every_copy_fail_the_batch_which_waits_for_the_node_and_ends_exact(
+        cluster, spark, tmp_path, caplog):
+    # The server waits 3 s for both copies (3/4 of request_timeout), then answers 503: the batch
+    # waits within its outage budget and runs again until the node is back (10 s later).
     factory = ElasticsearchState.opaque(hosts=cluster.hosts, index=unique_name("all-copies"), shards=3,
-                                        replicas=1, wait_for_active_shards="all",
+                                        replicas=1, wait_for_active_shards="all", request_timeout=4.0,
                                         max_multi_put_batch_size=150)
-    fed, doomed, killed = _run_and_kill(cluster, spark, tmp_path, factory, down_seconds=6.0)
+    caplog.set_level(logging.WARNING, logger="trident_spark")
+    fed, doomed, killed, progress = _run_and_kill(cluster, spark, tmp_path, factory, down_seconds=10.0)
     assert doomed.alive() and killed.writing is not None and killed.writing < BATCHES - 1
     _assert_exact(factory, fed)
+    # The batch that met the lost copy failed and ran again (its attempts), once the node was back.
+    assert any(batch.attempts > 1 for batch in progress), [(b.txid, b.attempts) for b in progress]
+    messages = [r.getMessage() for r in caplog.records if r.name.startswith("trident_spark")]
+    assert any("unavailable_shards_exception" in m and "Not enough active copies" in m for m in messages)
+    assert any("answers again" in m for m in messages), messages
     status, health = call(cluster.address, "GET", f"/_cluster/health/{factory.index}?wait_for_status=green"
                                                   f"&timeout=60s")
     assert status == 200 and health["active_shards"] == 6, health
