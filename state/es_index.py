@@ -141,6 +141,34 @@ def found_settings(answer: Any) -> dict[str, int]:
     return found
 
 
+def inactive_primaries(health: Any) -> list[int] | None:
+    """The shards whose primary is not active, from a ``GET _cluster/health/INDEX?level=shards``
+    answer; None when it lists no shards (a server without that level).
+
+    Replicas do not count: a replica recovering (a node back after a loss) leaves the index
+    readable and writable, so nothing waits for it.
+
+    Examples
+    --------
+    >>> inactive_primaries({"indices": {"wc": {"shards": {"0": {"primary_active": True},
+    ...                                                  "1": {"primary_active": False}}}}})
+    [1]
+    >>> inactive_primaries({"status": "green"}) is None
+    True
+    """
+    indices = health.get("indices") if isinstance(health, dict) else None
+    if not isinstance(indices, dict) or not indices:
+        return None
+    waiting: list[int] = []
+    for entry in indices.values():
+        shards = entry.get("shards") if isinstance(entry, dict) else None
+        if not isinstance(shards, dict) or not shards:
+            return None
+        waiting += [int(number) for number, shard in shards.items()
+                    if not (isinstance(shard, dict) and shard.get("primary_active") is True)]
+    return sorted(waiting)
+
+
 def settings_mismatch(index: str, address: str, wanted: dict[str, int | None],
                       found: dict[str, int]) -> str | None:
     """Why an existing index does not fit the state's ``shards``/``replicas`` (None: it fits).
@@ -187,4 +215,4 @@ def settings_mismatch(index: str, address: str, wanted: dict[str, int | None],
 
 
 __all__ = ["MAX_SHARDS", "SERVER_WAIT_SHARE", "bulk_parameters", "check_index_settings", "creation_body",
-           "found_settings", "settings_mismatch"]
+           "found_settings", "inactive_primaries", "settings_mismatch"]

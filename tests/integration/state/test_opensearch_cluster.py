@@ -9,6 +9,7 @@ test_opensearch_node_loss.py (``faults``).
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -131,3 +132,43 @@ def test_the_windows_store_on_three_shards_and_one_replica(cluster, spark, tmp_p
         assert store.get("numbers/1/0/head") == 2
     finally:
         store.shutdown()
+
+
+def test_a_state_opened_while_replicas_recover_does_not_wait_for_them(cluster):
+    # Replicas made slow to recover (1 kB/s), as on a node back after a loss: the primaries are
+    # active, so a state opened now reads and writes at once instead of waiting for the copies
+    # (within connect_timeout/request_timeout of 5 s it used to fail "not active").
+    index = unique_name("recovering")
+    seed = ElasticsearchState.opaque(hosts=cluster.hosts, index=index, shards=1, replicas=0, cache_size=0)
+    words = [[f"word-{i:05d}"] for i in range(3000)]
+    with seed.open() as state:
+        state.multiUpdate(0, words, [add(1)] * len(words))
+    assert call(cluster.address, "POST", f"/{index}/_flush")[0] == 200
+    throttle = {"transient": {"indices.recovery.max_bytes_per_sec": "1kb"}}
+    assert call(cluster.address, "PUT", "/_cluster/settings", throttle)[0] == 200
+    try:
+        more = {"index": {"number_of_replicas": 2}}
+        assert call(cluster.address, "PUT", f"/{index}/_settings", more)[0] == 200
+        _wait_for_recovering_replicas(cluster.address, index, 2)
+        spec = seed.with_settings(replicas=None, request_timeout=5.0, connect_timeout=5.0)
+        with spec.open() as state:
+            assert state.multiGet(words[:3]) == [1, 1, 1]
+            state.multiUpdate(1, words[:3], [add(1)] * 3)
+        assert open_state(spec.url).multiGet(words[:4]) == [2, 2, 2, 1]
+        health = call(cluster.address, "GET", f"/_cluster/health/{index}")[1]
+        assert (health["active_primary_shards"], health["initializing_shards"]) == (1, 2), health
+    finally:
+        reset = {"transient": {"indices.recovery.max_bytes_per_sec": None}}
+        assert call(cluster.address, "PUT", "/_cluster/settings", reset)[0] == 200
+        call(cluster.address, "DELETE", f"/{index}")
+
+
+def _wait_for_recovering_replicas(host: str, index: str, count: int) -> None:
+    """Wait until ``count`` replicas of the index are being recovered (allocated, INITIALIZING)."""
+    deadline = time.monotonic() + 30
+    while True:
+        copies = call(host, "GET", f"/_cat/shards/{index}?format=json&h=prirep,state")[1]
+        if sum(c["prirep"] == "r" and c["state"] == "INITIALIZING" for c in copies) == count:
+            return
+        assert time.monotonic() < deadline, copies
+        time.sleep(0.1)
