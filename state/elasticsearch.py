@@ -325,28 +325,22 @@ class ElasticsearchBackingMap(VersionedBackingMap):
         index health API, skips the wait.
 
         ``yellow`` alone is not enough: a new index's primaries count as yellow while they
-        initialize, so the wait reads each shard's ``primary_active`` (``level=shards``) and
-        asks again until every primary is active. Replicas are not waited for: on a cluster a
-        node back after a loss recovers its copies while the index is already in use."""
+        initialize, so the wait also asks for no initializing shards. When that times out with
+        every primary active (``active_primary_shards`` equals ``number_of_shards``), only
+        replicas are recovering (on a cluster, a node back after a loss): the index is usable,
+        and the state goes on."""
         seconds = max(self.spec.connect_timeout, self.spec.request_timeout)
-        deadline = time.monotonic() + seconds
-        index = urllib.parse.quote(self.spec.index, safe="")
-        while True:
-            left = max(deadline - time.monotonic(), 0.001)
-            target = f"/_cluster/health/{index}?level=shards&wait_for_status=yellow&timeout={left:.3f}s"
-            status, body = self._request("GET", target, timeout=left + 5.0, transport=transport,
-                                         denied_ok=True)
-            timed_out = status == 408 or (status == 200 and isinstance(body, dict) and body.get("timed_out"))
-            if not timed_out:
-                waiting = inactive_primaries(body) if status == 200 else None
-                if not waiting:
-                    return
-            if timed_out or time.monotonic() >= deadline:
-                raise StateUnavailableError(self.address, (
-                    f"the primary shards of index {self.spec.index!r} were not active within {seconds:g} s "
-                    f"(cluster health {body.get('status') if isinstance(body, dict) else '?'}): a node is "
-                    f"down or still recovering"))
-            time.sleep(0.1)
+        target = (f"/_cluster/health/{urllib.parse.quote(self.spec.index, safe='')}"
+                  f"?level=indices&wait_for_status=yellow&wait_for_no_initializing_shards=true"
+                  f"&timeout={seconds:g}s")
+        status, body = self._request("GET", target, timeout=seconds + 5.0, transport=transport,
+                                     denied_ok=True)
+        timed_out = status == 408 or (status == 200 and isinstance(body, dict) and body.get("timed_out"))
+        if timed_out and inactive_primaries(body) != 0:
+            raise StateUnavailableError(self.address, (
+                f"the primary shards of index {self.spec.index!r} were not active within {seconds:g} s "
+                f"(cluster health {body.get('status') if isinstance(body, dict) else '?'}): a node is "
+                f"down or still recovering"))
 
     def _check(self, status: int, body: Any, doing: str) -> None:
         if status < 300:

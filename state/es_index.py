@@ -141,32 +141,32 @@ def found_settings(answer: Any) -> dict[str, int]:
     return found
 
 
-def inactive_primaries(health: Any) -> list[int] | None:
-    """The shards whose primary is not active, from a ``GET _cluster/health/INDEX?level=shards``
-    answer; None when it lists no shards (a server without that level).
+def inactive_primaries(health: Any) -> int | None:
+    """How many primary shards of the index are not active yet, from a
+    ``GET _cluster/health/INDEX?level=indices`` answer (``number_of_shards`` less
+    ``active_primary_shards``); None when it lists no index (a server without that level).
 
     Replicas do not count: a replica recovering (a node back after a loss) leaves the index
     readable and writable, so nothing waits for it.
 
     Examples
     --------
-    >>> inactive_primaries({"indices": {"wc": {"shards": {"0": {"primary_active": True},
-    ...                                                  "1": {"primary_active": False}}}}})
-    [1]
+    >>> inactive_primaries({"indices": {"wc": {"number_of_shards": 3, "active_primary_shards": 2}}})
+    1
     >>> inactive_primaries({"status": "green"}) is None
     True
     """
     indices = health.get("indices") if isinstance(health, dict) else None
     if not isinstance(indices, dict) or not indices:
         return None
-    waiting: list[int] = []
+    waiting = 0
     for entry in indices.values():
-        shards = entry.get("shards") if isinstance(entry, dict) else None
-        if not isinstance(shards, dict) or not shards:
+        total = entry.get("number_of_shards") if isinstance(entry, dict) else None
+        active = entry.get("active_primary_shards") if isinstance(entry, dict) else None
+        if not (is_int(total) and is_int(active)):
             return None
-        waiting += [int(number) for number, shard in shards.items()
-                    if not (isinstance(shard, dict) and shard.get("primary_active") is True)]
-    return sorted(waiting)
+        waiting += max(total - active, 0)
+    return waiting
 
 
 def settings_mismatch(index: str, address: str, wanted: dict[str, int | None],

@@ -134,10 +134,10 @@ def test_the_windows_store_on_three_shards_and_one_replica(cluster, spark, tmp_p
         store.shutdown()
 
 
-def test_a_state_opened_while_replicas_recover_does_not_wait_for_them(cluster):
-    # Replicas made slow to recover (1 kB/s), as on a node back after a loss: the primaries are
-    # active, so a state opened now reads and writes at once instead of waiting for the copies
-    # (within connect_timeout/request_timeout of 5 s it used to fail "not active").
+def test_a_state_opened_while_replicas_recover_goes_on_with_its_primaries(cluster):
+    # Replicas made slow to recover (1 kB/s), as on a node back after a loss: the first use's wait
+    # for no initializing shard ends (request_timeout, 5 s) with every primary active, so the
+    # state reads and writes (it used to fail "primary shards not active").
     index = unique_name("recovering")
     seed = ElasticsearchState.opaque(hosts=cluster.hosts, index=index, shards=1, replicas=0, cache_size=0)
     words = [[f"word-{i:05d}"] for i in range(3000)]
