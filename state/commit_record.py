@@ -296,9 +296,22 @@ class CommitLog:
     def _write(self, new: CommitRecord, txid: int | None) -> CommitRecord:
         [won] = self.backing.multiPutIfVersion([COMMIT_RECORD_KEY], [new], [self._version])
         if won is None:
+            won = self._landed(new)
+        if won is None:
             self._lost_race(txid)
         self._record, self._version = new, won
         return new
+
+    def _landed(self, new: CommitRecord) -> Version | None:
+        """The version of ``new`` if the store holds exactly it, else None.
+
+        A write can lose against itself: a store node dies after applying it and before
+        answering, and the request is sent again (the client, to another node; Elasticsearch,
+        to the shard's new primary), where its condition no longer holds. The record it wanted
+        is then there (its epoch is random, so no other history writes the same record).
+        """
+        [stored] = self.backing.multiGetVersioned([COMMIT_RECORD_KEY])
+        return stored.version if stored is not None and stored.value == new else None
 
     def _lost_race(self, txid: int | None) -> None:
         """The record changed since it was read: say how (it never changes under a lone writer)."""

@@ -22,6 +22,12 @@ Reads and writes:
   are resent up to 3 times; any other item error raises, naming the key.
 * ``elastic_transport`` answers HTTP error statuses without raising: every
   response's ``meta.status`` is checked.
+* On a cluster: ``shards`` and ``replicas`` apply when the state creates its index; an existing
+  index with others is refused, saying what to do; ``wait_for_active_shards`` goes with every
+  ``_bulk`` (``es_index.py``). Routing is the cluster's (by ``_id``). A bulk re-sent after a
+  node died under it may find its own write applied: the item answers 409 and the map rules
+  re-read the key (a transactional or opaque value carries its txid, so the batch ends where
+  one attempt would).
 * First use waits until the index has no initializing shard (a new index's primaries
   answer reads with ``no_shard_available_action_exception`` for a moment after its ``PUT``).
 * A shard that is not active (a node restarting or recovering: HTTP 503, or per-document
@@ -52,10 +58,18 @@ from .base import Key, Version, Versioned, VersionedBackingMap, check_scan_batch
 from .checks import is_int
 from .errors import StateConfigError, StateError, StateUnavailableError, UnreadableValueError
 from .es_documents import RESERVED_FIELDS, index_mapping, state_document, stored_bytes
+from .es_index import (
+    bulk_parameters,
+    check_index_settings,
+    creation_body,
+    found_settings,
+    inactive_primaries,
+    settings_mismatch,
+)
 from .es_scan import MAX_PAGE, IndexConnection, scan_index
 from .extras import require_extra
 from .factory import CREATED_BY, StoreStateFactory
-from .keys import encode_key, encode_keys
+from .keys import ReservedKey, encode_key, encode_keys
 from .serializers import Serializer, deserialize_stored, serialize_stored
 from .url import Scheme, redact, register_scheme
 
@@ -102,6 +116,13 @@ def _reason(body: Any) -> str:
             return text
         return str(error)[:300]
     return str(body)[:300]
+
+
+def _shown(key: Key) -> str:
+    """A key in a message: ``key ['cat']``, or the state's own document by its ``_id``."""
+    if isinstance(key, ReservedKey):
+        return f"the state's own document {key.encoded!r} (its commit record)"
+    return f"key {list(key)!r}"
 
 
 def _split_host(host: str) -> tuple[str, str, int, str, str | None, str | None]:
@@ -260,19 +281,42 @@ class ElasticsearchBackingMap(VersionedBackingMap):
         index = self.spec.index
         status, body = self._request("HEAD", f"/{index}", timeout=self.spec.connect_timeout,
                                      transport=transport)
+        spec = self.spec
+        created = False
         if status == 404:
-            status, body = self._request("PUT", f"/{index}", index_mapping(self.spec.fields),
-                                         timeout=max(self.spec.connect_timeout, self.spec.request_timeout),
+            body = creation_body(spec.fields, shards=spec.shards, replicas=spec.replicas)
+            status, body = self._request("PUT", f"/{index}", body,
+                                         timeout=max(spec.connect_timeout, spec.request_timeout),
                                          transport=transport)
             already = "resource_already_exists_exception" in json.dumps(body, default=str)
             if status >= 300 and not already:   # another task may have created it meanwhile
                 raise StateUnavailableError(self.address, (
                     f"cannot create index {index!r}: HTTP {status} {_reason(body)}"))
+            created = not already
         elif status >= 300:
             raise StateUnavailableError(self.address, f"HTTP {status} checking index {index!r}: "
                                                       f"{_reason(body)}")
+        if not created:
+            self._check_index_settings(transport)
         self._wait_for_primaries(transport)
         self._index_ready = True
+
+    def _check_index_settings(self, transport: Transport) -> None:
+        """Refuse an existing index whose shards or replicas differ from those the state names
+        (credentials that may not read settings skip the check)."""
+        spec = self.spec
+        if spec.shards is None and spec.replicas is None:
+            return
+        target = (f"/{urllib.parse.quote(spec.index, safe='')}/_settings/"
+                  f"index.number_of_shards,index.number_of_replicas?flat_settings=true")
+        status, body = self._request("GET", target, timeout=spec.connect_timeout, transport=transport,
+                                     denied_ok=True)
+        if status != 200:
+            return
+        wanted = {"shards": spec.shards, "replicas": spec.replicas}
+        problem = settings_mismatch(spec.index, self.address, wanted, found_settings(body))
+        if problem is not None:
+            raise StateConfigError(problem)
 
     def _wait_for_primaries(self, transport: Transport) -> None:
         """Wait until the index's primary shards are active (an index just created, by this task
@@ -281,14 +325,18 @@ class ElasticsearchBackingMap(VersionedBackingMap):
         index health API, skips the wait.
 
         ``yellow`` alone is not enough: a new index's primaries count as yellow while they
-        initialize, so the wait also asks for no initializing shards."""
+        initialize, so the wait also asks for no initializing shards. When that times out with
+        every primary active (``active_primary_shards`` equals ``number_of_shards``), only
+        replicas are recovering (on a cluster, a node back after a loss): the index is usable,
+        and the state goes on."""
         seconds = max(self.spec.connect_timeout, self.spec.request_timeout)
         target = (f"/_cluster/health/{urllib.parse.quote(self.spec.index, safe='')}"
-                  f"?wait_for_status=yellow&wait_for_no_initializing_shards=true&timeout={seconds:g}s")
+                  f"?level=indices&wait_for_status=yellow&wait_for_no_initializing_shards=true"
+                  f"&timeout={seconds:g}s")
         status, body = self._request("GET", target, timeout=seconds + 5.0, transport=transport,
                                      denied_ok=True)
         timed_out = status == 408 or (status == 200 and isinstance(body, dict) and body.get("timed_out"))
-        if timed_out:
+        if timed_out and inactive_primaries(body) != 0:
             raise StateUnavailableError(self.address, (
                 f"the primary shards of index {self.spec.index!r} were not active within {seconds:g} s "
                 f"(cluster health {body.get('status') if isinstance(body, dict) else '?'}): a node is "
@@ -336,9 +384,9 @@ class ElasticsearchBackingMap(VersionedBackingMap):
         if "error" in doc:
             if _shard_unavailable(doc["error"]):
                 raise StateUnavailableError(self.address, (
-                    f"reading key {list(key)!r}: {_reason(doc)}; a shard of index {self.spec.index!r} "
+                    f"reading {_shown(key)}: {_reason(doc)}; a shard of index {self.spec.index!r} "
                     f"is not active (a node restarting or recovering)"))
-            raise StateError(f"{self.address}: reading key {list(key)!r}: {_reason(doc)}")
+            raise StateError(f"{self.address}: reading {_shown(key)}: {_reason(doc)}")
         if not doc.get("found"):
             return None
         data = stored_bytes(doc.get("_source"))
@@ -369,8 +417,13 @@ class ElasticsearchBackingMap(VersionedBackingMap):
         seq_no, primary_term = expected
         return {"index": {"_id": doc_id, "if_seq_no": seq_no, "if_primary_term": primary_term}}
 
+    def _bulk_target(self) -> str:
+        spec = self.spec
+        return f"/{spec.index}/_bulk" + bulk_parameters(spec.wait_for_active_shards,
+                                                        request_timeout=spec.request_timeout)
+
     def _bulk(self, lines: list[bytes], doing: str) -> list[dict[str, Any]]:
-        status, answer = self._request("POST", f"/{self.spec.index}/_bulk", b"".join(lines), headers=_NDJSON)
+        status, answer = self._request("POST", self._bulk_target(), b"".join(lines), headers=_NDJSON)
         self._check(status, answer, doing)
         items = answer.get("items") if isinstance(answer, dict) else None
         if not isinstance(items, list) or len(items) != len(lines) // 2:
@@ -421,7 +474,7 @@ class ElasticsearchBackingMap(VersionedBackingMap):
                     throttled.append(i)
                 elif status == 429 or status >= 500 or _shard_unavailable(result.get("error")):
                     raise StateUnavailableError(self.address, (
-                        f"writing key {list(keys[i])!r} failed with HTTP {status}: {_reason(result)}; "
+                        f"writing {_shown(keys[i])} failed with HTTP {status}: {_reason(result)}; "
                         f"the cluster is overloaded, or a shard of index {self.spec.index!r} is not "
                         f"active (a node restarting or recovering)"))
                 else:
@@ -430,7 +483,7 @@ class ElasticsearchBackingMap(VersionedBackingMap):
                     if "mapper_parsing" in shown or "illegal_argument" in shown:
                         hint = ("; a group value's type may not fit the index mapping (a field mapped as "
                                 "another type): write to a new index or fix the mapping")
-                    raise StateError(f"{self.address}: writing key {list(keys[i])!r} failed with HTTP "
+                    raise StateError(f"{self.address}: writing {_shown(keys[i])} failed with HTTP "
                                      f"{status}: {_reason(result)}{hint}")
             if not throttled:
                 break
@@ -443,12 +496,12 @@ class ElasticsearchBackingMap(VersionedBackingMap):
             return
         lines = [json.dumps({"delete": {"_id": self.document_id(key)}}, ensure_ascii=False).encode() + b"\n"
                  for key in keys]
-        status, answer = self._request("POST", f"/{self.spec.index}/_bulk", b"".join(lines), headers=_NDJSON)
+        status, answer = self._request("POST", self._bulk_target(), b"".join(lines), headers=_NDJSON)
         self._check(status, answer, f"_bulk delete of {len(keys)} keys")
         for key, item in zip(keys, answer.get("items", []), strict=False):
             result = next(iter(item.values()))
             if int(result.get("status", 0)) not in (200, 404):
-                raise StateError(f"{self.address}: deleting key {list(key)!r}: {_reason(result)}")
+                raise StateError(f"{self.address}: deleting {_shown(key)}: {_reason(result)}")
 
     def request(self, method: str, target: str, body: Any = None) -> tuple[int, Any]:
         """Send one request to the cluster (for tests and tools): ``(status, body)``.
@@ -518,6 +571,17 @@ class ElasticsearchState(StoreStateFactory):
     connect_timeout : float, default 5.0
         Seconds the first request (checking the index) may take: an unreachable
         cluster fails that fast.
+    shards : int, optional
+        Primary shards of the index when the state creates it (the cluster's default, 1,
+        if None). Keys spread over them by the hash of their ``_id``.
+    replicas : int, optional
+        Replicas of each shard when the state creates the index (the cluster's default, 1,
+        if None). An existing index with other shards or replicas than those given is
+        refused with a :class:`~.errors.StateConfigError` saying what to do.
+    wait_for_active_shards : int or "all", optional
+        Copies of a key's shard that must be active before a write starts (1 to
+        ``replicas + 1``, or ``"all"``); the cluster's default (1, the primary) if None.
+        See docs/state.md, "OpenSearch and Elasticsearch clusters".
     **settings
         ``cache_size``, ``max_multi_get_batch_size``, ``max_multi_put_batch_size``,
         ``txid_offset``, ``max_conflict_retries``, ``serializer``: see
@@ -533,6 +597,9 @@ class ElasticsearchState(StoreStateFactory):
     >>> spec = ElasticsearchState.opaque(hosts=["http://es1:9200"], index="wc", fields=["word"])
     >>> spec.url
     'es://es1:9200/wc?fields=word&type=opaque'
+    >>> ElasticsearchState.opaque(hosts=["http://es1:9200", "http://es2:9200"], index="wc", shards=3,
+    ...                           replicas=1, wait_for_active_shards="all").url
+    'es://es1:9200,es2:9200/wc?shards=3&replicas=1&wait_for_active_shards=all&type=opaque'
     >>> ElasticsearchState.transactional(hosts=["https://elastic:s3cret@es1:9200"], index="wc")
     ElasticsearchState(state_type='transactional', hosts=('https://elastic:***@es1:9200',), index='wc', ...)
     """
@@ -544,6 +611,8 @@ class ElasticsearchState(StoreStateFactory):
                    api_key: str | None = ..., ca_certs: str | None = ...,
                    verify_certs: bool = ..., fields: Sequence[str] | None = ...,
                    request_timeout: float = ..., connect_timeout: float = ...,
+                   shards: int | None = ..., replicas: int | None = ...,
+                   wait_for_active_shards: int | str | None = ...,
                    **settings: Unpack[StoreSettings]) -> Self: ...
         @classmethod
         def transactional(cls, *, hosts: Sequence[str] = ..., index: str = ...,  # type: ignore[override]
@@ -551,6 +620,8 @@ class ElasticsearchState(StoreStateFactory):
                           api_key: str | None = ..., ca_certs: str | None = ...,
                           verify_certs: bool = ..., fields: Sequence[str] | None = ...,
                           request_timeout: float = ..., connect_timeout: float = ...,
+                          shards: int | None = ..., replicas: int | None = ...,
+                          wait_for_active_shards: int | str | None = ...,
                           **settings: Unpack[StoreSettings]) -> Self: ...
         @classmethod
         def nonTransactional(cls, *, hosts: Sequence[str] = ..., index: str = ...,  # type: ignore[override]
@@ -558,6 +629,8 @@ class ElasticsearchState(StoreStateFactory):
                              api_key: str | None = ..., ca_certs: str | None = ...,
                              verify_certs: bool = ..., fields: Sequence[str] | None = ...,
                              request_timeout: float = ..., connect_timeout: float = ...,
+                             shards: int | None = ..., replicas: int | None = ...,
+                             wait_for_active_shards: int | str | None = ...,
                              **settings: Unpack[StoreSettings]) -> Self: ...
 
     hosts: Sequence[str] = (DEFAULT_HOST,)
@@ -570,6 +643,9 @@ class ElasticsearchState(StoreStateFactory):
     fields: Sequence[str] | None = None
     request_timeout: float = 30.0
     connect_timeout: float = 5.0
+    shards: int | None = None
+    replicas: int | None = None
+    wait_for_active_shards: int | str | None = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -595,6 +671,8 @@ class ElasticsearchState(StoreStateFactory):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
                 raise StateConfigError(f"{name} must be a number of seconds > 0, got {value!r}")
+        object.__setattr__(self, "wait_for_active_shards",
+                           check_index_settings(self.shards, self.replicas, self.wait_for_active_shards))
 
     def __repr__(self) -> str:
         shown = []
@@ -638,6 +716,9 @@ class ElasticsearchState(StoreStateFactory):
             params["request_timeout"] = f"{self.request_timeout:g}"
         if self.connect_timeout != 5.0:
             params["connect_timeout"] = f"{self.connect_timeout:g}"
+        for name in ("shards", "replicas", "wait_for_active_shards"):
+            if getattr(self, name) is not None:
+                params[name] = str(getattr(self, name))
         return location, params
 
     def open_backing_map(self) -> ElasticsearchBackingMap:
@@ -657,7 +738,8 @@ class ElasticsearchState(StoreStateFactory):
 
 # -- open_state URLs: es://host:9200/index?type=opaque, https://user:pass@host:9200/index ------------
 
-_URL_PARAMS = ("fields", "api_key", "ca_certs", "verify_certs", "request_timeout", "connect_timeout")
+_URL_PARAMS = ("fields", "api_key", "ca_certs", "verify_certs", "request_timeout", "connect_timeout",
+               "shards", "replicas", "wait_for_active_shards")
 
 
 def _build_elasticsearch(url: str, parts: urllib.parse.SplitResult, params: dict[str, str],
@@ -692,6 +774,18 @@ def _build_elasticsearch(url: str, parts: urllib.parse.SplitResult, params: dict
             except ValueError:
                 raise StateConfigError(f"state URL {redact(url)}: {name}={value!r} is not a number "
                                        f"of seconds") from None
+    for name in ("shards", "replicas"):
+        if name in params:
+            value = params.pop(name)
+            if not value.strip().isdigit():
+                raise StateConfigError(f"state URL {redact(url)}: {name}={value!r} is not a whole number")
+            extra[name] = int(value)
+    if "wait_for_active_shards" in params:
+        value = params.pop("wait_for_active_shards").strip()
+        if value.lower() != "all" and not value.isdigit():
+            raise StateConfigError(f"state URL {redact(url)}: wait_for_active_shards={value!r} is not "
+                                   f'"all" or a number of shard copies')
+        extra["wait_for_active_shards"] = value.lower() if value.lower() == "all" else int(value)
     return ElasticsearchState(**extra, **settings)
 
 

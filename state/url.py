@@ -13,7 +13,8 @@ default opaque, and the common settings as query parameters: ``cache_size``,
                                           verify_certs=, connect_timeout=, socket_timeout=)
     es://HOST:9200[,HOST2:9200]/INDEX     (also http://..., https://USER:PASS@HOST:9200/INDEX;
                                           fields=word,lang, api_key=, ca_certs=, verify_certs=,
-                                          request_timeout=, connect_timeout=)
+                                          request_timeout=, connect_timeout=, shards=, replicas=,
+                                          wait_for_active_shards=)
     postgresql://[USER[:PASSWORD]@]HOST:5432/DB?table=T
                                           (also postgres://; connect_timeout=SECONDS,
                                           statement_timeout=SECONDS, and libpq parameters:

@@ -315,12 +315,17 @@ class ElasticsearchWindowsStoreFactory(StateWindowsStoreFactory):
         The index (created on first use).
     **settings
         Authentication and the other settings of ``ElasticsearchState`` (``username``,
-        ``password``, ``api_key``, ``ca_certs``, ``verify_certs``, timeouts).
+        ``password``, ``api_key``, ``ca_certs``, ``verify_certs``, timeouts), and on a cluster
+        ``shards``, ``replicas`` (applied when the index is created) and
+        ``wait_for_active_shards`` (sent with every write).
 
     Examples
     --------
     >>> ElasticsearchWindowsStoreFactory(hosts=["http://127.0.0.1:9200"], index="w").address
     'es://127.0.0.1:9200/w?type=non_transactional&cache_size=0'
+    >>> ElasticsearchWindowsStoreFactory(hosts=["http://127.0.0.1:9200"], index="w", shards=3,
+    ...                                  replicas=1).state.url
+    'es://127.0.0.1:9200/w?shards=3&replicas=1&type=non_transactional&cache_size=0'
     """
 
     def __init__(self, hosts: list[str] | None = None, index: str = "trident_windows",
