@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from trident_spark.arrow_operation import takes_arrow_batches
 from trident_spark.errors import TopologyError
 from trident_spark.executor.sources import DeferredBatch
 from trident_spark.graph import (
@@ -215,6 +216,8 @@ class BatchFrames:
             return None
         operation = node.function if isinstance(node, EachNode) else node.filter
         columns = [F.col(f) for f in node.input_fields]
+        if self._joins_python_stage(node, operation):
+            return None
         if self._no_sql_form(node, columns):
             return None  # asked before the input's types: those need the input built
         if node.input_fields:
@@ -231,6 +234,19 @@ class BatchFrames:
             return result
         condition: Column | None = node.filter.spark_condition(columns)
         return condition
+
+    def _joins_python_stage(self, node: EachNode | FilterNode, operation: object) -> bool:
+        """An operation with an Arrow-batch form (the built-in Split, FilterNull, Equals...) whose
+        input is read in Python anyway (the spout's partitions, or a Python stage that nothing
+        else reads) runs in that stage, a batch at a time, instead of sending the tuples through
+        the JVM for its Spark SQL form."""
+        if not takes_arrow_batches(operation):
+            return False
+        parent = node.inputs[0]
+        if self._fused_read(parent) is not None:
+            return True
+        return (python_step(parent) is not None and self.query.consumer_count(parent) == 1
+                and id(parent) not in self._memo and self._sql_form(parent) is None)
 
     @staticmethod
     def _no_sql_form(node: EachNode | FilterNode, columns: list[Column]) -> bool:

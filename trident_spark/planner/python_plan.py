@@ -12,6 +12,7 @@ from trident_spark.executor.object_columns import is_object, object_names, struc
 from trident_spark.executor.python_stage import PythonStep, StageTail, run_stage
 from trident_spark.fields import Fields
 from trident_spark.graph import EachNode, FilterNode, MapNode, Node, PeekNode
+from trident_spark.object_values import OBJECT
 from trident_spark.operation import Consumer, overrides_prepare
 from trident_spark.planner.context import BatchContext, arrow_stage
 from trident_spark.planner.spout_read import SpoutPartitions, read_then
@@ -139,8 +140,14 @@ def _output_fields(schema_in: StructType, steps: list[PythonStep],
     input_types = {f.name: f for f in schema_in.fields}
     produced: dict[str, str] = {}
     for step in steps:
-        for name in step.function_fields:
-            produced[name] = step.function_fields.types[name]
+        hinted = _function_types(step, input_types, produced)
+        declared = step.function_fields.declared_types
+        before = dict(produced)
+        for i, name in enumerate(step.function_fields):
+            if step.kind in ("map", "flatMap") and step.keeps_types and name in before:
+                continue  # a map without output fields keeps the type the field had
+            kind = step.function_fields.types[name]
+            produced[name] = hinted[i] if hinted is not None and name not in declared else kind
     keep_types = _kept_types(steps, input_types)
     struct_fields = []
     arrow_types: dict[str, pa.DataType] = {}
@@ -156,6 +163,22 @@ def _output_fields(schema_in: StructType, steps: list[PythonStep],
         struct_fields.append(field)
         arrow_types[name] = arrow_type(field.dataType)
     return struct_fields, arrow_types
+
+
+def _function_types(step: PythonStep, input_types: dict[str, StructField],
+                    produced: dict[str, str]) -> list[str] | None:
+    """The types a built-in says it emits (``function_types``: Split's string), for fields not
+    declared otherwise, when its inputs are typed: what its Spark SQL form would give them, so a
+    built-in run in a Python stage changes no field's type. None otherwise."""
+    hint = getattr(step.operation, "function_types", None)
+    if hint is None or step.kind != "each":
+        return None
+    for name in step.input_fields:
+        untyped = produced[name] == OBJECT if name in produced else is_object(input_types[name])
+        if untyped:
+            return None
+    types = list(hint(len(step.function_fields)))
+    return types if len(types) == len(step.function_fields) else None
 
 
 def _kept_types(steps: list[PythonStep], input_types: dict[str, Any]) -> dict[str, Any]:

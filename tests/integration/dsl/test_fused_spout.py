@@ -32,6 +32,18 @@ class Words(BaseFunction):
             collector.emit([word])
 
 
+class UpperInSql(BaseFunction):
+    """A user's Function with a Spark SQL form (and no Arrow-batch one)."""
+
+    def execute(self, tuple: Any, collector: Any) -> None:
+        collector.emit([tuple.getString(0).upper()])
+
+    def spark_columns(self, columns: list[Any]) -> list[Any]:
+        from pyspark.sql import functions as F
+
+        return [F.upper(columns[0])]
+
+
 class Short(BaseFilter):
     def isKeep(self, tuple: Any) -> bool:
         return len(tuple.getString(0)) <= 3
@@ -101,7 +113,7 @@ def _explained(spark: Any, build: Any, conf: dict[str, Any] | None = None) -> st
 def test_explain_says_why_a_spout_is_read_alone(spark):
     def sql_first(t: Any) -> None:
         spout = FeederBatchSpout(["sentence:string"])
-        t.newStream("s", spout).each(["sentence"], Split(" "), ["word"]).collect()
+        t.newStream("s", spout).each(["sentence"], UpperInSql(), ["upper"]).collect()
 
     def two_readers(t: Any) -> None:
         s = t.newStream("s", FeederBatchSpout(["sentence"]))
@@ -116,10 +128,28 @@ def test_explain_says_why_a_spout_is_read_alone(spark):
         a, b = FeederBatchSpout(["x"]), FeederBatchSpout(["x"])
         t.merge(t.newStream("a", a), t.newStream("b", b)).collect()
 
-    sql = "spout 's': read alone: its first operation each(Split) runs as Spark SQL"
+    sql = "spout 's': read alone: its first operation each(UpperInSql) runs as Spark SQL"
     assert sql in _explained(spark, sql_first)
     assert "spout 's': read alone: 2 operations read its tuples" in _explained(spark, two_readers)
     assert "read alone: parallelismHint(3) repartitions its tuples before its operations" in _explained(
         spark, hinted)
     assert ("spout 'a': read alone: the query reads 2 spouts in one union (merged or joined streams)"
             in _explained(spark, merged))
+
+
+def test_a_built_in_with_an_arrow_form_joins_the_spouts_read_instead_of_spark_sql(spark, tmp_path):
+    spout = FeederBatchSpout(["sentence:string"], num_partitions=2)
+    topology = TridentTopology()
+    state = SqliteState.opaque(path=str(tmp_path / "wc.db"), table="wc")
+    (topology.newStream("s", spout).each(["sentence"], Split(), ["word"])
+     .groupBy(["word"]).persistentAggregate(state, Count(), ["count"]))
+    text = topology.explain(spark)
+    assert "spout 's': read in one task with each(Split), aggregate(Count) (partial)" in text
+    spout.feed([["the cat the"], ["a  dog"]])
+    spout.feed([["the end"]])
+    handle = topology.run(checkpoint_location=tmp_path / "ckpt", trigger="available_now", spark=spark)
+    handle.processAllAvailable()
+    handle.stop()
+    with state.open() as opened:
+        words = ["the", "cat", "a", "dog", "end"]
+        assert opened.multiGet([[w] for w in words]) == [3, 1, 1, 1, 1]
