@@ -316,6 +316,27 @@ class BatchFrames:
         read = self._fused_read(node)
         return read.schema(read.fields) if read is not None else self.dataframe(node).schema
 
+    def read_plan(self, spout: SpoutNode) -> str:
+        """How this batch reads ``spout``, decided from the graph without building a DataFrame:
+        ``"read in one task with <its first operation>"`` when the stage of its first operations
+        reads its partitions, else ``"read alone: why"`` (``"read alone"`` for a spout not read
+        deferred)."""
+        source = self.sources.get(id(spout))
+        if not isinstance(source, DeferredBatch):
+            return "read alone"
+        readers = [n for n in self.query.nodes if any(i is spout for i in n.inputs)]
+        if len(readers) == 1 and not self.query.partitions_of(spout):
+            first = readers[0]
+            while isinstance(first, ProjectNode) and self.query.consumer_count(first) == 1:
+                following = [n for n in self.query.nodes if any(i is first for i in n.inputs)]
+                if len(following) != 1:
+                    break
+                first = following[0]
+            if (not isinstance(first, ProjectNode) and python_step(first) is not None
+                    and self._sql_form(first) is None):
+                return f"read in one task with {first.label}"
+        return f"read alone: {self._why_alone(spout)}"
+
     def _why_alone(self, spout: SpoutNode) -> str:
         """Why the stream's first operations do not read the spout's partitions themselves."""
         readers = [n for n in self.query.nodes if any(i is spout for i in n.inputs)]

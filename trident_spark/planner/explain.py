@@ -27,23 +27,15 @@ def spark_plan(df: DataFrame, mode: str) -> str:
 
 
 def spout_reads(spark: SparkSession, query: QueryPlan, source: QueryInput) -> dict[int, str]:
-    """How the batches of ``query`` read each spout, from the plan of an empty batch:
-    ``{id(spout node): how}``, ``"read in one task with ..."`` for a spout read with its first
-    operations, else ``"read alone: why"``."""
+    """How the batches of ``query`` read each spout (``BatchFrames.read_plan``, from the graph:
+    nothing planned), ``{id(spout node): how}``: ``"read in one task with ..."`` for a spout
+    read with its first operations, else ``"read alone: why"``."""
     empty = spark.createDataFrame([], source.df.schema)
     frames = BatchFrames(query, split_sources(empty, query.spouts, source.deferred), txid=0)
-    try:
-        for output in query.outputs:
-            try:
-                frames.dataframe(output.node)
-            except Exception:  # the batch that plans it fails with the error, named
-                continue
-    finally:
-        frames.release()
     reads = {}
     for node in query.spouts:
         why = source.not_deferred.get(id(node))
-        reads[id(node)] = frames.fusion.get(node.stream_name) or ("read alone" + (f": {why}" if why else ""))
+        reads[id(node)] = f"read alone: {why}" if why else frames.read_plan(node)
     return reads
 
 
@@ -94,7 +86,8 @@ def explain(queries: list[QueryPlan], spark: SparkSession, mode: str) -> str:
             except TopologyError as exc:
                 lines.append(f"(no Spark plan: {exc})")
         lines.append("-- spouts and their first operations --")
-        for node in query.spouts:
-            lines.append(f"  spout {node.stream_name!r}: {reads[id(node)]}")
+        for node in query.spouts:  # as planned (with the operations it fuses), else as decided
+            how = frames.fusion.get(node.stream_name) or reads[id(node)]
+            lines.append(f"  spout {node.stream_name!r}: {how}")
         lines.append("")
     return "\n".join(lines)

@@ -26,7 +26,7 @@ from trident_spark.spout import FeederBatchSpout
 from trident_spark.state import ElasticsearchState, StateConfigError, open_state
 from trident_spark.windowing import ElasticsearchWindowsStoreFactory
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.faults]  # a 3-node cluster: in make test-faults
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
 
