@@ -131,6 +131,23 @@ def _poll(query: Any, done: Callable[[float], bool], tick: Callable[[int], None]
     advance()
 
 
+def _poll_handle(handle: Any, tick: Callable[[int], None] | None) -> None:
+    """As :func:`_poll`, from the run's own progress: its rows are the records read (Spark's
+    ``numInputRows`` counts a spout's partitions when its read is fused with the first
+    operations)."""
+    seen: set[int] = set()
+
+    def advance() -> None:
+        for batch in list(handle.progress):
+            if tick and batch.txid not in seen and batch.rows:
+                seen.add(batch.txid)
+                tick(int(batch.rows))
+
+    while not handle.awaitTermination(0.25):
+        advance()
+    advance()
+
+
 def _batch(p: dict[str, Any]) -> dict[str, Any]:
     durations = p.get("durationMs") or {}
     return {"batch_id": p["batchId"], "rows": p["numInputRows"], "ms": durations.get("triggerExecution"),
@@ -219,7 +236,7 @@ def run_backend(spark: Any, spout: Any, factory: Any,
         handle = topology.run(checkpoint_location=checkpoint, trigger="available_now", spark=spark)
         try:
             query = handle.queries[name]
-            _poll(query, handle.awaitTermination, tick)
+            _poll_handle(handle, tick)
             seconds = time.perf_counter() - started
             failure = handle.exception()
             if failure is not None:
@@ -234,6 +251,8 @@ def run_backend(spark: Any, spout: Any, factory: Any,
     for p in progress:
         b = _batch(p)
         mine = ours.get(p["batchId"])
+        if mine is not None:
+            b["rows"] = mine.rows  # the records read (Spark counts a fused spout's partitions)
         b["state"] = dict(mine.state) if mine is not None else {}
         # Where the batch's task time went, from the run's own metrics (read, operations, state).
         b["stages"] = [dict(stage) for stage in mine.stages] if mine is not None else []
