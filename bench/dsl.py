@@ -254,8 +254,10 @@ def splitter_of(contender: str) -> BaseFunction:
 class Run:
     """One timed run: the query's wall time and its per-batch progress."""
 
-    def __init__(self, query: Any, started: float, tick: Callable[[int], None] | None) -> None:
+    def __init__(self, query: Any, started: float, tick: Callable[[int], None] | None,
+                 handle: Any = None) -> None:
         self.query = query
+        self.handle = handle  # a topology's run: its own progress counts the records read
         self.started = started
         self.tick = tick
         self.seen: set[int] = set()
@@ -268,7 +270,18 @@ class Run:
         self._advance()
         return seconds
 
+    def _rows(self) -> dict[int, int]:
+        """Each batch's records read, by batch id, from the run's own progress (Spark's
+        ``numInputRows`` counts a spout's partitions when its read is fused)."""
+        return {p.txid: p.rows for p in list(self.handle.progress)} if self.handle is not None else {}
+
     def _advance(self) -> None:
+        if self.handle is not None:
+            for txid, rows in self._rows().items():
+                if self.tick and txid not in self.seen and rows:
+                    self.seen.add(txid)
+                    self.tick(rows)
+            return
         last = self.query.lastProgress
         if self.tick and last and last["batchId"] not in self.seen and last["numInputRows"]:
             self.seen.add(last["batchId"])
@@ -278,8 +291,9 @@ class Run:
         if self.query.exception() is not None:
             raise SystemExit(f"query failed: {self.query.exception()}")
         progress = [p for p in self.query.recentProgress if p.numInputRows > 0]
-        rows = sum(p.numInputRows for p in progress)
-        batches = [{"batch_id": p.batchId, "rows": p.numInputRows,
+        ours = self._rows()
+        rows = sum(ours.get(p.batchId, p.numInputRows) for p in progress)
+        batches = [{"batch_id": p.batchId, "rows": ours.get(p.batchId, p.numInputRows),
                     "ms": p.durationMs.get("triggerExecution"),
                     "latest_offset_ms": p.durationMs.get("latestOffset"),
                     "add_batch_ms": p.durationMs.get("addBatch"),
@@ -330,7 +344,7 @@ def run_dsl(spark: Any, spout: Any, splitter: BaseFunction, tick: Callable[[int]
         started = time.perf_counter()
         handle = topology.run(checkpoint_location=checkpoint, trigger="available_now", spark=spark)
         try:
-            run = Run(handle.queries[name], started, tick)
+            run = Run(handle.queries[name], started, tick, handle)
             result = run.result(run.wait(handle.awaitTermination))
         finally:
             handle.stop()
