@@ -324,33 +324,40 @@ class BatchFrames:
         source = self.sources.get(id(spout))
         if not isinstance(source, DeferredBatch):
             return "read alone"
-        readers = [n for n in self.query.nodes if any(i is spout for i in n.inputs)]
-        if len(readers) == 1 and not self.query.partitions_of(spout):
-            first = readers[0]
-            while isinstance(first, ProjectNode) and self.query.consumer_count(first) == 1:
-                following = [n for n in self.query.nodes if any(i is first for i in n.inputs)]
-                if len(following) != 1:
-                    break
-                first = following[0]
-            if (not isinstance(first, ProjectNode) and python_step(first) is not None
-                    and self._sql_form(first) is None):
-                return f"read in one task with {first.label}"
+        first = self._first_operation(spout)
+        if (first is not None and not self.query.partitions_of(spout) and not isinstance(first, ProjectNode)
+                and python_step(first) is not None and self._sql_form(first) is None):
+            return f"read in one task with {first.label}"
         return f"read alone: {self._why_alone(spout)}"
+
+    def _readers(self, node: Node) -> list[Node]:
+        """The nodes that read ``node``'s tuples."""
+        return [n for n in self.query.nodes if any(i is node for i in n.inputs)]
+
+    def _first_operation(self, spout: SpoutNode) -> Node | None:
+        """The spout's one reader, past projections that have one reader each (None: the spout
+        has several readers or none)."""
+        readers = self._readers(spout)
+        if len(readers) != 1:
+            return None
+        first = readers[0]
+        while isinstance(first, ProjectNode) and self.query.consumer_count(first) == 1:
+            following = self._readers(first)
+            if len(following) != 1:
+                break
+            first = following[0]
+        return first
 
     def _why_alone(self, spout: SpoutNode) -> str:
         """Why the stream's first operations do not read the spout's partitions themselves."""
-        readers = [n for n in self.query.nodes if any(i is spout for i in n.inputs)]
+        readers = self._readers(spout)
         if len(readers) != 1:
             return f"{len(readers)} operations read its tuples"
         hint = self.query.partitions_of(spout)
         if hint:
             return f"parallelismHint({hint}) repartitions its tuples before its operations"
-        first = readers[0]
-        while isinstance(first, ProjectNode) and self.query.consumer_count(first) == 1:
-            following = [n for n in self.query.nodes if any(i is first for i in n.inputs)]
-            if len(following) != 1:
-                break
-            first = following[0]
+        first = self._first_operation(spout)
+        assert first is not None, "a spout with one reader has a first operation"
         if python_step(first) is not None and self._sql_form(first) is not None:
             return f"its first operation {first.label} runs as Spark SQL"
         if python_step(first) is not None:
