@@ -47,6 +47,7 @@ OBJECT_METADATA: dict[str, str] = {"trident_spark": OBJECT}
 
 STR, BYTES, INT, FLOAT, BOOL, PICKLED = b"s", b"y", b"1", b"2", b"3", b"p"
 _STR, _BYTES, _INT, _FLOAT, _BOOL, _PICKLED = (t[0] for t in (STR, BYTES, INT, FLOAT, BOOL, PICKLED))
+_NONE_TYPE = type(None)
 
 _MAX_STOP = 2**31 - 1  # binary_slice without a stop fails (Arrow 26): slice to the end this way
 
@@ -267,10 +268,14 @@ def one_type_array(values: Sequence[Any]) -> pa.Array:
       ...
     ValueError: its values mix types (bool, int), which no one Arrow type holds
     """
-    kinds = sorted({type(v).__name__ for v in values if v is not None})
+    types = set(map(type, values))  # at C speed: this runs over every value a stage emits
+    types.discard(_NONE_TYPE)
+    kinds = sorted({t.__name__ for t in types})
     if len(kinds) > 1:
         raise ValueError(f"its values mix types ({', '.join(kinds)}), which no one Arrow type holds")
     try:
+        if types == {str}:  # the common case (words): no type to infer
+            return pa.array(values, pa.string())
         return pa.array(values, from_pandas=False)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError, TypeError) as exc:
         raise ValueError(f"its values ({', '.join(kinds)}) have no Arrow type ({type(exc).__name__}: "
