@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from trident_spark.errors import TopologyError
 from trident_spark.executor.object_columns import marked
 from trident_spark.graph import SpoutNode
 from trident_spark.object_values import OBJECT
@@ -79,17 +80,34 @@ class QueryInput:
 
 
 def fusion_enabled(conf: dict[str, Any] | None) -> bool:
-    """``conf[FUSION_CONF]`` (default true), read as a boolean.
+    """``conf[FUSION_CONF]`` (default true), read as a boolean: ``True``/``False``, or their text
+    (``true``/``false``, ``1``/``0``, ``yes``/``no``, ``on``/``off``, any case); anything else is
+    a :class:`~trident_spark.errors.TopologyError` naming the key and the value, not silently on.
 
     Examples
     --------
     >>> fusion_enabled({}), fusion_enabled({"trident.fusion": "false"}), fusion_enabled({FUSION_CONF: False})
     (True, False, False)
+    >>> fusion_enabled({FUSION_CONF: "flase"})
+    Traceback (most recent call last):
+    ...
+    trident_spark.errors.TopologyError: run(conf={'trident.fusion': 'flase'}): give True or False ...
     """
     value = (conf or {}).get(FUSION_CONF, True)
-    if isinstance(value, str):
-        return value.strip().lower() not in ("false", "0", "no", "off")
-    return bool(value)
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE_TEXTS:
+        return True
+    if text in _FALSE_TEXTS:
+        return False
+    raise TopologyError(
+        f"run(conf={{{FUSION_CONF!r}: {value!r}}}): give True or False (whether a spout is read in one "
+        "task with the stream's first Python operations; on by default, docs/reference/configuration.md)")
+
+
+_TRUE_TEXTS = frozenset(("true", "1", "yes", "on"))
+_FALSE_TEXTS = frozenset(("false", "0", "no", "off"))
 
 
 def query_input(spark: SparkSession, spouts: Sequence[SpoutNode], run: SpoutRun | None = None,
