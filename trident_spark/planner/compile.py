@@ -171,6 +171,9 @@ class BatchFrames:
                 df = read_stage(SpoutPartitions(source.partitions, source.read, list(node.fields)), self.ctx)
             else:
                 df = source.select(*node.fields)
+            cap = self.query.cap_of(node)
+            if cap:  # the spout's max task parallelism: at most that many tasks, no shuffle
+                return df.coalesce(cap)
             n = self.query.partitions_of(node)
             return df.repartition(n) if n else df
         if python_step(node) is not None and self._sql_form(node) is None:
@@ -308,7 +311,9 @@ class BatchFrames:
         if (not isinstance(source, DeferredBatch) or id(node) in self._memo
                 or self.query.consumer_count(node) != 1 or self.query.partitions_of(node)):
             return None
-        return SpoutPartitions(source.partitions, source.read, fields)
+        cap = self.query.cap_of(node)
+        partitions = source.partitions.coalesce(cap) if cap else source.partitions
+        return SpoutPartitions(partitions, source.read, fields)
 
     def _schema_of(self, node: Node) -> StructType:
         """``node``'s output schema, without building its DataFrame when it is a spout read

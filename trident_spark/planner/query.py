@@ -57,6 +57,7 @@ class QueryPlan:
     nodes: list[Node]
     consumers: dict[int, int]
     stage_partitions: dict[int, int]
+    capped: dict[int, int] = field(default_factory=dict)  # spout -> its max task parallelism
 
     @property
     def name(self) -> str:
@@ -66,8 +67,16 @@ class QueryPlan:
         return self.consumers.get(id(node), 0)
 
     def partitions_of(self, boundary: Node) -> int | None:
-        """The partition count ``parallelismHint`` asked for the stage ``boundary`` begins."""
+        """The partition count ``parallelismHint`` asked for the stage ``boundary`` begins (None
+        for a spout's stage whose hint its spout caps: see :meth:`cap_of`)."""
+        if id(boundary) in self.capped:
+            return None
         return self.stage_partitions.get(id(boundary))
+
+    def cap_of(self, spout: Node) -> int | None:
+        """The most partitions the stage of ``spout`` runs in, where its ``parallelismHint``
+        asked more than the spout's max task parallelism allows (None: not capped)."""
+        return self.capped.get(id(spout))
 
 
 def stage_boundary(node: Node) -> Node:
@@ -76,6 +85,20 @@ def stage_boundary(node: Node) -> Node:
     while not is_stage_boundary(current) and current.parent is not None:
         current = current.parent
     return current
+
+
+def spout_caps(spouts: list[SpoutNode], hints: dict[int, int]) -> dict[int, int]:
+    """The spouts whose stage's ``parallelismHint`` exceeds the spout's max task parallelism
+    (Trident's ``topology.max.task.parallelism``), each with that cap: Trident runs the
+    operations after such a spout, up to a repartitioning, in at most that many tasks."""
+    capped = {}
+    for spout in spouts:
+        hint = hints.get(id(spout))
+        read_by = getattr(spout.spout, "max_task_parallelism", None)
+        cap = read_by() if hint is not None and callable(read_by) else None
+        if cap is not None and hint is not None and hint > cap:
+            capped[id(spout)] = cap
+    return capped
 
 
 def plan_queries(nodes: list[Node], sinks: list[tuple[Node, Sink]]) -> list[QueryPlan]:
@@ -110,9 +133,11 @@ def plan_queries(nodes: list[Node], sinks: list[tuple[Node, Sink]]) -> list[Quer
         for output in outputs.values():
             consumers[id(output.node)] = consumers.get(id(output.node), 0) + (1 if output.sinks else 0)
         hints: dict[int, int] = {}
-        for node in needed:
+        for node in needed:  # Trident: a group runs in the largest hint given in it
             if node.parallelism is not None:
-                hints[id(stage_boundary(node))] = node.parallelism
+                boundary = id(stage_boundary(node))
+                hints[boundary] = max(node.parallelism, hints.get(boundary, 0))
         ordered = sorted(spouts, key=lambda s: nodes.index(s))
-        plans.append(QueryPlan(ordered, list(outputs.values()), needed, consumers, hints))
+        plans.append(QueryPlan(ordered, list(outputs.values()), needed, consumers, hints,
+                               spout_caps(ordered, hints)))
     return plans

@@ -197,6 +197,16 @@ class Spout(ABC):
         """
         return None
 
+    def max_task_parallelism(self) -> int | None:
+        """Trident's ``topology.max.task.parallelism`` of the spout (its component configuration):
+        a ``parallelismHint`` above it on the spout's stage is capped at it, as Trident caps the
+        operations that follow a spout before any repartitioning (``getGroupParallelisms``).
+        None: no cap (the default).
+
+        Driver, when the topology is planned.
+        """
+        return None
+
     @property
     def address(self) -> str | None:
         """Where the spout reads from (a broker's ``host:port``), named when it does not answer;

@@ -81,10 +81,6 @@ def test_words(words: dict[str, DebugOutput]) -> None:
         k: [f"##### words: [{word}]" for word in batch] for k, batch in enumerate(batches)}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "trident-spark spreads a spout's batch over parallelismHint(16) partitions, where Trident caps "
-    "the spout's group at FixedBatchSpout's max task parallelism of 1: minBy/maxBy then give one "
-    "word per sentence (per partition), not one per batch"))
 def test_lowest_and_highest_word_per_batch(words: dict[str, DebugOutput]) -> None:
     assert words["#### lowest word"].lines() == lines("#### lowest word", "word", "ago", "apples")
     assert words["#### highest word"].lines() == lines("#### highest word", "word", "years", "you")

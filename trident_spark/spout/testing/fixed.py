@@ -88,6 +88,17 @@ class FixedBatchSpout(Spout):
                 f"batches, not the {self.period} of these tuples; give this spout another "
                 "directory")
 
+    def max_task_parallelism(self) -> int:
+        """Trident's FixedBatchSpout sets ``topology.max.task.parallelism`` to 1: its stage runs in
+        one task whatever ``parallelismHint`` asks (here: in its ``num_partitions``, 1 by default).
+
+        Examples
+        --------
+        >>> FixedBatchSpout(["word"], 2, ["a"]).max_task_parallelism()
+        1
+        """
+        return self._feeder.num_partitions
+
     def setCycle(self, cycle: bool) -> None:
         """Start again at the first tuple once all were emitted (Trident's ``setCycle``)."""
         if not isinstance(cycle, bool):

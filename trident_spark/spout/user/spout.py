@@ -60,6 +60,10 @@ SPOUT_SHAPES: dict[str, tuple[str, tuple[MethodShape, ...]]] = {
 }
 
 
+#: Storm's ``Config.TOPOLOGY_MAX_TASK_PARALLELISM``.
+MAX_TASK_PARALLELISM = "topology.max.task.parallelism"
+
+
 class UserSpout(Spout):
     """A user's spout of ``kind`` read as stream ``stream``: its fields, and its Spark data source.
 
@@ -124,6 +128,36 @@ class UserSpout(Spout):
     def __repr__(self) -> str:
         name = getattr(self.spout, "spout_name", None) or type(self.spout).__name__
         return f"{name} ({_KIND_NAMES[self.kind]}, stream {self.stream!r})"
+
+    def max_task_parallelism(self) -> int | None:
+        """``topology.max.task.parallelism`` of the spout's ``getComponentConfiguration()``, as
+        Trident reads it to cap the spout's stage (None when it sets none).
+
+        Examples
+        --------
+        >>> from trident_spark.spout import IBatchSpout
+        >>> class One(IBatchSpout):
+        ...     def open(self, conf, context): pass
+        ...     def emitBatch(self, batch_id, collector): pass
+        ...     def ack(self, batch_id): pass
+        ...     def getOutputFields(self): return ["word"]
+        ...     def getComponentConfiguration(self): return {"topology.max.task.parallelism": 1}
+        >>> UserSpout(One(), "batch", "words").max_task_parallelism()
+        1
+        """
+        where = f"newStream({self.stream!r}): {type(self.spout).__name__}.getComponentConfiguration()"
+        method = getattr(self.spout, "getComponentConfiguration", None)
+        try:
+            conf = method() if callable(method) else None
+        except Exception as exc:
+            raise TopologyError(f"{where} raised {type(exc).__name__}: {exc}") from exc
+        value = conf.get(MAX_TASK_PARALLELISM) if isinstance(conf, dict) else None  # else: its run says
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise TopologyError(f"{where} sets {MAX_TASK_PARALLELISM!r} to {value!r}; give an int >= 1 "
+                                "(the most tasks the spout's stage runs in) or leave it out")
+        return value
 
     def for_run(self, run: SpoutRun) -> UserSpout:
         """The spout told where its metadata of replays lives: ``<checkpoint>/user-spout-<stream>``."""
