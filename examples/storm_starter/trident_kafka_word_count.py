@@ -234,11 +234,12 @@ class DebugMemoryMapState(OpaqueMap):  # type: ignore[misc]  # (mypy does not fi
     Examples
     --------
     >>> state = DebugMemoryMapState.Factory(name="doc-debug-memory-map-state").open()
-    >>> state.multiUpdate(0, [["cat"]], [lambda old: (old or 0) + 1])  # doctest: +ELLIPSIS
+    >>> state.beginCommit(0)     # the engine does, before each batch's updates
+    >>> state.multiUpdate([["cat"]], [lambda old: (old or 0) + 1])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     trident_spark.errors.FailedException: Enforced State Update Fail. On retrial should replay ...
-    >>> state.multiUpdate(0, [["cat"]], [lambda old: (old or 0) + 1])
+    >>> state.multiUpdate([["cat"]], [lambda old: (old or 0) + 1])
     [1]
     """
 
@@ -247,15 +248,15 @@ class DebugMemoryMapState(OpaqueMap):  # type: ignore[misc]  # (mypy does not fi
                          max_conflict_retries=state.max_conflict_retries, stats=state.stats)
         self.updateCount = 0
 
-    def multiUpdate(self, txid: int, keys: Sequence[list[Any]], updaters: Sequence[Callable[[Any], Any]]
-                    ) -> list[Any]:
+    def multiUpdate(self, keys: Sequence[list[Any]],  # type: ignore[override]  # Java's form
+                    updaters: Sequence[Callable[[Any], Any]]) -> list[Any]:
         self._print(keys, updaters)
         self.updateCount += 1
         if (self.updateCount - 1) % 5 == 0:
             LOG.error("Throwing FailedException")
             raise FailedException("Enforced State Update Fail. "
                                   "On retrial should replay the exact same batch.")
-        newValues: list[Any] = super().multiUpdate(txid, keys, updaters)
+        newValues: list[Any] = super().multiUpdate(keys, updaters)
         return newValues
 
     def _print(self, keys: Sequence[list[Any]], updaters: Sequence[Callable[[Any], Any]]) -> None:

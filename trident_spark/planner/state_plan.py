@@ -144,10 +144,28 @@ def keeps_cache(factory: Any) -> bool:
 
     A user's own ``StateFactory`` makes one state per partition, which may keep anything (a
     cache before a store without conditional writes, a producer, an open transaction): it is
-    kept in the partition's instance host too, so a partition's state is one object for the run."""
-    if not opens_one_state(factory):
+    kept in the partition's instance host too, so a partition's state is one object for the run;
+    so is the state of a built-in factory the program subclassed to ``open()`` a state of its own
+    (:func:`opens_its_own_state`)."""
+    if not opens_one_state(factory) or opens_its_own_state(factory):
         return True
     return bool(factory.cache_size) and not getattr(factory, "process_local", False)
+
+
+def opens_its_own_state(factory: Any) -> bool:
+    """Whether ``factory`` is a user's subclass of a built-in store's factory whose ``open()`` is
+    the user's (Java's ``Factory`` of a ``DebugMemoryMapState``): the state it makes may keep
+    anything of its own (a count of updates), so it lives for the partition, as a Trident
+    state lives for its task, and outlives a batch that failed.
+
+    Examples
+    --------
+    >>> from trident_spark.state import MemoryState
+    >>> opens_its_own_state(MemoryState.opaque())
+    False
+    """
+    opener = getattr(type(factory), "open", None)
+    return not str(getattr(opener, "__module__", "")).startswith("trident_spark.")
 
 
 def check_not_ahead_job(df: DataFrame, node: PersistNode, ctx: BatchContext, written_before: bool,

@@ -11,8 +11,9 @@ day keeps the doctor away" 5, "i am at two with nature" 4, "four score and seven
 
 The run counts into an opaque MemoryState (MemoryMapState), as the example's ``topology`` does.
 With the Java's DebugMemoryMapState, which throws ``FailedException`` on the first update of each
-state, Trident replays the batch once and counts it once; on trident-spark the replay reopens the
-state in a new Python worker and fails again: a strict xfail until states outlive a failed task.
+state (and every fifth after), Trident replays the batch and counts it once: the state object
+lives for the task, so the replay finds its update count at 1. Here a factory whose ``open()`` is
+the program's keeps its state in the partition's instance host, which outlives the failed task.
 """
 
 from __future__ import annotations
@@ -99,9 +100,6 @@ def test_the_drpc_query_of_main_would_read(counts: dict[Any, Any]) -> None:
     assert state.multiGet([["the"], ["and"], ["apple"], ["snow"], ["jumped"]]) == [14, 9, 5, 5, 2]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a state opened in a Spark Python worker does not outlive a failed task: DebugMemoryMapState's "
-    "replay reopens it with updateCount 0 and fails again, where Trident's state lives for the task"))
 def test_with_the_javas_debug_memory_map_state_the_replayed_batches_count_once(
         spark: Any, kafka_bootstrap: str, tmp_path: Path) -> None:
     MemoryState.drop("storm-starter-kafka-word-count-debug")
