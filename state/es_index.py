@@ -28,6 +28,7 @@ Examples
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -83,22 +84,52 @@ def check_index_settings(shards: Any, replicas: Any, wait_for_active_shards: Any
     return int(wait)
 
 
+def check_refresh_interval(value: Any) -> str | None:
+    """``refresh_interval`` checked: None (the cluster's default), ``"-1"`` (no periodic refresh)
+    or a time value such as ``"30s"``, as the cluster would take it.
+
+    Examples
+    --------
+    >>> check_refresh_interval("30s"), check_refresh_interval(" -1 "), check_refresh_interval(None)
+    ('30s', '-1', None)
+    >>> check_refresh_interval("soon")
+    Traceback (most recent call last):
+    ...
+    trident_spark.state.errors.StateConfigError: refresh_interval must be a time value such as '1s', \
+'30s' or '500ms', or '-1' (no periodic refresh), got 'soon'
+    """
+    if value is None:
+        return None
+    text = value.strip() if isinstance(value, str) else None
+    if text is None or not _TIME_VALUE.fullmatch(text):
+        raise StateConfigError(f"refresh_interval must be a time value such as '1s', '30s' or '500ms', "
+                               f"or '-1' (no periodic refresh), got {value!r}")
+    return text
+
+
+_TIME_VALUE = re.compile(r"-1|\d+(nanos|micros|ms|s|m|h|d)")
+
+
 def creation_body(fields: Sequence[str] | None, *, shards: int | None,
-                  replicas: int | None) -> dict[str, Any]:
-    """The body of the ``PUT /INDEX`` that creates a state index: its mapping, and its shards
-    and replicas where given.
+                  replicas: int | None, refresh_interval: str | None = None) -> dict[str, Any]:
+    """The body of the ``PUT /INDEX`` that creates a state index: its mapping, and its shards,
+    replicas and refresh interval where given.
 
     Examples
     --------
     >>> sorted(creation_body(["word"], shards=None, replicas=None))
     ['mappings']
+    >>> creation_body(["word"], shards=None, replicas=None, refresh_interval="30s")["settings"]
+    {'index': {'refresh_interval': '30s'}}
     """
     body = index_mapping(fields)
-    settings: dict[str, int] = {}
+    settings: dict[str, int | str] = {}
     if shards is not None:
         settings["number_of_shards"] = shards
     if replicas is not None:
         settings["number_of_replicas"] = replicas
+    if refresh_interval is not None:
+        settings["refresh_interval"] = refresh_interval
     if settings:
         body["settings"] = {"index": settings}
     return body
@@ -214,5 +245,6 @@ def settings_mismatch(index: str, address: str, wanted: dict[str, int | None],
             f"{'; or '.join(fixes)}, or leave {names} out to use {index!r} as it is")
 
 
-__all__ = ["MAX_SHARDS", "SERVER_WAIT_SHARE", "bulk_parameters", "check_index_settings", "creation_body",
-           "found_settings", "inactive_primaries", "settings_mismatch"]
+__all__ = ["MAX_SHARDS", "SERVER_WAIT_SHARE", "bulk_parameters", "check_index_settings",
+           "check_refresh_interval", "creation_body", "found_settings", "inactive_primaries",
+           "settings_mismatch"]

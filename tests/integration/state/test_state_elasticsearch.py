@@ -136,6 +136,18 @@ def test_the_index_is_created_with_the_state_mapping(backend):
     assert mapping["properties"]["value"]["enabled"] is False
 
 
+def test_a_refresh_interval_is_set_on_the_index_and_reads_stay_real_time(backend):
+    # "-1": the node never refreshes by itself; the state's reads by id still see every write
+    spec = backend.spec(OPAQUE, fields=["word"], refresh_interval="-1")
+    state = spec.open()
+    state.multiUpdate(1, [["cat"], ["dog"]], [add(2), add(3)])
+    state.multiUpdate(2, [["cat"]], [add(1)])
+    settings = backend.request("GET", f"/{backend.index}/_settings")[backend.index]["settings"]
+    assert settings["index"]["refresh_interval"] == "-1"
+    assert spec.open().multiGet([["cat"], ["dog"]]) == [3, 3]
+    assert sorted(spec.open().getTuples()) == [["cat", 3], ["dog", 3]]
+
+
 def test_an_existing_index_is_used_as_it_is(backend):
     backend.request("PUT", f"/{backend.index}", {"mappings": {"properties": {"other": {"type": "long"}}}})
     backend.spec(TX).open().multiUpdate(0, [["cat"]], [add(1)])

@@ -144,7 +144,7 @@ def test_state_url_errors_name_the_url_without_its_secrets():
     assert str(caught.value) == (
         "state URL es://es1:9200/wc?api_key=***&colour=***: unknown parameter colour; es URLs take fields, "
         "api_key, ca_certs, verify_certs, request_timeout, connect_timeout, shards, replicas, "
-        "wait_for_active_shards, type, cache_size, txid_offset, max_conflict_retries, "
+        "wait_for_active_shards, refresh_interval, type, cache_size, txid_offset, max_conflict_retries, "
         "max_multi_get_batch_size, max_multi_put_batch_size")
     with pytest.raises(StateConfigError, match=r"redis://:\*\*\*@cache:6379/0\?expiry=soon: expiry='soon'"):
         parse_state_url("redis://:redis-pw@cache:6379/0?expiry=soon")
