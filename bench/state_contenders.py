@@ -23,7 +23,10 @@ SETTINGS: dict[str, Callable[[str], Any]] = {
     "max_multi_get_batch_size": lambda v: None if v.lower() == "none" else int(v),
     "max_multi_put_batch_size": lambda v: None if v.lower() == "none" else int(v),
     "synchronous": str.upper,  # SQLite only
+    "refresh_interval": str,  # Elasticsearch only: the index's, when the state creates it
 }
+#: Settings only one backend has.
+ONLY = {"synchronous": "sqlite", "refresh_interval": "es"}
 #: How the words are split: ``python``, a per-tuple BaseFunction (bench/dsl.py's ``Split``);
 #: ``arrow``, an ArrowFunction over the partition's batch (bench/arrow_split.py); ``builtin``,
 #: the built-in Split (Spark SQL).
@@ -93,7 +96,7 @@ def parse_contenders(text: str) -> list[Contender]:
         for item in filter(None, (body or "").split(",")):
             key, _, value = item.partition("=")
             known = {**SETTINGS, **TOPOLOGY_SETTINGS}
-            if key not in known or (key == "synchronous" and kind != "sqlite") or kind == "native":
+            if key not in known or ONLY.get(key, kind) != kind or kind == "native":
                 raise SystemExit(f"{spec}: unknown setting {key!r}; one of {', '.join(known)}")
             settings.append((key, known[key](value)))
         found.append(Contender(kind, tuple(settings)))
