@@ -359,6 +359,14 @@ class RedisBackingMap(VersionedBackingMap):
                         "(the node named above); with TLS use rediss:// and ca_certs=")
             return StateUnavailableError(self.address, f"{message} ({doing}); {hint}")
         text = str(exc)
+        if self.spec.cluster and (isinstance(exc, errors.ClusterDownError | errors.TryAgainError)
+                                  or text.startswith(("CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN"))):
+            # Slots uncovered (a primary failed and its replica is not promoted yet) or a migration
+            # that did not settle: an outage of the cluster, waited out like an unreachable node.
+            return StateUnavailableError(
+                self.address, f"{message} ({doing}); the cluster does not serve every slot yet (a primary "
+                f"is down and no replica has taken over): check CLUSTER INFO on any node; a batch waits "
+                f"for a failover within the run's outage budget")
         if not self.spec.cluster and (isinstance(exc, errors.ClusterCrossSlotError) or "MOVED" in text
                                       or "CROSSSLOT" in text or "ASK " in text):
             return StateError(

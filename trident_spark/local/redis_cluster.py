@@ -88,29 +88,38 @@ class RedisClusterHandle(ServiceHandle):
         """SIGCONT a node :meth:`pause_node` stopped."""
         os.kill(self.processes[url].pid, signal.SIGCONT)
 
-    def roles(self, via: str | None = None) -> dict[str, str | None]:
+    def roles(self) -> dict[str, str | None]:
         """Each live node's URL -> None for a primary that serves slots, else its primary's URL.
 
-        Read from ``CLUSTER NODES`` of ``via`` (default: the first live node), so it is
-        the cluster's view now (after a failover: the replica that took over is a primary).
+        Each node is asked about itself (``CLUSTER NODES``, its ``myself`` line), so this is
+        the cluster's state now, not one node's gossip (after a failover: the replica that took
+        over is a primary). A node that does not answer within 5 s (paused, down) is left out,
+        and so is a primary that serves no slot (one just restarted that has not yet learned it
+        became a replica).
         """
-        ask = via or next(url for url, process in self.processes.items() if process.alive())
-        port = ask.rsplit(":", 1)[1].split("/")[0]
-        out = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", port, "CLUSTER", "NODES"],
-                             capture_output=True, text=True, timeout=5, check=True).stdout
-        by_id: dict[str, str] = {}
-        rows = [line.split() for line in out.splitlines() if line.strip()]
-        for row in rows:
-            by_id[row[0]] = f"redis://127.0.0.1:{row[1].split('@')[0].rsplit(':', 1)[1]}/0"
-        found: dict[str, str | None] = {}
-        for row in rows:
-            flags = row[2].split(",")
-            if "fail" in flags or "fail?" in flags or "noaddr" in flags:
+        views: dict[str, list[list[str]]] = {}
+        for url, process in self.processes.items():
+            if not process.alive():
                 continue
-            if "master" in flags and len(row) > 8:
-                found[by_id[row[0]]] = None
-            elif "slave" in flags and row[3] in by_id:
-                found[by_id[row[0]]] = by_id[row[3]]
+            port = url.rsplit(":", 1)[1].split("/")[0]
+            try:
+                out = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", port, "CLUSTER", "NODES"],
+                                     capture_output=True, text=True, timeout=5, check=True).stdout
+            except (OSError, subprocess.SubprocessError):
+                continue
+            views[url] = [line.split() for line in out.splitlines() if line.strip()]
+        by_id = {row[0]: f"redis://127.0.0.1:{row[1].split('@')[0].rsplit(':', 1)[1]}/0"
+                 for rows in views.values() for row in rows}
+        found: dict[str, str | None] = {}
+        for url, rows in views.items():
+            for row in rows:
+                flags = row[2].split(",")
+                if "myself" not in flags:
+                    continue
+                if "master" in flags and len(row) > 8:
+                    found[url] = None
+                elif "slave" in flags and row[3] in by_id:
+                    found[url] = by_id[row[3]]
         return found
 
 
