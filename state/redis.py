@@ -60,9 +60,20 @@ it: each key's compare-and-set is atomic, transactional and opaque values carry
 their txid so a batch written again after a partial failure changes nothing
 (transactional) or recomputes from ``prev`` (opaque), and the commit record
 (``<prefix>:~commit``, one more slot group) is moved by the driver only after
-every write of the batch returned. A replica that takes over may lack the last
-writes its primary acknowledged (Redis replication is asynchronous; ``WAIT``
-would be needed for that, not done here).
+every write of the batch returned.
+
+Replicas and failover
+---------------------
+Redis replication is asynchronous: a replica that takes over after its primary
+died may lack the last writes the primary acknowledged. With ``wait_replicas=N``
+(``?wait_replicas=N&wait_timeout=S`` in a state URL) every write call (the
+compare-and-set script, on one server or per cluster node, and so the commit
+record too) is followed in the same pipeline by ``WAIT N timeout``; a write
+fewer than N replicas acknowledged raises
+:class:`~.redis_wait.ReplicasNotAcknowledgedError` (a
+:class:`~.errors.StateUnavailableError`: the batch is retried within the outage
+budget). So no write of a batch the state reported done is on its primary
+alone. Default 0: no WAIT, as Redis itself does (see ``redis_wait.py``).
 
 Connections are opened lazily, on the first read or write, in the process that
 uses the state (the factory itself holds only settings and pickles to Spark
@@ -92,6 +103,7 @@ from .factory import StoreStateFactory
 from .keys import decode_scanned_key, encode_key, encode_keys, is_reserved
 from .redis_cluster import ClusterClient, RedirectCounts, SlotCall
 from .redis_slots import group_by_slot, key_slot
+from .redis_wait import DEFAULT_WAIT_TIMEOUT, ReplicaWait, check_wait_settings
 from .serializers import Serializer, deserialize_stored, serialize_stored
 from .url import Scheme, redact, register_scheme
 
@@ -238,11 +250,21 @@ class RedisBackingMap(VersionedBackingMap):
         self._cluster: ClusterClient | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._wait = None if not spec.wait_replicas else ReplicaWait(self.address, spec.wait_replicas,
+                                                                     spec.wait_timeout)
 
     @property
     def address(self) -> str:
         cluster = "&cluster=true" if self.spec.cluster else ""
         return f"{redact(self.spec.redis_url)}?prefix={self.spec.key_prefix}{cluster}"
+
+    @property
+    def node(self) -> str:
+        """The server as WAIT errors name it: ``host:port`` (or the socket path), never credentials."""
+        parts = urllib.parse.urlsplit(self.spec.redis_url)
+        if parts.scheme.lower() == "unix":
+            return parts.path
+        return f"{parts.hostname}:{parts.port or 6379}"
 
     @property
     def redirects(self) -> RedirectCounts | None:
@@ -280,11 +302,11 @@ class RedisBackingMap(VersionedBackingMap):
                                               {CAS_SCRIPT_SHA: CAS_SCRIPT})
             return self._cluster
 
-    def _on_cluster(self, doing: str, calls: list[SlotCall]) -> list[Any]:
+    def _on_cluster(self, doing: str, calls: list[SlotCall], *, writes: bool = False) -> list[Any]:
         errors = self._redis_module("redis.exceptions")
         client = self._cluster_client()
         try:
-            return client.execute(calls)
+            return client.execute(calls, wait=self._wait if writes else None)
         except (errors.RedisError, OSError) as exc:
             raise self._failed(exc, doing) from exc
 
@@ -337,6 +359,14 @@ class RedisBackingMap(VersionedBackingMap):
                         "(the node named above); with TLS use rediss:// and ca_certs=")
             return StateUnavailableError(self.address, f"{message} ({doing}); {hint}")
         text = str(exc)
+        if self.spec.cluster and (isinstance(exc, errors.ClusterDownError | errors.TryAgainError)
+                                  or text.startswith(("CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN"))):
+            # Slots uncovered (a primary failed and its replica is not promoted yet) or a migration
+            # that did not settle: an outage of the cluster, waited out like an unreachable node.
+            return StateUnavailableError(
+                self.address, f"{message} ({doing}); the cluster does not serve every slot yet (a primary "
+                f"is down and no replica has taken over): check CLUSTER INFO on any node; a batch waits "
+                f"for a failover within the run's outage budget")
         if not self.spec.cluster and (isinstance(exc, errors.ClusterCrossSlotError) or "MOVED" in text
                                       or "CROSSSLOT" in text or "ASK " in text):
             return StateError(
@@ -489,6 +519,8 @@ class RedisBackingMap(VersionedBackingMap):
         errors = self._redis_module("redis.exceptions")
         doing = f"compare-and-set script on {len(names)} keys"
         client = self._redis()
+        if self._wait is not None:
+            return list(self._eval_and_wait(client, doing, names, args, self._wait))
         try:
             try:
                 result = client.evalsha(CAS_SCRIPT_SHA, len(names), *names, *args)
@@ -499,6 +531,28 @@ class RedisBackingMap(VersionedBackingMap):
         except (errors.RedisError, OSError) as exc:
             raise self._failed(exc, doing) from exc
         return list(result)
+
+    def _eval_and_wait(self, client: redis_py.Redis, doing: str, names: list[str], args: list[bytes],
+                       wait: ReplicaWait) -> Any:
+        """The script and ``WAIT`` in one pipeline (one round trip); EVAL and WAIT again on NOSCRIPT."""
+        errors = self._redis_module("redis.exceptions")
+        try:
+            for command in ("EVALSHA", "EVAL"):
+                pipe = client.pipeline(transaction=False)
+                script = CAS_SCRIPT_SHA if command == "EVALSHA" else CAS_SCRIPT
+                pipe.execute_command(command, script, len(names), *names, *args)  # type: ignore[no-untyped-call]
+                pipe.execute_command(*wait.command())  # type: ignore[no-untyped-call]
+                result, waited = pipe.execute(raise_on_error=False)
+                if command == "EVALSHA" and isinstance(result, errors.NoScriptError):
+                    continue
+                for answer in (result, waited):
+                    if isinstance(answer, BaseException):
+                        raise answer
+                wait.check(self.node, waited)
+                return result
+        except (errors.RedisError, OSError) as exc:
+            raise self._failed(exc, doing) from exc
+        raise StateError(f"{self.address}: the server answered NOSCRIPT to EVAL ({doing})")
 
     def _eval_by_slot(self, names: list[str], args: list[bytes]) -> list[Any]:
         """The script once per slot group (``args`` as for one call: expiry, then token and bytes per key)."""
@@ -511,7 +565,7 @@ class RedisBackingMap(VersionedBackingMap):
             calls.append(SlotCall(slot, ("EVALSHA", CAS_SCRIPT_SHA, len(positions),
                                          *(names[i] for i in positions), *group_args)))
         doing = f"compare-and-set script on {len(names)} keys in {len(groups)} slots"
-        answers = self._on_cluster(doing, calls)
+        answers = self._on_cluster(doing, calls, writes=True)
         won: list[Any] = [0] * len(names)
         for positions, answer in zip(groups.values(), answers, strict=True):
             if len(answer) != len(positions):
@@ -533,10 +587,22 @@ class RedisBackingMap(VersionedBackingMap):
             groups = group_by_slot(names)
             self._on_cluster(f"DEL of {len(keys)} keys in {len(groups)} slots", [
                 SlotCall(slot, ("DEL", *(names[i] for i in positions)))
-                for slot, positions in groups.items()])
+                for slot, positions in groups.items()], writes=True)
         elif keys:
             names = [self.redis_key(key) for key in keys]
-            self._call(f"DEL of {len(keys)} keys", lambda client: client.delete(*names))
+            wait = self._wait
+            if wait is None:
+                self._call(f"DEL of {len(keys)} keys", lambda client: client.delete(*names))
+                return
+
+            def delete_and_wait(client: redis_py.Redis) -> None:
+                pipe = client.pipeline(transaction=False)
+                pipe.delete(*names)
+                pipe.execute_command(*wait.command())  # type: ignore[no-untyped-call]
+                _, waited = pipe.execute()
+                wait.check(self.node, waited)
+
+            self._call(f"DEL of {len(keys)} keys", delete_and_wait)
 
     def ttl_ms(self, key: Key) -> int:
         """Milliseconds until ``key`` expires: -1 without expiry, -2 if missing (for tests and tools)."""
@@ -595,6 +661,13 @@ class RedisState(StoreStateFactory):
         The URL names a node of a Redis Cluster: spread the keys over every
         primary by hash slot, one ``MGET`` and one script call per slot per
         batch, redirects followed (see the module doc). The database must be 0.
+    wait_replicas : int, default 0
+        Replicas that must acknowledge each write call (``WAIT``, sent in the
+        same pipeline as the writes) before it counts as done; fewer within
+        ``wait_timeout`` raise a retryable :class:`~.errors.StateUnavailableError`.
+        0: do not wait (Redis's own default: a failover may lose the last writes).
+    wait_timeout : float, default 1.0
+        Seconds ``WAIT`` waits for the replicas; less than ``socket_timeout``.
     **settings
         ``cache_size``, ``max_multi_get_batch_size``, ``max_multi_put_batch_size``,
         ``txid_offset``, ``max_conflict_retries``, ``serializer``: see
@@ -623,6 +696,7 @@ class RedisState(StoreStateFactory):
                    expiry_s: float | None = ..., connect_timeout: float = ...,
                    socket_timeout: float | None = ..., ca_certs: str | None = ...,
                    verify_certs: bool = ..., cluster: bool = ...,
+                   wait_replicas: int = ..., wait_timeout: float = ...,
                    **settings: Unpack[StoreSettings]) -> Self: ...
         @classmethod
         def transactional(cls, *, url: str = ..., redis_url: str = ...,  # type: ignore[override]
@@ -630,6 +704,7 @@ class RedisState(StoreStateFactory):
                           expiry_s: float | None = ..., connect_timeout: float = ...,
                           socket_timeout: float | None = ..., ca_certs: str | None = ...,
                           verify_certs: bool = ..., cluster: bool = ...,
+                          wait_replicas: int = ..., wait_timeout: float = ...,
                           **settings: Unpack[StoreSettings]) -> Self: ...
         @classmethod
         def nonTransactional(cls, *, url: str = ..., redis_url: str = ...,  # type: ignore[override]
@@ -637,6 +712,7 @@ class RedisState(StoreStateFactory):
                              expiry_s: float | None = ..., connect_timeout: float = ...,
                              socket_timeout: float | None = ...,
                              ca_certs: str | None = ..., verify_certs: bool = ..., cluster: bool = ...,
+                             wait_replicas: int = ..., wait_timeout: float = ...,
                              **settings: Unpack[StoreSettings]) -> Self: ...
 
     redis_url: str = DEFAULT_URL
@@ -647,6 +723,8 @@ class RedisState(StoreStateFactory):
     ca_certs: str | None = None
     verify_certs: bool = True
     cluster: bool = False
+    wait_replicas: int = 0
+    wait_timeout: float = DEFAULT_WAIT_TIMEOUT
 
     def __init__(self, *, url: str | None = None, **settings: Any) -> None:
         # A hand-written __init__ so that the server URL is given as ``url=`` (the public
@@ -688,6 +766,7 @@ class RedisState(StoreStateFactory):
         if self.cluster and parts.path.strip("/") not in ("", "0"):
             raise StateConfigError(f"Redis Cluster has only database 0: use redis://HOST:PORT/0, not "
                                    f"{redact(self.redis_url)}")
+        check_wait_settings(self.wait_replicas, self.wait_timeout, self.socket_timeout)
         tls = parts.scheme.lower() == "rediss"
         if not tls and (self.ca_certs is not None or not self.verify_certs):
             raise StateConfigError(f"ca_certs and verify_certs are TLS settings: use a rediss:// URL, "
@@ -721,6 +800,10 @@ class RedisState(StoreStateFactory):
             params["verify_certs"] = "false"
         if self.cluster:
             params["cluster"] = "true"
+        if self.wait_replicas:
+            params["wait_replicas"] = str(self.wait_replicas)
+        if self.wait_timeout != DEFAULT_WAIT_TIMEOUT:
+            params["wait_timeout"] = f"{self.wait_timeout:g}"
         parts = urllib.parse.urlsplit(self.redis_url)
         location = urllib.parse.urlunsplit(parts._replace(query="", fragment=""))
         if parts.query:   # unix:///path.sock?db=1: the query belongs to the location
@@ -733,7 +816,8 @@ class RedisState(StoreStateFactory):
 
 # -- open_state URLs: redis://host:port/db?prefix=p&type=opaque&expiry=60 ---------------------------
 
-_URL_PARAMS = ("prefix", "expiry", "connect_timeout", "socket_timeout", "ca_certs", "verify_certs", "cluster")
+_URL_PARAMS = ("prefix", "expiry", "connect_timeout", "socket_timeout", "ca_certs", "verify_certs", "cluster",
+               "wait_replicas", "wait_timeout")
 
 
 def _seconds(url: str, name: str, value: str, *, allow_none: bool) -> float | None:
@@ -744,6 +828,13 @@ def _seconds(url: str, name: str, value: str, *, allow_none: bool) -> float | No
     except ValueError:
         raise StateConfigError(
             f"state URL {redact(url)}: {name}={value!r} is not a number of seconds") from None
+
+
+def _whole_number(url: str, name: str, value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise StateConfigError(f"state URL {redact(url)}: {name}={value!r} is not a whole number") from None
 
 
 def _parse_bool(url: str, name: str, value: str) -> bool:
@@ -774,6 +865,10 @@ def _build_redis(url: str, parts: urllib.parse.SplitResult, params: dict[str, st
         extra["verify_certs"] = _parse_bool(url, "verify_certs", params.pop("verify_certs"))
     if "cluster" in params:
         extra["cluster"] = _parse_bool(url, "cluster", params.pop("cluster"))
+    if "wait_replicas" in params:
+        extra["wait_replicas"] = _whole_number(url, "wait_replicas", params.pop("wait_replicas"))
+    if "wait_timeout" in params:
+        extra["wait_timeout"] = _seconds(url, "wait_timeout", params.pop("wait_timeout"), allow_none=False)
     location = urllib.parse.urlunsplit(parts._replace(query="", fragment=""))
     return RedisState(url=location, **extra, **settings)
 

@@ -25,6 +25,13 @@ compare-and-set script are both), after the slot table is read again (a
 replica may have taken over), in at most :data:`MAX_CONNECTION_ROUNDS` rounds.
 After :data:`MAX_ROUNDS` rounds of redirects the call fails with the last error.
 
+Replica acknowledgements (``execute(calls, wait=ReplicaWait(...))``, the
+state's ``wait_replicas``): each node's pipeline of writes ends with ``WAIT
+replicas timeout`` (``redis_wait.py``), so the writes and their wait are one
+round trip; a node whose WAIT answers fewer replicas raises at once. A round
+redirected away from a node (``MOVED``: it is no longer the slot's primary)
+ran nothing there, and that node's WAIT answer is not looked at.
+
 Why not redis-py's ``RedisCluster``: its pipeline falls back to one command at
 a time after a redirect and its multi-key helpers split by slot without
 ordering guarantees across nodes; here each batch is exactly one ``MGET`` and
@@ -41,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .redis_slots import SLOTS
+from .redis_wait import ReplicaWait
 
 #: Rounds of redirects and retries before a call fails.
 MAX_ROUNDS = 16
@@ -165,12 +173,15 @@ class ClusterClient:
 
     # -- running calls ------------------------------------------------------------------------
 
-    def execute(self, calls: Sequence[SlotCall]) -> list[Any]:
+    def execute(self, calls: Sequence[SlotCall], *, wait: ReplicaWait | None = None) -> list[Any]:
         """Run every call, one pipeline per node per round; their answers in order.
 
+        With ``wait``, each node's pipeline ends with ``WAIT``, checked when
+        any call of it ran there (see the module doc).
+
         Raises the first error that is not a redirect (``WRONGTYPE``, a script
-        error, ...), or the last redirect or connection error after
-        :data:`MAX_ROUNDS` rounds.
+        error, a WAIT that fell short, ...), or the last redirect or connection
+        error after :data:`MAX_ROUNDS` rounds.
         """
         answers: list[Any] = [None] * len(calls)
         pending = list(range(len(calls)))
@@ -189,7 +200,7 @@ class ClusterClient:
             pending = []
             refresh = unreachable = False
             for address, indexes in by_node.items():
-                results = self._pipeline(address, [work[i] for i in indexes])
+                results = self._pipeline(address, [work[i] for i in indexes], wait)
                 if isinstance(results, BaseException):
                     self.redirects.connection += 1
                     last, refresh, unreachable = results, True, True
@@ -197,6 +208,8 @@ class ClusterClient:
                     for index in indexes:
                         work[index].ask = None
                     continue
+                waited = results.pop() if wait is not None else None
+                ran = False
                 for index, result in zip(indexes, results, strict=True):
                     call = work[index]
                     call.ask = None
@@ -205,10 +218,15 @@ class ClusterClient:
                         if isinstance(result, BaseException):
                             raise result
                         answers[index] = result
+                        ran = True
                         continue
                     last = result
                     pending.append(index)
                     refresh = refresh or retry == "moved"
+                if wait is not None and ran:
+                    if isinstance(waited, BaseException):
+                        raise waited
+                    wait.check(f"{address[0]}:{address[1]}", waited)
             if unreachable:
                 unreachable_rounds += 1
                 if unreachable_rounds >= MAX_CONNECTION_ROUNDS:
@@ -246,14 +264,18 @@ class ClusterClient:
             return "again"
         return None
 
-    def _pipeline(self, address: Address, calls: list[SlotCall]) -> list[Any] | BaseException:
-        """``calls`` to one node in one pipeline: the answers (errors in place), or the connection error."""
+    def _pipeline(self, address: Address, calls: list[SlotCall],
+                  wait: ReplicaWait | None = None) -> list[Any] | BaseException:
+        """``calls`` to one node in one pipeline: the answers (errors in place; with ``wait``, WAIT's
+        answer last), or the connection error."""
         try:
             pipe = self.node(address).pipeline(transaction=False)
             for call in calls:
                 if call.ask is not None:
                     pipe.execute_command("ASKING")
                 pipe.execute_command(*call.args)
+            if wait is not None:
+                pipe.execute_command(*wait.command())
             raw = pipe.execute(raise_on_error=False)
         except (self._errors.ConnectionError, self._errors.TimeoutError, OSError) as exc:
             return exc
@@ -269,6 +291,8 @@ class ClusterClient:
                     continue
             results.append(raw[position])
             position += 1
+        if wait is not None:
+            results.append(raw[position])
         return results
 
     def close(self) -> None:

@@ -53,6 +53,7 @@ ERROR_MODULES = (
     "trident_spark.errors",
     "trident_spark.state.errors",
     "trident_spark.state.pyvalues",
+    "trident_spark.state.redis_wait",
     "trident_spark.checkpoint_files",
     "trident_spark.object_values",
     "trident_spark.cli.query",

@@ -6,12 +6,20 @@ mode on and no persistence; ``redis-cli --cluster create ... --cluster-yes``
 then joins them and spreads the 16384 hash slots evenly over the primaries.
 Ports are chosen free below the ephemeral range and below 55536, with port +
 10000 (the cluster bus, which Redis derives from the client port) free too.
+``node_timeout`` is Redis's ``cluster-node-timeout``: how long a primary may be
+unreachable before its replica takes over (a failover takes about this plus a
+second here). Faults for tests: :meth:`RedisClusterHandle.kill_node`,
+``restart_node`` (same port and ``nodes.conf``: a killed primary comes back as
+a replica of the node that took over), ``pause_node``/``resume_node``
+(SIGSTOP/SIGCONT) and ``roles`` (who serves, who replicates whom, now).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -59,6 +67,61 @@ class RedisClusterHandle(ServiceHandle):
         """SIGKILL the node at ``url`` (a fault for tests)."""
         self.processes[url].stop(grace=0.0)
 
+    def restart_node(self, url: str, timeout: float = 30.0) -> None:
+        """Start the node at ``url`` again after :meth:`kill_node`: same port, same ``nodes.conf``.
+
+        It has no data (no persistence) and rejoins the cluster; a primary that was
+        replaced meanwhile comes back as a replica of the node that took over.
+        """
+        old = self.processes[url]
+        old.stop(grace=0.0)
+        process = LocalProcess(old.name, old.argv, log_path=old.log_path, append=True)
+        self.processes[url] = process
+        wait_until(functools.partial(redis_answers, url), timeout=timeout, process=process,
+                   what=f"redis cluster node at {url}")
+
+    def pause_node(self, url: str) -> None:
+        """SIGSTOP the node at ``url``: it holds its connections and answers nothing (a fault for tests)."""
+        os.kill(self.processes[url].pid, signal.SIGSTOP)
+
+    def resume_node(self, url: str) -> None:
+        """SIGCONT a node :meth:`pause_node` stopped."""
+        os.kill(self.processes[url].pid, signal.SIGCONT)
+
+    def roles(self) -> dict[str, str | None]:
+        """Each live node's URL -> None for a primary that serves slots, else its primary's URL.
+
+        Each node is asked about itself (``CLUSTER NODES``, its ``myself`` line), so this is
+        the cluster's state now, not one node's gossip (after a failover: the replica that took
+        over is a primary). A node that does not answer within 5 s (paused, down) is left out,
+        and so is a primary that serves no slot (one just restarted that has not yet learned it
+        became a replica).
+        """
+        views: dict[str, list[list[str]]] = {}
+        for url, process in self.processes.items():
+            if not process.alive():
+                continue
+            port = url.rsplit(":", 1)[1].split("/")[0]
+            try:
+                out = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", port, "CLUSTER", "NODES"],
+                                     capture_output=True, text=True, timeout=5, check=True).stdout
+            except (OSError, subprocess.SubprocessError):
+                continue
+            views[url] = [line.split() for line in out.splitlines() if line.strip()]
+        by_id = {row[0]: f"redis://127.0.0.1:{row[1].split('@')[0].rsplit(':', 1)[1]}/0"
+                 for rows in views.values() for row in rows}
+        found: dict[str, str | None] = {}
+        for url, rows in views.items():
+            for row in rows:
+                flags = row[2].split(",")
+                if "myself" not in flags:
+                    continue
+                if "master" in flags and len(row) > 8:
+                    found[url] = None
+                elif "slave" in flags and row[3] in by_id:
+                    found[url] = by_id[row[3]]
+        return found
+
 
 def _cluster_ports(count: int) -> list[int]:
     """``count`` free client ports whose bus ports (port + 10000) are free too."""
@@ -88,8 +151,18 @@ def _cluster_ok(port: int) -> bool:
     return "cluster_state:ok" in out
 
 
+def _replicas_online(port: int, count: int) -> bool:
+    """Whether the primary at ``port`` has ``count`` replicas in sync (``state=online``)."""
+    try:
+        out = subprocess.run(["redis-cli", "-h", "127.0.0.1", "-p", str(port), "INFO", "replication"],
+                             capture_output=True, text=True, timeout=5).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return sum(1 for line in out.splitlines() if line.startswith("slave") and "state=online" in line) >= count
+
+
 def start_redis_cluster(*, primaries: int = 3, replicas: int = 0, timeout: float = 60.0,
-                        keep_logs: bool = False) -> RedisClusterHandle:
+                        keep_logs: bool = False, node_timeout: int = 5000) -> RedisClusterHandle:
     """Start a Redis Cluster of ``primaries`` primaries, each with ``replicas`` replicas, on 127.0.0.1.
 
     Parameters
@@ -102,6 +175,9 @@ def start_redis_cluster(*, primaries: int = 3, replicas: int = 0, timeout: float
         Seconds to wait for the nodes and then for ``cluster_state:ok``.
     keep_logs : bool, default False
         Keep the temporary directory (node logs, ``nodes-PORT.conf``) after ``stop()``.
+    node_timeout : int, default 5000
+        ``cluster-node-timeout`` in milliseconds: how long a node may be unreachable before
+        the cluster fails it over (its replica is promoted). At least 100.
 
     Returns
     -------
@@ -127,6 +203,9 @@ def start_redis_cluster(*, primaries: int = 3, replicas: int = 0, timeout: float
                                    "at least 3 primaries")
     if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 0:
         raise InvalidArgumentError(f"start_redis_cluster(replicas={replicas!r}): a number >= 0")
+    if isinstance(node_timeout, bool) or not isinstance(node_timeout, int) or node_timeout < 100:
+        raise InvalidArgumentError(f"start_redis_cluster(node_timeout={node_timeout!r}): milliseconds, "
+                                   "a whole number >= 100")
     binary = str(redis_server_binary())
     cli = shutil.which("redis-cli")
     if cli is None:
@@ -150,7 +229,9 @@ def start_redis_cluster(*, primaries: int = 3, replicas: int = 0, timeout: float
             node_dir.mkdir()
             argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--protected-mode", "yes",
                     "--cluster-enabled", "yes", "--cluster-config-file", f"nodes-{port}.conf",
-                    "--cluster-node-timeout", "5000", "--save", "", "--appendonly", "no",
+                    "--cluster-node-timeout", str(node_timeout), "--save", "", "--appendonly", "no",
+                    # a replica (re)joining syncs at once, not after the default 5 s of waiting for others
+                    "--repl-diskless-sync-delay", "0",
                     "--dir", str(node_dir), "--logfile", ""]
             url = f"redis://127.0.0.1:{port}/0"
             processes[url] = LocalProcess(f"redis-cluster-{port}", argv, log_path=node_dir / "redis.log")
@@ -168,6 +249,13 @@ def start_redis_cluster(*, primaries: int = 3, replicas: int = 0, timeout: float
         for port in ports:
             wait_until(functools.partial(_cluster_ok, port), timeout=max(1.0, deadline - time.monotonic()),
                        what=f"redis cluster node 127.0.0.1:{port} (cluster_state:ok)", interval=0.2)
+        # redis-cli assigns the first `primaries` ports as primaries; their replicas sync after the
+        # create: wait for them so that a first write with WAIT finds them.
+        for port in ports[:primaries]:
+            wait_until(functools.partial(_replicas_online, port, replicas),
+                       timeout=max(1.0, deadline - time.monotonic()),
+                       what=f"the {replicas} replica(s) of redis cluster node 127.0.0.1:{port} (in sync)",
+                       interval=0.1)
     except BaseException as exc:
         logs = "".join(f"\n{url}: {tail_lines(p.log_path, 5)}" for url, p in processes.items())
         stop_all()
