@@ -28,7 +28,7 @@ from typing import Any
 
 from trident_spark.errors import InvalidArgumentError
 
-__all__ = ["ClusterShape", "ScaleConstants", "ScalePrediction", "ScaleTerm", "predict"]
+__all__ = ["MEASURED_HERE", "ClusterShape", "ScaleConstants", "ScalePrediction", "ScaleTerm", "predict"]
 
 
 def _positive(owner: str, name: str, value: Any, *, whole: bool = False, allow_zero: bool = False) -> None:
@@ -136,6 +136,17 @@ class ScaleConstants:
     def to_dict(self) -> dict[str, Any]:
         """The constants as a JSON-ready dict (what :meth:`from_mapping` reads)."""
         return asdict(self)
+
+
+#: The constants bench/scale.py measured on this project's 2-core VM (docs/scaling.md): the word
+#: count (built-in Split, Count into RedisState.opaque) on 1 executor core of a Spark standalone
+#: cluster into 1 redis-server, batches of 25,000 sentences (4-20 words) over 2 Kafka partitions.
+#: A word count's own: measure yours (bench/scale.py, or your job's batches) before sizing by them.
+MEASURED_HERE = ScaleConstants(
+    read_records_per_s_per_partition=270_000, records_per_s_per_core=33_900,
+    keys_per_s_per_store_node=269_000, keys_written_per_record=0.382, batch_fixed_ms=675,
+    measured="bench/scale.py 20261129T033935Z on a 2-core VM: the word count on 1 executor core "
+             "into 1 Redis node, batches of 25,000 sentences (docs/scaling.md)")
 
 
 @dataclass(frozen=True, kw_only=True)

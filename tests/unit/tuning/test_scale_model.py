@@ -9,7 +9,7 @@ import json
 import pytest
 
 from trident_spark.errors import InvalidArgumentError
-from trident_spark.tuning.scale_model import ClusterShape, ScaleConstants, predict
+from trident_spark.tuning.scale_model import MEASURED_HERE, ClusterShape, ScaleConstants, predict
 
 CONSTANTS = ScaleConstants(read_records_per_s_per_partition=100_000, records_per_s_per_core=20_000,
                            keys_per_s_per_store_node=100_000, keys_written_per_record=0.2, batch_fixed_ms=250)
@@ -105,6 +105,11 @@ def test_a_constants_file_that_lacks_a_constant_names_it_and_the_file(tmp_path):
         f"{path}: the scale constants lack read_records_per_s_per_partition, keys_per_s_per_store_node, "
         f"keys_written_per_record, batch_fixed_ms; give a file written by bench/scale.py "
         f"(bench/results/scale-constants-*.json) or every constant")
+
+
+def test_the_constants_measured_here_are_valid_and_say_where_they_come_from():
+    assert MEASURED_HERE.measured.startswith("bench/scale.py")
+    assert MEASURED_HERE.records_per_s_per_store_node > MEASURED_HERE.records_per_s_per_core
 
 
 def test_docstring_examples():
