@@ -264,9 +264,9 @@ class ScalePrediction:
         if nxt is not None:
             lines.append(f"adding {b.resource} helps up to {self.helps_up_to_units}; then {nxt.resource} "
                          f"bind at {_n(nxt.records_per_s)} records/s")
-        lines.append(f"a batch of {_n(self.batch_records)} records takes {_n(self.constants.batch_fixed_ms)} "
-                     f"+ {_n(self.batch_records)} / {_n(self.capacity_records_per_s)} s = "
-                     f"{_n(self.batch_ms)} ms: "
+        lines.append(f"a batch of {_n(self.batch_records)} records takes "
+                     f"{_n(self.constants.batch_fixed_ms)} ms + {_n(self.batch_records)} / "
+                     f"{_n(self.capacity_records_per_s)} records/s = {_n(self.batch_ms)} ms: "
                      f"{_n(self.records_per_s)} records/s, latency up to {_n(self.latency_ms)} ms")
         return "\n".join(lines)
 

@@ -59,7 +59,7 @@ def test_markdown_marks_the_bottleneck_and_states_littles_law():
                    batch_records=40_000).to_markdown()
     assert "| operations **(bottleneck)** | executor cores | 8 | 20,000 | 160,000 |" in text
     assert "adding executor cores helps up to 20; then source partitions bind at 400,000 records/s" in text
-    assert ("a batch of 40,000 records takes 250 + 40,000 / 160,000 s = 500 ms: 80,000 records/s, "
+    assert ("a batch of 40,000 records takes 250 ms + 40,000 / 160,000 records/s = 500 ms: 80,000 records/s, "
             "latency up to 1,000 ms") in text
 
 
