@@ -24,9 +24,9 @@ EPILOG = """examples:
   trident-spark tune --size-for 1m
       source partitions, executor cores and store nodes for 1,000,000 records/s, from the
       constants measured by bench/scale.py on this project's 2-core machine (docs/scaling.md)
-  trident-spark tune --size-for 250k --constants bench/results/scale-constants-<time>.json \
-      --batch-interval-ms 2000 --format markdown
-      the same from your own measured constants, with a 2 s trigger, as markdown
+  trident-spark tune --size-for 250k --constants mine.json --batch-interval-ms 2000 --format json
+      the same from your own constants (bench/scale.py writes bench/results/scale-constants-*.json),
+      with a 2 s trigger, as JSON
 
 Each size is one availableNow run with a fresh checkpoint under the report directory, reading
 the slice from its start: from the earliest offsets (or --from) to the high watermark now,

@@ -134,7 +134,13 @@ class ScaleConstants:
         return cls.from_mapping(data, str(path))
 
     def to_dict(self) -> dict[str, Any]:
-        """The constants as a JSON-ready dict (what :meth:`from_mapping` reads)."""
+        """The constants as a JSON-ready dict (what :meth:`from_mapping` reads).
+
+        Examples
+        --------
+        >>> ScaleConstants.from_mapping(MEASURED_HERE.to_dict()) == MEASURED_HERE
+        True
+        """
         return asdict(self)
 
 
@@ -195,7 +201,13 @@ class ScaleTerm:
         return self.units * self.records_per_s_per_unit
 
     def units_for(self, records_per_s: float) -> int:
-        """The fewest units of this resource that carry ``records_per_s``."""
+        """The fewest units of this resource that carry ``records_per_s``.
+
+        Examples
+        --------
+        >>> ScaleTerm("operations", "executor cores", 1, 20_000.0).units_for(50_000)
+        3
+        """
         return max(1, math.ceil(round(records_per_s / self.records_per_s_per_unit, 9)))
 
 
