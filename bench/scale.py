@@ -12,8 +12,9 @@ partitions, each run a Spark application of its own (bench/scale_run.py):
   (records over all task time per core: read, operations, state client, Spark's share), the
   per-node write rate (keys written over the Redis server's own CPU seconds, ``INFO cpu``: a
   node is one thread, so one CPU second is what a node has per second), keys written per
-  record, and the per-batch fixed cost (the median batch of a run with tiny batches,
-  ``--tiny-batch`` records, where the records cost next to nothing);
+  record, and the per-batch fixed cost (the median of a batch's wall time less its task time);
+  a run with tiny batches (``--tiny-batch`` records, where the records cost next to nothing)
+  checks the fixed cost;
 * **the check**: every shape (1 and 2 executor cores, 1 Redis node and a 3-primary cluster),
   ``--rounds`` runs each, interleaved (odd rounds in order, even rounds reversed), the steady
   rate (median over a run's batches after the first ``--warm-batches``) against the model's

@@ -34,14 +34,17 @@ def steady_rate(run: dict[str, Any], warm: int) -> float:
 
 
 def constants_from(result: dict[str, Any]) -> dict[str, Any]:
-    """The model's constants (a :class:`ScaleConstants` as a dict) from the calibration runs and the
-    tiny-batch run, each with how it was computed.
+    """The model's constants (a :class:`ScaleConstants` as a dict) from the calibration runs, each
+    with how it was computed.
 
-    On one executor core a batch of ``B`` records takes ``fixed + B / per_core`` (Little's Law with
-    one batch in flight), so the two batch sizes give both: ``per_core`` is the slope (records per
-    second of extra batch time, the marginal rate), ``fixed`` the intercept. The task-time rate
-    (records over all task time) counts Spark's per-task share, a fixed cost, per record: it is
-    kept as ``records_per_s_per_core_task_time`` for comparison."""
+    On one executor core a batch takes its task time (the records' work: read, operations, state
+    client, Spark's share) plus what is outside its tasks (the driver's planning and logs,
+    scheduling, idle time): ``per_core`` is the records over all task time, ``fixed`` the median
+    of (batch wall time - task time) over the steady batches. The tiny run's median batch is kept
+    as a check of ``fixed`` (``tiny_batch_ms``), and the slope of batch time between the tiny and the
+    full batches as ``records_per_s_per_core_slope``: two batch sizes whose times differ by a few
+    hundred ms on a VM whose batches vary by as much make a slope too noisy to use (it moved 3x
+    between two invocations)."""
     warm = result["setup"]["warm_batches"]
     calibration = [r for r in result["runs"] if r["label"] == CALIBRATION]
     batches = [b for r in calibration for b in _steady(r, warm)]
@@ -51,41 +54,39 @@ def constants_from(result: dict[str, Any]) -> dict[str, Any]:
     keys_steady = sum(b["state"].get("keys_written", 0) for b in batches)
     keys_all = sum(b["state"].get("keys_written", 0) for r in calibration for b in r["batches"])
     store_cpu = sum(r["store_cpu_s"] for r in calibration)
-    task_rate = rows * 1000 / task_ms
+    per_core = rows * 1000 / task_ms
+    fixed = statistics.median(b["ms"] - sum(b["terms"][t] for t in TERMS) for b in batches)
     tiny = next(r for r in result["runs"] if r["label"] == "tiny batches")
     tiny_batches = _steady(tiny, warm)
     tiny_ms = statistics.median(b["ms"] for b in tiny_batches)
     tiny_rows = statistics.median(b["rows"] for b in tiny_batches)
     big_ms = statistics.median(b["ms"] for b in batches)
     big_rows = statistics.median(b["rows"] for b in batches)
-    per_core = (big_rows - tiny_rows) * 1000 / (big_ms - tiny_ms) if big_ms > tiny_ms else task_rate
-    fixed = max(0.0, tiny_ms - tiny_rows * 1000 / per_core)
+    slope = (big_rows - tiny_rows) * 1000 / (big_ms - tiny_ms) if big_ms > tiny_ms else None
     constants = ScaleConstants(
         read_records_per_s_per_partition=rows * 1000 / read_ms,
         records_per_s_per_core=per_core,
         keys_per_s_per_store_node=keys_all / store_cpu,
         keys_written_per_record=keys_steady / rows,
-        batch_fixed_ms=fixed,
+        batch_fixed_ms=max(0.0, fixed),
         measured=f"bench/scale.py {result['setup']['started']}: {len(calibration)} runs of 1 executor core "
                  f"into 1 Redis node, batches of {result['setup']['batch']:,} records over "
                  f"{result['setup']['partitions']} partitions")
     out = constants.to_dict()
-    out["records_per_s_per_core_task_time"] = task_rate
+    out["tiny_batch_ms"] = tiny_ms
+    out["records_per_s_per_core_slope"] = slope
     out["how"] = {
         "read_records_per_s_per_partition": f"{rows:,} records / {read_ms / 1000:.2f} s of the spout's read "
                                             "task time (source stage), steady batches",
-        "records_per_s_per_core": (
-            f"slope of batch time on 1 core: ({big_rows:,.0f} - {tiny_rows:,.0f}) records / ({big_ms:,.0f} - "
-            f"{tiny_ms:,.0f}) ms (median steady batches of the calibration and tiny runs)"
-            if big_ms > tiny_ms else
-            f"the task-time rate: the calibration batches ({big_ms:,.0f} ms) took no longer than the tiny "
-            f"ones ({tiny_ms:,.0f} ms), so the slope is noise"),
-        "records_per_s_per_core_task_time": f"{rows:,} records / {task_ms / 1000:.2f} s of all task time, "
-                                            "steady batches (Spark's per-task share counted per record)",
+        "records_per_s_per_core": f"{rows:,} records / {task_ms / 1000:.2f} s of all task time (read, "
+                                  "operations, state client, Spark's share), steady batches",
+        "tiny_batch_ms": f"median batch of the tiny run ({tiny_rows:.0f} records): a check of batch_fixed_ms",
+        "records_per_s_per_core_slope": f"({big_rows:,.0f} - {tiny_rows:,.0f}) records / ({big_ms:,.0f} - "
+                                        f"{tiny_ms:,.0f}) ms: the slope of batch time, for comparison",
         "keys_per_s_per_store_node": f"{keys_all:,} keys written / {store_cpu:.2f} s of redis-server CPU",
         "keys_written_per_record": f"{keys_steady:,} keys written / {rows:,} records, steady batches",
-        "batch_fixed_ms": f"intercept: median batch of the tiny run ({tiny_ms:.0f} ms for {tiny_rows:.0f} "
-                          f"records) less the records' share at the per-core rate",
+        "batch_fixed_ms": "median over the steady batches of (batch wall time - task time on the one "
+                          "core): the driver's planning and logs, scheduling, waits",
     }
     return out
 
@@ -117,7 +118,10 @@ def report(result: dict[str, Any], console: Console) -> list[dict[str, Any]]:
             "binding": prediction.binding.name, "capacity": prediction.capacity_records_per_s,
             "records_per_s_per_core_measured": sum(b["rows"] for b in batches) * 1000 / task_ms,
             "keys_per_s_per_store_cpu_s": keys / store_cpu if store_cpu else None,
-            "median_batch_ms": statistics.median(b["ms"] for b in batches)})
+            "median_batch_ms": statistics.median(b["ms"] for b in batches),
+            "median_terms_ms": {t: statistics.median(b["terms"][t] for b in batches) for t in TERMS},
+            "keys_written_per_batch": [b["state"].get("keys_written", 0) for b in batches],
+            "store_reads_per_batch": [b["state"].get("store_reads", 0) for b in batches]})
     table = Table(title="steady records/s: measured (median of runs, spread) vs the model")
     for column in ("shape", "runs", "measured", "spread", "predicted", "measured / predicted", "binds",
                    "per core (measured)", "batch ms"):
@@ -128,5 +132,6 @@ def report(result: dict[str, Any], console: Console) -> list[dict[str, Any]]:
                       f"{row['records_per_s_per_core_measured']:,.0f}", f"{row['median_batch_ms']:,.0f}")
     console.print(table)
     for name, how in result["constants"]["how"].items():
-        console.print(f"{name} = {result['constants'][name]:,.4g}: {how}", highlight=False)
+        value = result["constants"][name]
+        console.print(f"{name} = {'-' if value is None else format(value, ',.4g')}: {how}", highlight=False)
     return rows

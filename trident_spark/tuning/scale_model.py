@@ -149,8 +149,8 @@ class ScaleConstants:
 #: cluster into 1 redis-server, batches of 25,000 sentences (4-20 words) over 2 Kafka partitions.
 #: A word count's own: measure yours (bench/scale.py, or your job's batches) before sizing by them.
 MEASURED_HERE = ScaleConstants(
-    read_records_per_s_per_partition=270_000, records_per_s_per_core=33_900,
-    keys_per_s_per_store_node=269_000, keys_written_per_record=0.382, batch_fixed_ms=675,
+    read_records_per_s_per_partition=270_000, records_per_s_per_core=32_300,
+    keys_per_s_per_store_node=269_000, keys_written_per_record=0.382, batch_fixed_ms=648,
     measured="bench/scale.py 20261129T033935Z on a 2-core VM: the word count on 1 executor core "
              "into 1 Redis node, batches of 25,000 sentences (docs/scaling.md)")
 

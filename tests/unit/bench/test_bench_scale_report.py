@@ -37,17 +37,17 @@ def test_steady_rate_leaves_the_warm_batches_out():
 
 
 def test_constants_from_the_calibration_runs():
-    """Little's Law on 1 core: the per-core rate is the slope of batch time, the fixed cost its
-    intercept."""
+    """On 1 core a batch is its task time (the per-core rate) plus the rest (the fixed cost)."""
     constants = constants_from(RESULT)
     # 40,000 steady records; 400 ms of read task time; 2,000 ms of all task time
     assert constants["read_records_per_s_per_partition"] == 100_000.0
+    assert constants["records_per_s_per_core"] == 20_000.0
     # the slope of batch time on 1 core: 9,900 more records take 490 ms more than a tiny batch
-    assert constants["records_per_s_per_core"] == 9_900 * 1000 / 490
-    assert constants["records_per_s_per_core_task_time"] == 20_000.0
+    assert constants["records_per_s_per_core_slope"] == 9_900 * 1000 / 490
+    assert constants["tiny_batch_ms"] == 210
     assert constants["keys_per_s_per_store_node"] == pytest.approx(2 * 2900 / 0.58)
     assert constants["keys_written_per_record"] == 0.1
-    assert constants["batch_fixed_ms"] == pytest.approx(210 - 100 * 490 / 9_900)
+    assert constants["batch_fixed_ms"] == 700 - 500  # wall time less the batch's 500 ms of task time
     assert constants["measured"].startswith("bench/scale.py 20261129T000000Z: 2 runs of 1 executor core")
 
 
@@ -60,5 +60,5 @@ def test_report_compares_each_shape_with_the_model():
     assert two["median"] == 22_500.0
     assert two["spread"] == pytest.approx(5_000 / 22_500)
     assert two["binding"] == "operations"
-    per_core, fixed = 9_900 * 1000 / 490, 210 - 100 * 490 / 9_900
-    assert two["predicted"] == pytest.approx(10_000 / ((fixed + 10_000 / (2 * per_core) * 1000) / 1000))
+    assert two["predicted"] == pytest.approx(10_000 / ((200 + 10_000 / (2 * 20_000) * 1000) / 1000))
+    assert two["median_terms_ms"] == {"read": 100, "operations": 200, "state": 50, "spark": 150, "other": 0.0}
