@@ -1,6 +1,6 @@
 """The documentation's examples run: every ```python block of docs/api.md, port-guide.md, state.md,
-tuning.md, spouts-and-states.md, windows.md, drpc.md, deployment.md and notebooks.md (README.md's
-in test_readme.py).
+tuning.md, spouts-and-states.md, windows.md, drpc.md, deployment.md, notebooks.md and scaling.md
+(README.md's in test_readme.py).
 
 A block is skipped only when an HTML comment ``<!-- not run: reason -->`` stands right
 before it (state operations that do not run yet, fragments next to Java). Every other
@@ -26,7 +26,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "docs" / "api.md", ROOT / "docs" / "port-guide.md", ROOT / "docs" / "state.md",
         ROOT / "docs" / "tuning.md", ROOT / "docs" / "spouts-and-states.md", ROOT / "docs" / "windows.md",
-        ROOT / "docs" / "drpc.md", ROOT / "docs" / "deployment.md", ROOT / "docs" / "notebooks.md"]
+        ROOT / "docs" / "drpc.md", ROOT / "docs" / "deployment.md", ROOT / "docs" / "notebooks.md",
+        ROOT / "docs" / "scaling.md"]
 
 _FENCE = re.compile(r"^```(\S*)\s*$")
 _NOT_RUN = re.compile(r"^<!--\s*not run:\s*(?P<reason>.*?)\s*-->$")

@@ -1,4 +1,5 @@
-"""``trident-spark tune FILE[:ATTR] --sweep ...``: find a topology's batch-size knee on real data."""
+"""``trident-spark tune FILE[:ATTR] --sweep ...``: find a topology's batch-size knee on real data;
+``trident-spark tune --size-for RATE``: size a cluster for a rate from the scale model."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typing import Any
 
 from trident_spark.cli.run import add_conf_option
 
-HELP = "sweep batch sizes on a fixed slice of the topics; report the knee and the settings"
+HELP = ("sweep batch sizes on a fixed slice of the topics; report the knee and the settings "
+        "(or, with --size-for, size a cluster for a rate)")
 EPILOG = """examples:
   trident-spark tune examples/wordcount.py --sweep 16k,32k,64k,128k,256k
       run the topology once per max_fetch_bytes on the same records; write ./tune-report-<time>/
@@ -19,6 +21,12 @@ EPILOG = """examples:
       eight sizes from 8k to 1m (a factor ~2 apart) on 200,000 records, each size twice
   trident-spark tune app.py --sweep auto --from '{"events": {"0": 5000, "1": 5000}}'
       sizes chosen from the slice, which starts at the given offsets
+  trident-spark tune --size-for 1m
+      source partitions, executor cores and store nodes for 1,000,000 records/s, from the
+      constants measured by bench/scale.py on this project's 2-core machine (docs/scaling.md)
+  trident-spark tune --size-for 250k --constants mine.json --batch-interval-ms 2000 --format json
+      the same from your own constants (bench/scale.py writes bench/results/scale-constants-*.json),
+      with a 2 s trigger, as JSON
 
 Each size is one availableNow run with a fresh checkpoint under the report directory, reading
 the slice from its start: from the earliest offsets (or --from) to the high watermark now,
@@ -29,14 +37,19 @@ need --allow-state-writes (a scratch key prefix / index per run, in the same sto
 
 The report directory holds report.md, results.json, throughput_latency.png and
 stage_breakdown.png.
+
+--size-for runs nothing: it applies the scale model (rows/s = min(partitions x read rate,
+cores x per-core rate, store nodes x write rate / keys per record), a fixed cost per batch,
+Little's Law) and says which term binds first. See docs/scaling.md.
 """
 
 
 def register(commands: Any) -> None:
     parser = commands.add_parser("tune", help=HELP, description=HELP, epilog=EPILOG,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("target", metavar="FILE[:ATTR]",
-                        help="Python file, and the TridentTopology (or function returning one) in it")
+    parser.add_argument("target", metavar="FILE[:ATTR]", nargs="?",
+                        help="Python file, and the TridentTopology (or function returning one) in it "
+                             "(not with --size-for)")
     parser.add_argument("--sweep", default="auto", metavar="SIZES",
                         help="per-partition max_fetch_bytes to try: 16k,32k,64k; a geometric range "
                              "8k..1m:8 (8 sizes); or auto (default)")
@@ -60,7 +73,74 @@ def register(commands: Any) -> None:
                         help="skip the short unmeasured run that starts Spark's Python workers first")
     parser.add_argument("--run-timeout", type=float, default=600.0, metavar="S",
                         help="seconds one run may take before the sweep fails (default 600)")
+    sizing = parser.add_argument_group("cluster sizing (the scale model; runs nothing)")
+    sizing.add_argument("--size-for", metavar="RATE",
+                        help="records/s to size a cluster for: 250000, 250k or 1.5m")
+    sizing.add_argument("--constants", metavar="FILE",
+                        help="measured constants, a JSON file of bench/scale.py "
+                             "(default: the ones measured on this project's 2-core machine)")
+    sizing.add_argument("--batch-interval-ms", type=float, default=1000.0, metavar="MS",
+                        help="trigger interval to size for (default 1000)")
+    sizing.add_argument("--format", choices=("table", "markdown", "json"), default="table",
+                        help="how to print the sizing (default table)")
     parser.set_defaults(handler=main)
+
+
+def parse_rate(text: str) -> float:
+    """Records/s from ``250000``, ``250k`` or ``1.5m``.
+
+    Examples
+    --------
+    >>> parse_rate("250k"), parse_rate("1.5m"), parse_rate("1200")
+    (250000.0, 1500000.0, 1200.0)
+    """
+    from trident_spark.errors import InvalidArgumentError
+
+    scale = {"k": 1e3, "m": 1e6}.get(text.strip()[-1:].lower(), 1.0)
+    digits = text.strip()[:-1] if scale != 1.0 else text.strip()
+    try:
+        value = float(digits) * scale
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise InvalidArgumentError(f"tune --size-for {text!r}: give the records per second as a number > 0, "
+                                   f"e.g. --size-for 250000, 250k or 1.5m")
+    return value
+
+
+def size(args: argparse.Namespace) -> int:
+    """``tune --size-for``: the scale model's cluster for a rate, printed as a table, markdown or JSON."""
+    from rich.console import Console
+
+    from trident_spark.errors import InvalidArgumentError
+    from trident_spark.tuning.cluster_sizing import size_cluster
+    from trident_spark.tuning.scale_model import MEASURED_HERE, ScaleConstants
+
+    if args.target:
+        print(f"error: tune {args.target} --size-for: --size-for sizes a cluster from measured constants "
+              f"and runs no topology; leave out {args.target}, or leave out --size-for to sweep it",
+              file=sys.stderr)
+        return 2
+    try:  # bad arguments: one `error:` line and status 2, as argparse's own
+        rate = parse_rate(args.size_for)
+        constants = ScaleConstants.from_file(args.constants) if args.constants else MEASURED_HERE
+        sizing = size_cluster(rate, constants, batch_interval_ms=args.batch_interval_ms)
+    except InvalidArgumentError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.format == "json":
+        print(json.dumps({"settings": sizing.settings(), "binds_first": sizing.binds_first.resource,
+                          "max_records_per_s": sizing.max_records_per_s, "batch_ms": sizing.batch_ms,
+                          "latency_ms": sizing.latency_ms, "formulas": list(sizing.formulas),
+                          "constants": constants.to_dict()}, indent=2))
+    elif args.format == "markdown":
+        print(sizing.to_markdown(), end="")
+    else:
+        console = Console()
+        console.print(sizing)
+        console.print(sizing.explain(), highlight=False, markup=False)
+        console.print(f"constants: {constants.measured or args.constants}", highlight=False, markup=False)
+    return 0
 
 
 def main(args: argparse.Namespace) -> int:
@@ -71,6 +151,12 @@ def main(args: argparse.Namespace) -> int:
     from trident_spark.tuning.report import summarize, write_report
     from trident_spark.tuning.sweep import SweepError, SweepSettings, parse_sweep, run_sweep
 
+    if args.size_for is not None:
+        return size(args)
+    if not args.target:
+        print("error: tune: give FILE[:ATTR] to sweep a topology's batch sizes, or --size-for RATE to size "
+              "a cluster (trident-spark tune --help)", file=sys.stderr)
+        return 2
     console = Console(stderr=True, soft_wrap=not sys.stderr.isatty())  # piped: whole lines
     try:
         sizes = parse_sweep(args.sweep)
