@@ -94,6 +94,7 @@ class TopologyHandle:
         self._names: dict[str, str] = {}
         self._progress: deque[BatchProgress] = deque(maxlen=check_progress_history(progress_history))
         self._last_txid: dict[str, int] = {}  # each stream's last finished batch in this process
+        self._delivered: dict[str, int] = {}  # each stream's last batch its callbacks have seen
         self._logs: dict[str, ProgressLog] = {}
         self._log_size = (progress_file_bytes, progress_files_kept)
         self._run_info: dict[str, Any] | None = None  # trident-run.json, once the run starts
@@ -189,8 +190,12 @@ class TopologyHandle:
         except OSError as exc:
             log.warning("cannot append progress to %s: %s",
                         files.describe(files.join(self.checkpoint, stream, PROGRESS_FILE)), exc)
-        for callback in self._callbacks:
-            callback(batch)
+        try:
+            for callback in self._callbacks:
+                callback(batch)
+        finally:
+            with self._lock:  # delivered: what awaitTermination waits for (_wait_for_progress_events)
+                self._delivered[stream] = max(batch.txid, self._delivered.get(stream, batch.txid))
 
     def _log(self, stream: str) -> ProgressLog:
         found = self._logs.get(stream)
@@ -330,15 +335,17 @@ class TopologyHandle:
         # (each one seen gives another ``idle_timeout`` seconds). On a loaded 2-core machine one
         # event took over 5 s: `--available-now` then ended before printing its last batch.
         for stream, query in self._queries.items():
-            last = query.lastProgress
-            if not last or "addBatch" not in (last.get("durationMs") or {}):
+            # The last batch that ran: the very last progress may be one with no batch (no data)
+            recent = [*(query.recentProgress or []), query.lastProgress]
+            ran = [p for p in recent if p and "addBatch" in (p.get("durationMs") or {})]
+            if not ran:
                 continue
-            txid = last["batchId"]
+            txid = max(p["batchId"] for p in ran)
             deadline = time.monotonic() + idle_timeout
             seen = -2
             while time.monotonic() < deadline:
                 with self._lock:
-                    reached = self._last_txid.get(stream, -1)
+                    reached = self._delivered.get(stream, -1)
                 if reached >= txid:
                     break
                 if reached != seen:

@@ -183,12 +183,43 @@ def test_the_wait_for_progress_events_sees_the_last_batch_with_a_bounded_history
 
     class Finished(Query):
         lastProgress = spark_progress(1)
+        recentProgress = [spark_progress(0), spark_progress(1)]
 
     handle._queries["words"] = Finished()  # type: ignore[assignment]
     handle._on_progress(QUERY_ID, spark_progress(1))
     handle._on_progress("another query", spark_progress(9))  # not ours: ignored
     handle._wait_for_progress_events(idle_timeout=0.0)
     assert [p.txid for p in handle.progress] == [1]
+
+
+def test_the_wait_ends_after_the_last_batchs_callbacks_even_when_an_empty_trigger_came_last(tmp_path):
+    # availableNow may end with a progress of no batch (no addBatch): the wait is for the last
+    # batch that ran, and until every callback has seen it (a CLI prints its line there).
+    import threading
+    import time
+
+    handle = make_handle(tmp_path)
+    printed: list[int] = []
+
+    def slow_print(batch: BatchProgress) -> None:
+        time.sleep(0.3)
+        printed.append(batch.txid)
+
+    handle.on_progress(slow_print)
+    no_batch = spark_progress(2)
+    no_batch["durationMs"] = {"latestOffset": 3, "triggerExecution": 3}
+
+    class Finished(Query):
+        lastProgress = no_batch
+        recentProgress = [spark_progress(0), spark_progress(1), no_batch]
+
+    handle._queries["words"] = Finished()  # type: ignore[assignment]
+    handle._on_progress(QUERY_ID, spark_progress(0))
+    late = threading.Thread(target=handle._on_progress, args=(QUERY_ID, spark_progress(1)))
+    late.start()
+    handle._wait_for_progress_events(idle_timeout=10.0)
+    assert printed == [0, 1]
+    late.join()
 
 
 # --- a replayed batch counts its rows once --------------------------------------------------------
