@@ -84,7 +84,7 @@ demo: setup
 TEST_WORKERS ?= 3
 FAULT_WORKERS ?= 2
 test: setup
-	@$(PY) -m pytest -m "not containers and not faults" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS); rc=$$?; \
+	@$(PY) -m pytest -m "not containers and not faults and not cluster" -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
 # The fault scenarios: a driver SIGKILLed mid-batch and restarted from its checkpoint (every
@@ -92,8 +92,10 @@ test: setup
 # broker down for 60 s, tasks failed after writing, SIGINT/SIGTERM on `trident-spark run`, an
 # impostor account at the instance hosts' sockets; each checks exact final values or output. A driver start is 10-20 s of CPU, so
 # they run here rather than in `make test` (which stays under 15 minutes); .ci/run runs both.
+# The runs on a local Spark standalone cluster (@pytest.mark.cluster: spark-submit to a master and
+# a worker, ~2 minutes) run here too, for the same reason.
 test-faults: setup
-	@$(PY) -m pytest -m "faults and not containers" -n $(FAULT_WORKERS) --dist loadfile $(PYTEST_ARGS); rc=$$?; \
+	@$(PY) -m pytest -m "(faults or cluster) and not containers" -n $(FAULT_WORKERS) --dist loadfile $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi; exit $$rc
 
 # The edit loop, under 3 minutes on 2 cores: the unit tests but those marked slow, the docs pages'
